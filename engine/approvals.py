@@ -1,0 +1,107 @@
+"""Approvers: who answers when the policy says ask.
+
+An approver is any async callable ``(ApprovalRequest) -> bool | ApprovalDecision``. ``True``
+grants this call once; an :class:`ApprovalDecision` can also grant or refuse every later call
+of the tool for the session (``scope="session"``) and edit the arguments (recorded as a
+rewrite by the approver, then validated again). An approver that raises refuses: fail closed.
+
+Ready-made: :func:`approve_all`, :func:`deny_all` (the default: safe), and
+:func:`terminal_approver`, which asks a person at the terminal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Union
+
+import attrs
+
+from events.types import Annotations, Origin
+
+__all__ = [
+    "Approver",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "approve_all",
+    "as_decision",
+    "deny_all",
+    "terminal_approver",
+]
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRequest:
+    """What the approver is asked about: one call, by the engine's id, with the final
+    arguments and the policy's reason."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    reason: str
+    annotations: Annotations
+    origin: Origin
+    parent_id: str | None
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalDecision:
+    """An approver's full answer."""
+
+    granted: bool
+    scope: Literal["once", "session"] = "once"
+    arguments: Any = None
+    reason: str | None = None
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[Union[bool, ApprovalDecision]]]
+
+
+def as_decision(answer: Any) -> ApprovalDecision:
+    """An approver's answer as a decision; anything but ``True`` or a decision refuses."""
+    if isinstance(answer, ApprovalDecision):
+        return answer
+    if answer is True:
+        return ApprovalDecision(granted=True)
+    reason = None if answer is False else f"the approver answered {answer!r}, not a decision"
+    return ApprovalDecision(granted=False, reason=reason)
+
+
+async def approve_all(request: ApprovalRequest) -> bool:
+    """Grant every call. For tests, demos and trusted sandboxes."""
+    return True
+
+
+async def deny_all(request: ApprovalRequest) -> bool:
+    """Refuse every call that needs approval. The default approver: safe."""
+    return False
+
+
+def terminal_approver(
+    ask: Callable[[str], str] | None = None,
+) -> Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]:
+    """An approver that asks a person: ``y`` once, ``a`` always (this session), ``n`` no,
+    ``d`` never (this session). ``ask`` reads a line (default ``input``, run in a thread so
+    the trio loop keeps going)."""
+    import trio
+
+    read = ask or input
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        arguments = json.dumps(request.arguments, ensure_ascii=False)
+        question = (
+            f"\nAllow {request.name} (call {request.call_id})? {request.reason}\n"
+            f"  arguments: {arguments}\n  [y]es once / [a]lways / [n]o / [d]eny always: "
+        )
+        while True:
+            answer = (await trio.to_thread.run_sync(read, question)).strip().lower()
+            if answer in ("y", "yes"):
+                return ApprovalDecision(granted=True)
+            if answer in ("a", "always"):
+                return ApprovalDecision(granted=True, scope="session")
+            if answer in ("n", "no", ""):
+                return ApprovalDecision(granted=False, reason="refused at the terminal")
+            if answer in ("d", "deny"):
+                return ApprovalDecision(granted=False, scope="session", reason="refused for the session")
+
+    return approver

@@ -1,0 +1,91 @@
+"""What a running tool gets besides its arguments: a way to call other tools and to report
+progress, scoped to its own call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from events.results import ContentBlock, ToolResult
+from events.types import ToolProgress
+
+if TYPE_CHECKING:
+    from .calls import CallRunner
+    from .tools import ToolCall
+
+__all__ = ["CallOutcome", "ToolContext"]
+
+
+@attrs.frozen(kw_only=True)
+class CallOutcome:
+    """What ``ctx.execute_tool`` gives back: the nested call's id and its result."""
+
+    call_id: str
+    result: ToolResult
+
+    @property
+    def is_error(self) -> bool:
+        """True for every failure: unknown tool, bad arguments, blocked, denied, raised, …"""
+        return self.result.is_error
+
+    @property
+    def content(self) -> tuple[ContentBlock, ...]:
+        """The result's content blocks."""
+        return self.result.content
+
+    @property
+    def structured_content(self) -> Any:
+        """The result's structured content (``None`` if there is none)."""
+        return self.result.structured_content
+
+
+class ToolContext:
+    """Handed to ``execute(call, ctx)``; valid only while that call runs."""
+
+    def __init__(self, runner: CallRunner, call: ToolCall) -> None:
+        self._runner = runner
+        self._call = call
+        self._children = 0
+        self._open = True
+
+    @property
+    def call_id(self) -> str:
+        """The engine's id of the running call."""
+        return self._call.call_id
+
+    @property
+    def session_id(self) -> str:
+        """The session the call belongs to."""
+        return self._runner.recorder.session_id
+
+    async def execute_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+        """Run another tool as a nested call of this one.
+
+        The nested call passes the same gate as the model's (availability, input validation,
+        ``tool_call`` handlers, policy, approval) and the same ``tool_result`` handlers. It
+        never raises for a tool failure: check ``outcome.is_error``. It raises only when the
+        call is cancelled (and then the nested call is recorded as cancelled).
+        """
+        if not self._open:
+            raise RuntimeError(
+                f"call {self.call_id} has ended: a tool's ctx can only be used while the tool "
+                f"runs (don't keep it in a background task)"
+            )
+        index = self._children
+        self._children += 1
+        result = await self._runner.run_nested(
+            self._call, index, name, {} if arguments is None else arguments
+        )
+        return CallOutcome(call_id=f"{self.call_id}/{index}", result=result)
+
+    def report_progress(self, message: str | None = None, data: Any = None) -> None:
+        """Record a progress update. Updates after the tool returned are dropped."""
+        if self._open:
+            self._runner.recorder.record(
+                ToolProgress(call_id=self.call_id, message=message, data=data)
+            )
+
+    def close(self) -> None:
+        """The call's body has returned: nothing more may be recorded through this ctx."""
+        self._open = False

@@ -1,0 +1,120 @@
+"""The lifecycle of one tool call, as a transition table.
+
+Theory of operation
+-------------------
+
+Everything that decides which event may follow which, for one call, lives here and nowhere
+else. The table is data: ``TRANSITIONS[state][key] -> next state``, where ``key`` is the event's
+log name (``"tool_call_requested"``), refined by its verdict for the two events whose meaning
+depends on it (``"policy_decided:ask"``, ``"approval_resolved:granted"``). An event the table
+does not list for the call's current state is a :class:`LifecycleError` at once: a corrupt or
+forged log shows up here, and so does an engine bug.
+
+A call moves through these states::
+
+    requested ──rewrite──▶ requested
+        │ policy: allow ──────────────────────────────▶ allowed ──started──▶ running
+        │ policy: ask ──▶ asking ──approval requested─▶ awaiting
+        │                     awaiting ──rewrite (the approver's edit)──▶ awaiting
+        │                     awaiting ──granted──▶ allowed
+        │                     awaiting ──denied───▶ denying
+        │ policy: deny ─────────────────────────────────▶ denying ──denied──▶ closed
+        └ blocked | failed (unavailable, invalid arguments, …) ──▶ closed
+    running ──progress | result handler failed──▶ running
+    running ──completed | failed──▶ closed
+    any open state ──cancelled──▶ closed
+
+``closed`` accepts nothing: exactly one terminal event per call. Arguments can change only
+before the policy has judged them (handlers) or while a human is looking at them (the
+approver's edit), so no log can run arguments the policy never saw unless a person approved
+them. This module knows nothing about tools, sessions or I/O: the reducers feed it events, the
+runtime produces only events it allows, and the docs' diagram is generated from the table.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+from events.codec import type_name
+from events.types import ApprovalResolved, PolicyDecided
+
+__all__ = ["CallState", "LifecycleError", "TRANSITIONS", "event_key", "next_state"]
+
+
+class CallState(enum.Enum):
+    """Where a call is in its lifecycle."""
+
+    NEW = "new"
+    REQUESTED = "requested"
+    ASKING = "asking"
+    AWAITING = "awaiting"
+    ALLOWED = "allowed"
+    DENYING = "denying"
+    RUNNING = "running"
+    CLOSED = "closed"
+
+
+class LifecycleError(ValueError):
+    """An event that the call's lifecycle does not allow in its current state."""
+
+
+S = CallState
+_CANCEL = {"tool_call_cancelled": S.CLOSED}
+
+TRANSITIONS: Mapping[CallState, Mapping[str, CallState]] = {
+    S.NEW: {"tool_call_requested": S.REQUESTED},
+    S.REQUESTED: {
+        "tool_call_rewritten": S.REQUESTED,
+        "policy_decided:allow": S.ALLOWED,
+        "policy_decided:ask": S.ASKING,
+        "policy_decided:deny": S.DENYING,
+        "tool_call_blocked": S.CLOSED,
+        "tool_call_failed": S.CLOSED,
+        **_CANCEL,
+    },
+    S.ASKING: {"approval_requested": S.AWAITING, **_CANCEL},
+    S.AWAITING: {
+        "tool_call_rewritten": S.AWAITING,
+        "approval_resolved:granted": S.ALLOWED,
+        "approval_resolved:denied": S.DENYING,
+        **_CANCEL,
+    },
+    S.ALLOWED: {
+        "tool_execution_started": S.RUNNING,
+        "tool_call_failed": S.CLOSED,
+        **_CANCEL,
+    },
+    S.DENYING: {"tool_call_denied": S.CLOSED, **_CANCEL},
+    S.RUNNING: {
+        "tool_progress": S.RUNNING,
+        "result_handler_failed": S.RUNNING,
+        "tool_call_completed": S.CLOSED,
+        "tool_call_failed": S.CLOSED,
+        **_CANCEL,
+    },
+    S.CLOSED: {},
+}
+
+
+def event_key(event: Any) -> str:
+    """The table's key for ``event``: its log name, refined by its verdict where it has one."""
+    if isinstance(event, PolicyDecided):
+        return f"policy_decided:{event.decision}"
+    if isinstance(event, ApprovalResolved):
+        return "approval_resolved:granted" if event.granted else "approval_resolved:denied"
+    return type_name(event)
+
+
+def next_state(state: CallState, event: Any, *, call_id: str = "?") -> CallState:
+    """The state after ``event``; raises :class:`LifecycleError` if the table forbids it."""
+    key = event_key(event)
+    try:
+        return TRANSITIONS[state][key]
+    except KeyError:
+        allowed = ", ".join(sorted(TRANSITIONS[state])) or "nothing (the call is closed)"
+        raise LifecycleError(
+            f"call {call_id}: {key} is not allowed in state {state.value!r}; "
+            f"allowed: {allowed}"
+        ) from None

@@ -1,0 +1,115 @@
+"""The approval policy: a pure function from what the log knows to allow, deny or ask.
+
+The rule for annotations is MCP's, as the seed page wrote it::
+
+    needs_approval = destructive is True or (
+        read_only is not True and ((destructive if destructive is not None else True)
+                                   or (open_world if open_world is not None else True)))
+
+so a tool that declares nothing is treated as dangerous, and an explicit ``destructive=True``
+asks even when the tool also claims ``read_only=True``. On top of it sit rules by tool name
+(``fnmatch`` patterns, configured by the host) and the session's memory of approvals given or
+refused "for the session", which the reducers fold from ``ApprovalResolved`` events.
+
+Precedence, first match wins: a deny rule; a session-wide refusal; an allow rule; a
+session-wide grant; an ask rule; the annotation rule. Deny beats everything so that a host's
+"never" cannot be overridden by a click in a terminal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fnmatch import fnmatchcase
+from typing import Any
+
+import attrs
+
+from events.types import Annotations, Decision
+
+__all__ = ["PolicyRules", "Verdict", "decide", "needs_approval"]
+
+
+def needs_approval(annotations: Annotations) -> bool:
+    """Whether a call of a tool with these annotations must be approved (MCP defaults)."""
+    destructive = annotations.destructive
+    read_only = annotations.read_only
+    open_world = annotations.open_world
+    return destructive is True or (
+        read_only is not True
+        and (
+            (destructive if destructive is not None else True)
+            or (open_world if open_world is not None else True)
+        )
+    )
+
+
+def _patterns(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class PolicyRules:
+    """The host's rules by tool name, as ``fnmatch`` patterns (``"read_*"``).
+
+    ``deny`` always denies, ``allow`` allows without asking (unless denied), ``ask`` asks even
+    for a read-only tool. Example: ``PolicyRules(allow=["read_file"], deny=["rm_*"])``.
+    """
+
+    allow: tuple[str, ...] = attrs.field(default=(), converter=_patterns)
+    deny: tuple[str, ...] = attrs.field(default=(), converter=_patterns)
+    ask: tuple[str, ...] = attrs.field(default=(), converter=_patterns)
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    """What the policy decided and why, in words a person reading the log understands."""
+
+    decision: Decision
+    reason: str
+
+
+def _match(patterns: tuple[str, ...], name: str) -> str | None:
+    for pattern in patterns:
+        if fnmatchcase(name, pattern):
+            return pattern
+    return None
+
+
+def _describe(annotations: Annotations) -> str:
+    declared = [
+        f"{field}={value}"
+        for field in ("read_only", "destructive", "open_world")
+        if (value := getattr(annotations, field)) is not None
+    ]
+    return ", ".join(declared) if declared else "no annotations (MCP defaults: dangerous)"
+
+
+def decide(
+    name: str,
+    annotations: Annotations,
+    *,
+    rules: PolicyRules = PolicyRules(),
+    session_grants: Mapping[str, bool] = {},
+) -> Verdict:
+    """Judge a call of tool ``name``.
+
+    ``session_grants`` maps a tool name to the last "for the session" answer the approver gave
+    (``True`` granted, ``False`` refused). The arguments do not enter the built-in rules; a
+    host that judges arguments does it in a ``tool_call`` handler, which runs first.
+    """
+    if pattern := _match(rules.deny, name):
+        return Verdict(decision="deny", reason=f"denied by the rule {pattern!r}")
+    grant = session_grants.get(name)
+    if grant is False:
+        return Verdict(decision="deny", reason=f"{name} was refused for this session")
+    if pattern := _match(rules.allow, name):
+        return Verdict(decision="allow", reason=f"allowed by the rule {pattern!r}")
+    if grant is True:
+        return Verdict(decision="allow", reason=f"{name} was approved for this session")
+    if pattern := _match(rules.ask, name):
+        return Verdict(decision="ask", reason=f"the rule {pattern!r} asks")
+    if needs_approval(annotations):
+        return Verdict(decision="ask", reason=f"{name} needs approval: {_describe(annotations)}")
+    return Verdict(decision="allow", reason=f"{name} is safe: {_describe(annotations)}")

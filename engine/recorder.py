@@ -1,0 +1,106 @@
+"""The recorder: the one way a live session writes its log.
+
+:meth:`Recorder.record` stamps an event (sequence number, injected clock), folds it into the
+session's projection (which checks it against the lifecycle table) and queues it; nothing is
+written yet. :meth:`Recorder.flush` writes the queue to the store as one atomic batch. The
+runtime flushes before anything leaves the process (before a tool body runs, before an
+approver is asked, when a call or a prompt ends), so the log is ahead of every side effect:
+write-ahead, with one store round-trip per step instead of one per event.
+
+Followers (:meth:`Recorder.follow`) read the in-memory history at their own pace; recording
+never waits for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+import trio
+
+from events.stores import EventStore
+from events.types import Event, Record
+
+from .reducers import Projection
+
+__all__ = ["Recorder", "SessionBroken"]
+
+
+class SessionBroken(RuntimeError):
+    """The store refused a write, so the session's state is ahead of its log: stop using it,
+    reopen the session from the store."""
+
+
+class Recorder:
+    """Stamps, folds, queues and flushes one session's events."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        session_id: str,
+        projection: Projection,
+        history: list[Record],
+        clock: Callable[[], float],
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.projection = projection
+        self.history = history
+        self._clock = clock
+        self._outbox: list[Record] = []
+        self._lock = trio.Lock()
+        self._wakeup: trio.Event | None = None
+        self._closed = False
+        self._broken: BaseException | None = None
+
+    def record(self, event: Event) -> Record:
+        """Stamp ``event``, fold it into the projection and queue it for the store."""
+        if self._broken is not None:
+            raise SessionBroken(f"the log could not be written: {self._broken}") from self._broken
+        record = Record(
+            session_id=self.session_id,
+            seq=self.projection.last_seq + 1,
+            time=self._clock(),
+            event=event,
+        )
+        self.projection.apply(record)
+        self._outbox.append(record)
+        self.history.append(record)
+        if self._wakeup is not None:
+            self._wakeup.set()
+            self._wakeup = None
+        return record
+
+    async def flush(self) -> None:
+        """Write every queued record to the store, as one batch per call."""
+        if not self._outbox:
+            return
+        async with self._lock:
+            batch, self._outbox = self._outbox, []
+            if not batch:
+                return
+            try:
+                await self.store.append(self.session_id, batch, batch[0].seq - 1)
+            except BaseException as exc:
+                self._broken = exc
+                raise
+
+    def close(self) -> None:
+        """No more records: followers finish once they have read everything."""
+        self._closed = True
+        if self._wakeup is not None:
+            self._wakeup.set()
+            self._wakeup = None
+
+    async def follow(self, after: int = 0) -> AsyncIterator[Record]:
+        """Every record with ``seq > after``, then each new one as it is recorded, until the
+        session closes. A slow reader misses nothing and slows nobody down."""
+        index = after
+        while True:
+            while index < len(self.history):
+                yield self.history[index]
+                index += 1
+            if self._closed:
+                return
+            if self._wakeup is None:
+                self._wakeup = trio.Event()
+            await self._wakeup.wait()

@@ -1,0 +1,412 @@
+"""Reducers: session state, the model's transcript and the call tree, derived from the log.
+
+A :class:`Projection` is one session's derived state. :meth:`Projection.apply` folds one
+record into it, in place, at a cost that does not depend on how long the log is; the live
+session and a fold from scratch (:func:`fold`) run this same code, so they cannot disagree.
+Every call event goes through the lifecycle table (:mod:`engine.lifecycle`) first: a record it
+does not allow, a gap in the sequence, a nested call whose parent is not running, a model call
+that its assistant message did not ask for, each is a :class:`LogInconsistency` naming the
+record, and the projection is left as it was before that record.
+
+What the projection hands out is read-only: mappings are ``MappingProxyType``\\ s and the
+transcript is a :class:`TranscriptView` over the shared list (a prefix, so a model handed the
+transcript of turn N holds a view, not a copy). JSON payloads inside events (arguments,
+structured content) are shared too: treat them as read-only.
+
+No I/O, no clock, no trio: this module is part of the pure core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Union, overload
+
+import attrs
+
+from events.results import ToolResult
+from events.types import (
+    TERMINAL_EVENTS,
+    ActiveToolsSet,
+    ApprovalRequested,
+    ApprovalResolved,
+    AssistantMessage,
+    ModelToolCall,
+    Origin,
+    PolicyDecided,
+    Record,
+    SessionStarted,
+    TerminalEvent,
+    ToolCallRequested,
+    ToolCallRewritten,
+    ToolExecutionStarted,
+    ToolProgress,
+    ToolRegistered,
+    ToolSnapshot,
+    UserMessage,
+)
+
+from .lifecycle import CallState, LifecycleError, next_state
+from .tools import active_on_registration
+
+__all__ = [
+    "CallView",
+    "LogInconsistency",
+    "Projection",
+    "SessionState",
+    "ToolResultEntry",
+    "TranscriptEntry",
+    "TranscriptView",
+    "fold",
+]
+
+
+class LogInconsistency(LifecycleError):
+    """A record that cannot follow the ones before it. The message names the record."""
+
+
+@attrs.frozen(kw_only=True)
+class CallView:
+    """One call as the log tells it so far: a node of the call tree (its children are
+    :meth:`Projection.children`)."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    requested_arguments: Any
+    origin: Origin
+    parent_id: str | None
+    model_call_id: str | None
+    state: CallState = CallState.REQUESTED
+    rewrites: tuple[ToolCallRewritten, ...] = ()
+    verdict: PolicyDecided | None = None
+    approval: ApprovalResolved | None = None
+    started: bool = False
+    progress_count: int = 0
+    last_progress: ToolProgress | None = None
+    outcome: TerminalEvent | None = None
+
+    @property
+    def closed(self) -> bool:
+        """Whether the call has its terminal event."""
+        return self.outcome is not None
+
+    @property
+    def result(self) -> ToolResult | None:
+        """The result the caller got, once the call is closed."""
+        return None if self.outcome is None else self.outcome.result
+
+    @property
+    def status(self) -> str:
+        """``completed``, ``failed``, ``blocked``, ``denied``, ``cancelled``, or the open state."""
+        if self.outcome is None:
+            return self.state.value
+        return type(self.outcome).__name__.removeprefix("ToolCall").lower()
+
+
+@attrs.frozen(kw_only=True)
+class ToolResultEntry:
+    """A top-level call's result in the transcript, paired by the model's own call id."""
+
+    call_id: str
+    model_call_id: str | None
+    name: str
+    result: ToolResult
+
+
+TranscriptEntry = Union[UserMessage, AssistantMessage, ToolResultEntry]
+
+
+class TranscriptView(Sequence[TranscriptEntry]):
+    """A read-only view of the first ``len(self)`` transcript entries; no copy is made."""
+
+    __slots__ = ("_entries", "_length")
+
+    def __init__(self, entries: list[TranscriptEntry], length: int) -> None:
+        self._entries = entries
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> TranscriptEntry: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[TranscriptEntry]: ...
+    def __getitem__(self, index: int | slice) -> TranscriptEntry | Sequence[TranscriptEntry]:
+        if isinstance(index, slice):
+            return tuple(self._entries[: self._length][index])
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("transcript index out of range")
+        return self._entries[index]
+
+    def __iter__(self) -> Iterator[TranscriptEntry]:
+        entries = self._entries
+        for i in range(self._length):
+            yield entries[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"TranscriptView({list(self)!r})"
+
+
+@attrs.frozen(kw_only=True)
+class SessionState:
+    """A comparable snapshot of everything a projection derives (for tests and replay)."""
+
+    session_id: str | None
+    last_seq: int
+    turn: int
+    tools: Mapping[str, ToolSnapshot]
+    active_tools: frozenset[str]
+    session_grants: Mapping[str, bool]
+    calls: Mapping[str, CallView]
+    children: Mapping[str, tuple[str, ...]]
+    open_calls: tuple[str, ...]
+    pending_approvals: tuple[str, ...]
+    transcript: tuple[TranscriptEntry, ...]
+
+
+class Projection:
+    """One session's derived state, updated in place by :meth:`apply`."""
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self.last_seq = 0
+        self.turn = 0
+        self._tools: dict[str, ToolSnapshot] = {}
+        self._active: dict[str, None] = {}
+        self._grants: dict[str, bool] = {}
+        self._calls: dict[str, CallView] = {}
+        self._children: dict[str, list[str]] = {}
+        self._open: dict[str, None] = {}
+        self._pending: dict[str, None] = {}
+        self._transcript: list[TranscriptEntry] = []
+        # the latest assistant message's calls, and the results waiting for their turn
+        self._batch: dict[str, ModelToolCall] = {}
+        self._batch_order: list[str] = []
+        self._batch_results: dict[str, ToolResultEntry] = {}
+        self._batch_next = 0
+
+    # -- read-only views ------------------------------------------------------------------
+
+    @property
+    def tools(self) -> Mapping[str, ToolSnapshot]:
+        """Registered tools by name, as their registration recorded them."""
+        return MappingProxyType(self._tools)
+
+    @property
+    def active_tools(self) -> frozenset[str]:
+        """Names of the active tools: the ones declared to the model."""
+        return frozenset(self._active)
+
+    @property
+    def session_grants(self) -> Mapping[str, bool]:
+        """The approver's "for the session" answers by tool name (True granted)."""
+        return MappingProxyType(self._grants)
+
+    @property
+    def calls(self) -> Mapping[str, CallView]:
+        """Every call by id, nested ones included; the tree is in ``parent_id``/``children``."""
+        return MappingProxyType(self._calls)
+
+    @property
+    def open_calls(self) -> tuple[str, ...]:
+        """Ids of the calls without a terminal event, in the order they were requested."""
+        return tuple(self._open)
+
+    @property
+    def pending_approvals(self) -> tuple[str, ...]:
+        """Ids of the calls waiting for the approver."""
+        return tuple(self._pending)
+
+    @property
+    def transcript(self) -> TranscriptView:
+        """What the model sees: messages and one result per top-level call, nothing nested."""
+        return TranscriptView(self._transcript, len(self._transcript))
+
+    def children(self, call_id: str) -> tuple[str, ...]:
+        """Ids of the nested calls ``call_id`` made, in the order it made them."""
+        return tuple(self._children.get(call_id, ()))
+
+    def roots(self) -> list[CallView]:
+        """The top-level calls (the model's), in the order they were requested."""
+        return [c for c in self._calls.values() if c.parent_id is None]
+
+    def snapshot(self) -> SessionState:
+        """Everything derived, as one comparable value."""
+        return SessionState(
+            session_id=self.session_id,
+            last_seq=self.last_seq,
+            turn=self.turn,
+            tools=dict(self._tools),
+            active_tools=frozenset(self._active),
+            session_grants=dict(self._grants),
+            calls=dict(self._calls),
+            children={k: tuple(v) for k, v in self._children.items()},
+            open_calls=tuple(self._open),
+            pending_approvals=tuple(self._pending),
+            transcript=tuple(self._transcript),
+        )
+
+    # -- folding --------------------------------------------------------------------------
+
+    def apply(self, record: Record) -> None:
+        """Fold one record in. Raises :class:`LogInconsistency` (state unchanged) if the
+        record cannot follow the ones before it."""
+        where = f"record seq {record.seq} of session {record.session_id!r}"
+        if record.seq != self.last_seq + 1:
+            raise LogInconsistency(f"{where}: expected seq {self.last_seq + 1}")
+        event = record.event
+        if self.session_id is None:
+            if not isinstance(event, SessionStarted):
+                raise LogInconsistency(f"{where}: a session must start with session_started")
+        elif record.session_id != self.session_id:
+            raise LogInconsistency(f"{where}: belongs to another session")
+        elif isinstance(event, SessionStarted):
+            raise LogInconsistency(f"{where}: the session has already started")
+        try:
+            handler = _HANDLERS[type(event)]
+        except KeyError:
+            handler = Projection._call_event
+        try:
+            handler(self, event)
+        except LifecycleError as exc:
+            raise LogInconsistency(f"{where}: {exc}") from None
+        self.session_id = record.session_id
+        self.last_seq = record.seq
+
+    def _session_started(self, event: SessionStarted) -> None:
+        pass
+
+    def _tool_registered(self, event: ToolRegistered) -> None:
+        spec = event.spec
+        self._tools[spec.name] = spec
+        if active_on_registration(spec.exposure):
+            self._active[spec.name] = None
+        elif spec.exposure == "hidden":
+            self._active.pop(spec.name, None)
+
+    def _active_tools_set(self, event: ActiveToolsSet) -> None:
+        for name in event.names:
+            spec = self._tools.get(name)
+            if spec is None or spec.exposure == "hidden":
+                raise LifecycleError(f"{name!r} is not a registered tool that can be active")
+        self._active = dict.fromkeys(event.names)
+
+    def _user_message(self, event: UserMessage) -> None:
+        self._transcript.append(event)
+
+    def _assistant_message(self, event: AssistantMessage) -> None:
+        if event.turn != self.turn + 1:
+            raise LifecycleError(f"assistant message for turn {event.turn}, expected {self.turn + 1}")
+        if self._batch_next < len(self._batch_order):
+            raise LifecycleError("an assistant message before every call of the last one ended")
+        self.turn = event.turn
+        self._transcript.append(event)
+        order = [f"{event.turn}.{i}" for i in range(len(event.tool_calls))]
+        self._batch = dict(zip(order, event.tool_calls))
+        self._batch_order = order
+        self._batch_results = {}
+        self._batch_next = 0
+
+    def _call_requested(self, event: ToolCallRequested) -> None:
+        call_id = event.call_id
+        if call_id in self._calls:
+            raise LifecycleError(f"call {call_id} was already requested")
+        if event.parent_id is None:
+            asked = self._batch.get(call_id)
+            if event.origin != "model" or asked is None:
+                raise LifecycleError(f"call {call_id} was not asked for by the assistant")
+            if asked.name != event.name or asked.id != event.model_call_id:
+                raise LifecycleError(f"call {call_id} does not match the assistant's call")
+        else:
+            parent = self._calls.get(event.parent_id)
+            if event.origin != "nested" or parent is None or parent.state is not CallState.RUNNING:
+                raise LifecycleError(
+                    f"nested call {call_id}: its parent {event.parent_id} is not running"
+                )
+            if not call_id.startswith(f"{event.parent_id}/"):
+                raise LifecycleError(f"nested call {call_id} is not named after its parent")
+            self._children.setdefault(parent.call_id, []).append(call_id)
+        self._calls[call_id] = CallView(
+            call_id=call_id,
+            name=event.name,
+            arguments=event.arguments,
+            requested_arguments=event.arguments,
+            origin=event.origin,
+            parent_id=event.parent_id,
+            model_call_id=event.model_call_id,
+        )
+        self._open[call_id] = None
+
+    def _call_event(self, event: Any) -> None:
+        call_id = event.call_id
+        view = self._calls.get(call_id)
+        if view is None:
+            raise LifecycleError(f"call {call_id} was never requested")
+        state = next_state(view.state, event, call_id=call_id)
+        changes: dict[str, Any] = {"state": state}
+        if isinstance(event, ToolCallRewritten):
+            changes["arguments"] = event.arguments
+            changes["rewrites"] = (*view.rewrites, event)
+        elif isinstance(event, PolicyDecided):
+            changes["verdict"] = event
+        elif isinstance(event, ApprovalRequested):
+            self._pending[call_id] = None
+        elif isinstance(event, ApprovalResolved):
+            changes["approval"] = event
+            self._pending.pop(call_id, None)
+            if event.scope == "session":
+                self._grants[view.name] = event.granted
+        elif isinstance(event, ToolExecutionStarted):
+            changes["started"] = True
+        elif isinstance(event, ToolProgress):
+            changes["progress_count"] = view.progress_count + 1
+            changes["last_progress"] = event
+        elif isinstance(event, TERMINAL_EVENTS):
+            changes["outcome"] = event
+            self._open.pop(call_id, None)
+            self._pending.pop(call_id, None)
+        view = attrs.evolve(view, **changes)
+        self._calls[call_id] = view
+        if view.outcome is not None and view.parent_id is None:
+            self._enter_result(view)
+
+    def _enter_result(self, view: CallView) -> None:
+        assert view.outcome is not None
+        self._batch_results[view.call_id] = ToolResultEntry(
+            call_id=view.call_id,
+            model_call_id=view.model_call_id,
+            name=view.name,
+            result=view.outcome.result,
+        )
+        # results enter in the assistant's order, whatever order the calls finished in
+        order, results = self._batch_order, self._batch_results
+        while self._batch_next < len(order) and order[self._batch_next] in results:
+            self._transcript.append(results.pop(order[self._batch_next]))
+            self._batch_next += 1
+
+
+_HANDLERS: dict[type[Any], Any] = {
+    SessionStarted: Projection._session_started,
+    ToolRegistered: Projection._tool_registered,
+    ActiveToolsSet: Projection._active_tools_set,
+    UserMessage: Projection._user_message,
+    AssistantMessage: Projection._assistant_message,
+    ToolCallRequested: Projection._call_requested,
+}
+
+
+def fold(records: Iterable[Record]) -> Projection:
+    """A projection built from scratch: what a live session would hold after ``records``."""
+    projection = Projection()
+    for record in records:
+        projection.apply(record)
+    return projection

@@ -1,0 +1,41 @@
+"""The tools a session can run, with their schemas checked and compiled once."""
+
+from __future__ import annotations
+
+from .schemas import SchemaValidator, compile_schema
+from .tools import ToolSpec
+
+__all__ = ["Registry"]
+
+
+class Registry:
+    """Tool specs by name, and their compiled input and output validators."""
+
+    def __init__(self) -> None:
+        self.specs: dict[str, ToolSpec] = {}
+        self.inputs: dict[str, SchemaValidator] = {}
+        self.outputs: dict[str, SchemaValidator] = {}
+
+    def check(self, spec: ToolSpec) -> tuple[SchemaValidator, SchemaValidator | None]:
+        """Compile the spec's schemas; raises ``SchemaError`` naming the tool and keyword."""
+        if not isinstance(spec, ToolSpec):
+            raise TypeError(f"{spec!r} is not a tool: decorate it with @tool")
+        inputs = compile_schema(
+            spec.input_schema, role="input", where=f"tool {spec.name!r} input_schema"
+        )
+        outputs = None
+        if spec.output_schema is not None:
+            outputs = compile_schema(
+                spec.output_schema, role="output", where=f"tool {spec.name!r} output_schema"
+            )
+        return inputs, outputs
+
+    def add(self, spec: ToolSpec) -> None:
+        """Register (or replace) ``spec``; its schemas must pass :meth:`check`."""
+        inputs, outputs = self.check(spec)
+        self.specs[spec.name] = spec
+        self.inputs[spec.name] = inputs
+        if outputs is None:
+            self.outputs.pop(spec.name, None)
+        else:
+            self.outputs[spec.name] = outputs

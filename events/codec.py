@@ -1,0 +1,176 @@
+"""The one codec: records to JSON-able dicts and JSON lines, and back.
+
+This module is the only place that knows how events look as JSON. One :mod:`cattrs` converter
+does every (un)structuring; the envelope of a record is written by hand so that a log reads
+well with ``jq``::
+
+    {"v": 1, "session_id": "s-1", "seq": 7, "time": 1767225600.0,
+     "type": "tool_call_requested", "data": {"call_id": "1.0", "name": "stat_file", ...}}
+
+Decoding is strict: an unknown event type, a newer version than this code writes, a missing
+or unexpected field is a :class:`CodecError` that says which, never a silent skip.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import cattrs
+from cattrs.preconf.json import make_converter
+
+from .errors import CodecError
+from .types import (
+    SCHEMA_VERSION,
+    ActiveToolsSet,
+    ApprovalRequested,
+    ApprovalResolved,
+    AssistantMessage,
+    Event,
+    PolicyDecided,
+    Record,
+    ResultHandlerFailed,
+    SessionStarted,
+    ToolCallBlocked,
+    ToolCallCancelled,
+    ToolCallCompleted,
+    ToolCallDenied,
+    ToolCallFailed,
+    ToolCallRequested,
+    ToolCallRewritten,
+    ToolExecutionStarted,
+    ToolProgress,
+    ToolRegistered,
+    UserMessage,
+)
+
+__all__ = [
+    "EVENT_TYPES",
+    "converter",
+    "decode_line",
+    "decode_record",
+    "encode_line",
+    "encode_record",
+    "type_name",
+]
+
+converter = make_converter(forbid_extra_keys=True)
+
+
+def _strict(kind: type[Any]) -> Any:
+    # cattrs' default hooks coerce (``str(5)`` is "5"); a log must say exactly what it means.
+    def structure(value: Any, _: Any) -> Any:
+        if type(value) is kind or (kind is float and type(value) is int):
+            return value
+        raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+
+    return structure
+
+
+for _kind in (str, int, float, bool):
+    converter.register_structure_hook(_kind, _strict(_kind))
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+#: Every event class, by the ``type`` name it has in the log.
+EVENT_TYPES: dict[str, type[Any]] = {
+    _snake(cls.__name__): cls
+    for cls in (
+        SessionStarted,
+        ToolRegistered,
+        ActiveToolsSet,
+        UserMessage,
+        AssistantMessage,
+        ToolCallRequested,
+        ToolCallRewritten,
+        PolicyDecided,
+        ApprovalRequested,
+        ApprovalResolved,
+        ToolExecutionStarted,
+        ToolProgress,
+        ResultHandlerFailed,
+        ToolCallCompleted,
+        ToolCallFailed,
+        ToolCallBlocked,
+        ToolCallDenied,
+        ToolCallCancelled,
+    )
+}
+_NAMES: dict[type[Any], str] = {cls: name for name, cls in EVENT_TYPES.items()}
+
+
+def type_name(event: Event | type[Any]) -> str:
+    """The log's name for an event or event class, e.g. ``"tool_call_requested"``."""
+    cls = event if isinstance(event, type) else type(event)
+    return _NAMES[cls]
+
+
+def encode_record(record: Record) -> dict[str, Any]:
+    """A record as a JSON-able dict (see the module docstring for its shape)."""
+    return {
+        "v": record.version,
+        "session_id": record.session_id,
+        "seq": record.seq,
+        "time": record.time,
+        "type": _NAMES[type(record.event)],
+        "data": converter.unstructure(record.event),
+    }
+
+
+def decode_record(obj: Any) -> Record:
+    """A record from its dict; raises :class:`CodecError` saying what is wrong with it."""
+    if not isinstance(obj, dict):
+        raise CodecError(f"a record must be a JSON object, not {type(obj).__name__}")
+    version = obj.get("v")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise CodecError("the record has no integer schema version 'v'")
+    if version > SCHEMA_VERSION:
+        raise CodecError(
+            f"the record has schema version {version}, newer than this toolledger "
+            f"understands ({SCHEMA_VERSION}): upgrade toolledger to read this log"
+        )
+    kind = obj.get("type")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise CodecError(f"unknown event type {kind!r}")
+    try:
+        event = converter.structure(obj.get("data"), cls)
+        session_id = obj["session_id"]
+        seq = obj["seq"]
+        time = obj["time"]
+    except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
+        raise CodecError(f"malformed {kind!r} record: {_describe(exc)}") from exc
+    if not isinstance(session_id, str) or not isinstance(seq, int) or isinstance(seq, bool):
+        raise CodecError(f"malformed {kind!r} record: bad session_id or seq")
+    if not isinstance(time, (int, float)) or isinstance(time, bool):
+        raise CodecError(f"malformed {kind!r} record: bad time")
+    return Record(session_id=session_id, seq=seq, time=float(time), event=event, version=version)
+
+
+def encode_line(record: Record) -> str:
+    """One JSON line (no trailing newline), compact, UTF-8 text kept as is."""
+    return json.dumps(
+        encode_record(record), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
+
+
+def decode_line(line: str | bytes) -> Record:
+    """A record from one JSON line; raises :class:`CodecError` for anything but a valid one."""
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        raise CodecError(f"not valid JSON: {exc}") from exc
+    return decode_record(obj)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, cattrs.BaseValidationError):
+        notes = cattrs.transform_error(exc)
+        return "; ".join(notes) if notes else str(exc)
+    if isinstance(exc, KeyError):
+        return f"missing field {exc.args[0]!r}"
+    return str(exc)

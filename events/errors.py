@@ -1,0 +1,40 @@
+"""Errors about logs: what went wrong reading or writing the record of a session."""
+
+from __future__ import annotations
+
+__all__ = ["CodecError", "ConflictError", "CorruptLogError", "LogError"]
+
+
+class LogError(Exception):
+    """Base class of every error about a log."""
+
+
+class CodecError(LogError, ValueError):
+    """A record that cannot be decoded: bad JSON, unknown type, newer version, bad fields."""
+
+
+class CorruptLogError(LogError):
+    """A log file with a bad record that is not a torn last line. Names the file and line."""
+
+    def __init__(self, path: str, line: int, problem: str) -> None:
+        super().__init__(
+            f"{path}:{line}: corrupt record: {problem}. The log was not changed; "
+            f"inspect that line (a torn last line is dropped on open, nothing else is)."
+        )
+        self.path = path
+        self.line = line
+        self.problem = problem
+
+
+class ConflictError(LogError):
+    """Another writer appended to the session first: the caller's view is stale."""
+
+    def __init__(self, session_id: str, expected_seq: int, actual_seq: int) -> None:
+        super().__init__(
+            f"session {session_id!r}: expected the log to end at seq {expected_seq}, "
+            f"but it ends at {actual_seq}; another writer appended first. Re-read the log "
+            f"and retry, or give each writer its own session."
+        )
+        self.session_id = session_id
+        self.expected_seq = expected_seq
+        self.actual_seq = actual_seq

@@ -1,0 +1,328 @@
+"""The event catalogue: every fact a session can record, as frozen values.
+
+A session's log is a sequence of :class:`Record`\\ s, each wrapping one event. Events say what
+happened and nothing else: no behaviour, no I/O, no clock (the record's ``time`` comes from the
+clock the runtime was given). The lifecycle of one call, and which event may follow which, is
+the transition table in :mod:`engine.lifecycle`; the JSON shape is in :mod:`events.codec`.
+
+Events about a call carry the engine's ``call_id`` (``"{turn}.{index}"`` for the model's
+calls, ``"{parent}/{n}"`` for nested ones). ``arguments`` and ``structured_content`` are JSON
+values; the engine checks that before it records them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import attrs
+
+from .results import ErrorInfo, ToolResult
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "ActiveToolsSet",
+    "Annotations",
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "AssistantMessage",
+    "CallEvent",
+    "Event",
+    "Exposure",
+    "ExecutionMode",
+    "ModelToolCall",
+    "Origin",
+    "PolicyDecided",
+    "Record",
+    "ResultHandlerFailed",
+    "SessionStarted",
+    "TERMINAL_EVENTS",
+    "ToolCallBlocked",
+    "ToolCallCancelled",
+    "ToolCallCompleted",
+    "ToolCallDenied",
+    "ToolCallFailed",
+    "ToolCallRequested",
+    "ToolCallRewritten",
+    "ToolExecutionStarted",
+    "ToolProgress",
+    "ToolRegistered",
+    "ToolSnapshot",
+    "UserMessage",
+]
+
+#: Version of the record format this code writes. A record with a newer version is refused.
+SCHEMA_VERSION = 1
+
+Exposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
+ExecutionMode = Literal["parallel", "sequential"]
+Origin = Literal["model", "nested"]
+Decision = Literal["allow", "deny", "ask"]
+Scope = Literal["once", "session"]
+FailureKind = Literal[
+    "unavailable",  # unknown tool, or one the caller may not call (exposure)
+    "invalid_arguments",  # input schema violation, before or after a rewrite
+    "duplicate_call_id",  # two calls with one model id in one message: unpairable
+    "truncated",  # the message stopped for length: arguments may be cut short
+    "depth_limit",  # nested calls too deep
+    "raised",  # the tool body raised
+    "timeout",  # the tool's timeout passed
+    "invalid_output",  # output schema violation, or no structured content where required
+    "not_serialisable",  # the result is not JSON
+    "interrupted",  # the process stopped while a non-idempotent body ran
+]
+
+
+@attrs.frozen(kw_only=True)
+class Annotations:
+    """MCP's hints about a tool's behaviour; ``None`` means "not declared".
+
+    Undeclared hints take MCP's defaults: not read-only, destructive, not idempotent,
+    open-world. So a tool that declares nothing is treated as dangerous. These are hints from
+    the tool's author: nothing verifies them. They inform the approval policy; they are not a
+    sandbox.
+    """
+
+    title: str | None = None
+    read_only: bool | None = None
+    destructive: bool | None = None
+    idempotent: bool | None = None
+    open_world: bool | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolSnapshot:
+    """Everything about a tool except its code, as registered: what replay needs to judge it."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    annotations: Annotations = Annotations()
+    exposure: Exposure = "direct"
+    execution_mode: ExecutionMode = "parallel"
+    timeout: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ModelToolCall:
+    """One tool call as the model wrote it; ``id`` is the model's, used only for pairing."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+# -- session-level events ---------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class SessionStarted:
+    """The first record of every session."""
+
+    metadata: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class ToolRegistered:
+    """A tool became known to the session, with its full spec snapshot."""
+
+    spec: ToolSnapshot
+
+
+@attrs.frozen(kw_only=True)
+class ActiveToolsSet:
+    """``set_active_tools`` replaced the active set (hidden tools are never in it)."""
+
+    names: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class UserMessage:
+    """The user's prompt."""
+
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class AssistantMessage:
+    """What the model answered in ``turn`` (1-based): text, tool calls and why it stopped."""
+
+    turn: int
+    text: str = ""
+    tool_calls: tuple[ModelToolCall, ...] = ()
+    stop_reason: str = "stop"
+
+
+# -- call events ------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRequested:
+    """A call was asked for, by the model or by a running tool (``parent_id`` set)."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    origin: Origin = "model"
+    parent_id: str | None = None
+    model_call_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallRewritten:
+    """A ``tool_call`` handler (or the approver) replaced the arguments."""
+
+    call_id: str
+    arguments: Any
+    by: str
+
+
+@attrs.frozen(kw_only=True)
+class PolicyDecided:
+    """The approval policy judged the final arguments."""
+
+    call_id: str
+    decision: Decision
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalRequested:
+    """The policy said ask: the approver was asked."""
+
+    call_id: str
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class ApprovalResolved:
+    """The approver answered, for this call only or for every later call of the tool."""
+
+    call_id: str
+    granted: bool
+    scope: Scope = "once"
+    reason: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolExecutionStarted:
+    """The tool body is about to run. Recorded (and stored) before any side effect."""
+
+    call_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolProgress:
+    """A progress update the running tool reported."""
+
+    call_id: str
+    message: str | None = None
+    data: Any = None
+
+
+@attrs.frozen(kw_only=True)
+class ResultHandlerFailed:
+    """A ``tool_result`` handler raised; it was skipped and the chain went on."""
+
+    call_id: str
+    handler: str
+    error: ErrorInfo
+
+
+# -- terminal events: exactly one per call ------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallCompleted:
+    """The body returned. ``result`` is what the model sees (after result handlers);
+    ``returned`` is what the tool returned, when a handler changed it."""
+
+    call_id: str
+    result: ToolResult
+    returned: ToolResult | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallFailed:
+    """The call ended in an error the engine produced; ``kind`` says which."""
+
+    call_id: str
+    kind: FailureKind
+    message: str
+    result: ToolResult
+    error: ErrorInfo | None = None
+    returned: ToolResult | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallBlocked:
+    """A ``tool_call`` handler blocked the call (or raised, which blocks: fail closed)."""
+
+    call_id: str
+    reason: str
+    by: str
+    result: ToolResult
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallDenied:
+    """The policy denied the call, or the approver refused it."""
+
+    call_id: str
+    reason: str
+    by: Literal["policy", "approver"]
+    result: ToolResult
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallCancelled:
+    """The call was cancelled (its session, its batch or its parent was)."""
+
+    call_id: str
+    reason: str
+    result: ToolResult
+
+
+CallEvent = Union[
+    ToolCallRequested,
+    ToolCallRewritten,
+    PolicyDecided,
+    ApprovalRequested,
+    ApprovalResolved,
+    ToolExecutionStarted,
+    ToolProgress,
+    ResultHandlerFailed,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallBlocked,
+    ToolCallDenied,
+    ToolCallCancelled,
+]
+Event = Union[
+    SessionStarted, ToolRegistered, ActiveToolsSet, UserMessage, AssistantMessage, CallEvent
+]
+TerminalEvent = Union[
+    ToolCallCompleted, ToolCallFailed, ToolCallBlocked, ToolCallDenied, ToolCallCancelled
+]
+TERMINAL_EVENTS: tuple[type[Any], ...] = (
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallBlocked,
+    ToolCallDenied,
+    ToolCallCancelled,
+)
+
+
+@attrs.frozen(kw_only=True)
+class Record:
+    """One line of the log: an event with where and when it happened.
+
+    ``seq`` is contiguous from 1 within a session; ``time`` is seconds since the epoch from the
+    runtime's injected clock; ``version`` is the record format's :data:`SCHEMA_VERSION`.
+    """
+
+    session_id: str
+    seq: int
+    time: float
+    event: Event
+    version: int = SCHEMA_VERSION
