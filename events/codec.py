@@ -126,8 +126,8 @@ def decode_record(obj: Any) -> Record:
     if not isinstance(obj, dict):
         raise CodecError(f"a record must be a JSON object, not {type(obj).__name__}")
     version = obj.get("v")
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise CodecError("the record has no integer schema version 'v'")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise CodecError("the record has no valid schema version 'v' (an integer from 1)")
     if version > SCHEMA_VERSION:
         raise CodecError(
             f"the record has schema version {version}, newer than this toolledger "

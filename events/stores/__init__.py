@@ -1,0 +1,14 @@
+"""Where sessions' records are kept: the :class:`EventStore` contract and its backends.
+
+:class:`MemoryStore` keeps records in the process (tests, embedding); :class:`JsonlStore`
+keeps them in one JSON Lines file (the embedded default). :func:`read_jsonl` reads such a
+file without opening a store, for the CLI.
+"""
+
+from __future__ import annotations
+
+from .base import EventStore
+from .jsonl import JsonlStore, read_jsonl
+from .memory import MemoryStore
+
+__all__ = ["EventStore", "JsonlStore", "MemoryStore", "read_jsonl"]

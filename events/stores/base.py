@@ -1,0 +1,124 @@
+"""The contract every log store keeps, and the checks every backend shares.
+
+A store holds the records of many sessions. Each session is an append-only sequence of
+:class:`~events.types.Record`\\ s with seqs ``1, 2, 3, ...``. Writers append in batches with
+optimistic concurrency: they say which seq they believe the session ends at, and a store whose
+session ends elsewhere refuses with :class:`~events.errors.ConflictError`. That makes a stale
+writer (another task, another process) fail loudly instead of interleaving its records.
+
+The checks live here, once, so that every backend accepts and refuses exactly the same
+batches: :func:`check_batch` for the shape of a batch, :func:`check_conflict` for the seq, and
+:func:`encode_batch` for "this batch can be written *and read back*".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from ..codec import decode_line, encode_line
+from ..errors import CodecError, ConflictError
+from ..types import SCHEMA_VERSION, Record
+
+__all__ = ["EventStore", "check_batch", "check_conflict", "encode_batch"]
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    """Where sessions' records live. Backends: :class:`~events.stores.MemoryStore`,
+    :class:`~events.stores.JsonlStore`.
+
+    The methods are ``async`` so that a backend may do real I/O (a database, a socket) without
+    blocking the event loop; the embedded backends do fast local work inline instead.
+    """
+
+    async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+        """Store ``records`` at the end of the session, all of them or none.
+
+        ``expected_seq`` is the seq of the last record the writer believes the session has
+        (0 for a new session). Raises ``ValueError`` if the batch is malformed (a record of
+        another session, seqs that do not run ``expected_seq + 1, expected_seq + 2, ...``),
+        :class:`~events.errors.CodecError` if a record cannot be written and read back, and
+        :class:`~events.errors.ConflictError` if the session does not end at ``expected_seq``.
+        The batch is checked before the conflict. An empty batch stores nothing but is still
+        checked for a conflict.
+        """
+        ...
+
+    async def read(self, session_id: str, after: int = 0) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+        ...
+
+    async def last_seq(self, session_id: str) -> int:
+        """The seq of the session's last record; 0 for an unknown session."""
+        ...
+
+    async def sessions(self) -> list[str]:
+        """Every session id, in order of first appearance."""
+        ...
+
+    def close(self) -> None:
+        """Release the store's resources. Idempotent; the store is unusable afterwards."""
+        ...
+
+
+def check_batch(session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+    """Raise ``ValueError`` unless ``records`` may follow ``expected_seq`` in ``session_id``.
+
+    A malformed batch is a bug in the caller, not a race, so it is a ``ValueError`` and not a
+    :class:`~events.errors.ConflictError`: retrying after a re-read would not fix it.
+    """
+    if isinstance(expected_seq, bool) or not isinstance(expected_seq, int) or expected_seq < 0:
+        raise ValueError(f"expected_seq must be an int >= 0, not {expected_seq!r}")
+    for index, record in enumerate(records):
+        if not isinstance(record, Record):
+            raise ValueError(f"batch item {index} is a {type(record).__name__}, not a Record")
+        if record.session_id != session_id:
+            raise ValueError(
+                f"batch item {index} belongs to session {record.session_id!r}, not "
+                f"{session_id!r}: a batch appends to one session only"
+            )
+        wanted = expected_seq + 1 + index
+        if record.seq != wanted:
+            raise ValueError(
+                f"batch item {index} for session {session_id!r} has seq {record.seq}, "
+                f"expected {wanted}: a batch must continue the session contiguously from "
+                f"expected_seq + 1 = {expected_seq + 1}"
+            )
+
+
+def check_conflict(session_id: str, expected_seq: int, actual_seq: int) -> None:
+    """Raise :class:`~events.errors.ConflictError` unless the session ends at
+    ``expected_seq``."""
+    if actual_seq != expected_seq:
+        raise ConflictError(session_id, expected_seq, actual_seq)
+
+
+def encode_batch(records: Sequence[Record]) -> list[bytes]:
+    """Each record as one UTF-8 JSON line with its trailing newline.
+
+    Every line is decoded again before anything is stored: a record that encodes but would
+    not decode (a ``bool`` where the schema says ``int``, a newer version) would otherwise
+    poison the log, since every later open of the file would refuse it as corrupt. Raises
+    :class:`~events.errors.CodecError` naming the record; nothing has been stored then.
+    """
+    lines: list[bytes] = []
+    for record in records:
+        where = f"record seq {record.seq} of session {record.session_id!r}"
+        if record.version > SCHEMA_VERSION:
+            raise CodecError(
+                f"{where} has schema version {record.version}, newer than {SCHEMA_VERSION}"
+            )
+        try:
+            text = encode_line(record)
+            data = text.encode("utf-8")
+        except (KeyError, TypeError, ValueError) as exc:
+            # KeyError: not an event class; TypeError/ValueError: not JSON (NaN, a set);
+            # UnicodeEncodeError (a ValueError): a lone surrogate in a string.
+            raise CodecError(f"{where} cannot be encoded: {exc!r}") from exc
+        try:
+            decode_line(data)
+        except CodecError as exc:
+            raise CodecError(f"{where} would not read back: {exc}") from exc
+        lines.append(data + b"\n")
+    return lines

@@ -1,0 +1,319 @@
+"""The embedded default store: one JSON Lines file, readable with ``jq`` and ``grep``.
+
+Each line is one record (:func:`~events.codec.encode_line` plus ``"\\n"``); one file may hold
+many sessions, since each record names its own. The file is append-only: the only change ever
+made to existing bytes is cutting off a torn last line.
+
+Crash safety. A batch is written with one ``write`` of all its lines. A crash in the middle
+of that write leaves a last line with no newline: a *torn* line, which was never acknowledged
+to its writer. Opening the store drops it (the file is truncated to the end of the last
+complete line) and records the dropped bytes in :attr:`JsonlStore.dropped_tail`; nothing is
+warned. Any other bad line (bad JSON, a record the codec refuses, a seq that breaks its
+session's run, a complete last line that is invalid) is :class:`~events.errors.CorruptLogError`
+naming the file and line, and the file is left exactly as it was. Caveat: a crash can leave
+complete lines of a batch before the torn one; those are kept (no line marks a batch's end).
+An I/O error during the write (a full disk) does not: the file is cut back to where it was.
+
+Several processes may share one file. Appends hold ``fcntl.flock(LOCK_EX)``; under it the
+store first indexes whatever other processes appended, so a stale writer anywhere gets
+:class:`~events.errors.ConflictError`. Readers notice a grown file (``fstat``) and index its
+new tail under ``LOCK_SH``. Unix only (``fcntl``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from array import array
+from collections.abc import Iterator, Sequence
+from types import TracebackType
+from typing import BinaryIO
+
+from ..codec import decode_line
+from ..errors import CodecError, CorruptLogError
+from ..types import Record
+from .base import check_batch, check_conflict, encode_batch
+
+__all__ = ["JsonlStore", "read_jsonl"]
+
+# Bytes read per pread when a session's lines sit next to each other in the file.
+_MAX_RUN = 1 << 20
+
+
+class _SessionIndex:
+    """Where a session's lines are: entry ``i`` is the line of seq ``i + 1``.
+
+    Arrays of machine ints (24 bytes a record), not decoded records: memory stays small for
+    big logs, and :meth:`JsonlStore.read` decodes only what it is asked for.
+    """
+
+    __slots__ = ("lengths", "lines", "offsets")
+
+    def __init__(self) -> None:
+        self.offsets = array("q")  # byte offset of the line
+        self.lengths = array("q")  # its length, newline included
+        self.lines = array("q")  # its 1-based line number, for error messages
+
+
+class JsonlStore:
+    """An :class:`~events.stores.EventStore` in one JSON Lines file at ``path``.
+
+    The file is opened (created if missing) and scanned in ``__init__``, so a corrupt log is
+    refused when the store is made, not at some later ``await``. The scan keeps per session
+    the offset of each line; reads seek to those lines and decode only them.
+
+    The methods are ``async`` but do plain blocking file I/O inline: local appends and
+    indexed reads are short, and handing them to a thread would cost more than it saves.
+    No method awaits, so tasks in one event loop never see a half-done change; the store is
+    not thread-safe. If another process holds the lock, the loop waits for it (briefly:
+    locks are held only while indexing a tail and writing one batch).
+
+    Durability: every batch goes to the OS in one unbuffered ``write`` (no user-space buffer
+    to flush), so it survives a crash of this process. With ``durable=True`` each append also
+    ``fsync``\\ s the file (and the directory when opening), so it survives power loss too.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, durable: bool = False) -> None:
+        self.path: str = os.fspath(path)
+        self.durable = durable
+        #: The bytes of the last torn line this store cut off (``b""`` if none): by opening,
+        #: or by an append finding one left by a writer that crashed since.
+        self.dropped_tail: bytes = b""
+        self._index: dict[str, _SessionIndex] = {}
+        self._size = 0  # bytes indexed: the end of the last complete line
+        self._lines = 0  # complete lines indexed
+        self._fd = -1
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            if durable:
+                _fsync_dir(self.path)
+            with _locked(fd, fcntl.LOCK_EX):
+                self._refresh_locked(fd, truncate=True)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+
+    async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+        """Append a batch, all or nothing; see :meth:`EventStore.append`."""
+        fd = self._ensure_open()
+        check_batch(session_id, records, expected_seq)
+        lines = encode_batch(records)  # before the lock: an unencodable batch stores nothing
+        with _locked(fd, fcntl.LOCK_EX):
+            self._refresh_locked(fd, truncate=True)
+            check_conflict(session_id, expected_seq, self._last_seq(session_id))
+            if not lines:
+                return
+            start = self._size
+            try:
+                _write_all(fd, b"".join(lines))
+                if self.durable:
+                    os.fsync(fd)
+            except BaseException:
+                # The caller will believe nothing was stored: make it so.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(fd, start)
+                raise
+            offset = start
+            for line in lines:
+                self._lines += 1
+                self._add(session_id, offset, len(line), self._lines)
+                offset += len(line)
+            self._size = offset
+
+    async def read(self, session_id: str, after: int = 0) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+        fd = self._ensure_open()
+        self._refresh(fd)
+        index = self._index.get(session_id)
+        if index is None:
+            return []
+        records: list[Record] = []
+        first, count = max(after, 0), len(index.offsets)
+        while first < count:
+            # Read a run of adjacent lines with one pread, then split it.
+            start = index.offsets[first]
+            end, stop = start + index.lengths[first], first + 1
+            while stop < count and index.offsets[stop] == end and end - start < _MAX_RUN:
+                end += index.lengths[stop]
+                stop += 1
+            block = os.pread(fd, end - start, start)
+            pos = 0
+            for i in range(first, stop):
+                raw = block[pos : pos + index.lengths[i]]
+                pos += index.lengths[i]
+                records.append(self._decode_indexed(raw, session_id, i + 1, index.lines[i]))
+            first = stop
+        return records
+
+    async def last_seq(self, session_id: str) -> int:
+        """The seq of the session's last record; 0 for an unknown session."""
+        self._refresh(self._ensure_open())
+        return self._last_seq(session_id)
+
+    async def sessions(self) -> list[str]:
+        """Every session id, in order of first appearance in the file."""
+        self._refresh(self._ensure_open())
+        return list(self._index)
+
+    def close(self) -> None:
+        """Close the file. Idempotent; the store refuses to be used afterwards."""
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+    def __enter__(self) -> JsonlStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @staticmethod
+    def scan(path: str | os.PathLike[str]) -> list[Record]:
+        """Every record in the file, in file order; see :func:`read_jsonl`."""
+        return read_jsonl(path)
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _ensure_open(self) -> int:
+        if self._fd < 0:
+            raise ValueError(f"the JsonlStore for {self.path} is closed")
+        return self._fd
+
+    def _last_seq(self, session_id: str) -> int:
+        index = self._index.get(session_id)
+        return len(index.offsets) if index is not None else 0
+
+    def _add(self, session_id: str, offset: int, length: int, line: int) -> None:
+        index = self._index.get(session_id)
+        if index is None:
+            index = self._index[session_id] = _SessionIndex()
+        index.offsets.append(offset)
+        index.lengths.append(length)
+        index.lines.append(line)
+
+    def _refresh(self, fd: int) -> None:
+        """Index what other processes appended, if the file changed size."""
+        if os.fstat(fd).st_size != self._size:
+            with _locked(fd, fcntl.LOCK_SH):
+                self._refresh_locked(fd, truncate=False)
+
+    def _refresh_locked(self, fd: int, *, truncate: bool) -> None:
+        """Index the complete lines past ``self._size``; the caller holds a lock.
+
+        Lines are committed one by one, so after a :class:`CorruptLogError` the index still
+        describes the valid prefix, and the next call meets the same bad line again. A torn
+        last line is cut off only with ``truncate`` (the caller holds ``LOCK_EX``): under a
+        shared lock it is merely not indexed.
+        """
+        size = os.fstat(fd).st_size
+        if size < self._size:
+            raise CorruptLogError(
+                self.path,
+                self._lines,
+                f"the file shrank to {size} bytes, below the {self._size} already read: "
+                f"something other than an append changed it",
+            )
+        if size == self._size:
+            return
+        with open(fd, "rb", closefd=False) as file:
+            for offset, raw in _lines(file, self._size):
+                if not raw.endswith(b"\n"):
+                    if truncate:
+                        os.ftruncate(fd, offset)
+                        if self.durable:
+                            os.fsync(fd)
+                        self.dropped_tail = raw
+                    return
+                line = self._lines + 1
+                record = _decode(self.path, line, raw)
+                _check_seq(self.path, line, record, self._last_seq(record.session_id))
+                self._add(record.session_id, offset, len(raw), line)
+                self._lines = line
+                self._size = offset + len(raw)
+
+    def _decode_indexed(self, raw: bytes, session_id: str, seq: int, line: int) -> Record:
+        record = _decode(self.path, line, raw)
+        if record.session_id != session_id or record.seq != seq:
+            raise CorruptLogError(
+                self.path, line, "the line changed since it was indexed (edited in place?)"
+            )
+        return record
+
+
+def read_jsonl(path: str | os.PathLike[str]) -> list[Record]:
+    """Every record of every session in the file at ``path``, in file order. For the CLI.
+
+    Read-only: it checks lines like :class:`JsonlStore` (raising the same
+    :class:`~events.errors.CorruptLogError`) but ignores a torn last line instead of cutting
+    it off. Holds ``LOCK_SH`` while reading, so it never sees half of a batch being written.
+    """
+    name = os.fspath(path)
+    records: list[Record] = []
+    last: dict[str, int] = {}
+    with open(name, "rb") as file:
+        fcntl.flock(file.fileno(), fcntl.LOCK_SH)  # released when the file closes
+        for line, (_, raw) in enumerate(_lines(file, 0), start=1):
+            if not raw.endswith(b"\n"):
+                break
+            record = _decode(name, line, raw)
+            _check_seq(name, line, record, last.get(record.session_id, 0))
+            last[record.session_id] = record.seq
+            records.append(record)
+    return records
+
+
+def _lines(file: BinaryIO, start: int) -> Iterator[tuple[int, bytes]]:
+    """Each line from byte ``start`` on with its offset; only the last may lack ``"\\n"``."""
+    file.seek(start)
+    offset = start
+    for raw in file:
+        yield offset, raw
+        offset += len(raw)
+
+
+def _decode(path: str, line: int, raw: bytes) -> Record:
+    try:
+        return decode_line(raw)
+    except CodecError as exc:
+        raise CorruptLogError(path, line, str(exc)) from exc
+
+
+def _check_seq(path: str, line: int, record: Record, last: int) -> None:
+    if record.seq != last + 1:
+        raise CorruptLogError(
+            path,
+            line,
+            f"session {record.session_id!r} has seq {record.seq} after seq {last}; "
+            f"a session's seqs must run 1, 2, 3, ...",
+        )
+
+
+@contextlib.contextmanager
+def _locked(fd: int, operation: int) -> Iterator[None]:
+    fcntl.flock(fd, operation)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,0 +1,83 @@
+"""An in-process store: for tests, and for embedding where nothing must outlive the process."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import TracebackType
+
+from ..types import Record
+from .base import check_batch, check_conflict, encode_batch
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore:
+    """Keeps each session's :class:`~events.types.Record`\\ s in a list, by session id.
+
+    Records are frozen, so the store keeps the caller's objects and hands them back as they
+    are: no copy, no decoding.
+
+    With ``check_encodable`` (the default) every batch goes through the same encode-and-read-
+    back check as :class:`~events.stores.JsonlStore` (the encoded lines are then dropped), so
+    that a test on this store refuses exactly what the file store would refuse. Turn it off
+    only for speed, when the records are known to be good.
+
+    The methods never await, so each one runs to completion without other tasks seeing a
+    half-done change. Not thread-safe: use it from one thread (one event loop).
+    """
+
+    def __init__(self, *, check_encodable: bool = True) -> None:
+        self._check_encodable = check_encodable
+        self._sessions: dict[str, list[Record]] = {}
+        self._closed = False
+
+    async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+        """Append a batch, all or nothing; see :meth:`EventStore.append`."""
+        self._ensure_open()
+        check_batch(session_id, records, expected_seq)
+        check_conflict(session_id, expected_seq, self._last_seq(session_id))
+        if not records:
+            return
+        if self._check_encodable:
+            encode_batch(records)
+        self._sessions.setdefault(session_id, []).extend(records)
+
+    async def read(self, session_id: str, after: int = 0) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+        self._ensure_open()
+        # Seqs run 1, 2, 3, ... so the record with seq n sits at index n - 1.
+        return list(self._sessions.get(session_id, ())[max(after, 0) :])
+
+    async def last_seq(self, session_id: str) -> int:
+        """The seq of the session's last record; 0 for an unknown session."""
+        self._ensure_open()
+        return self._last_seq(session_id)
+
+    async def sessions(self) -> list[str]:
+        """Every session id, in order of first appearance (dicts keep insertion order)."""
+        self._ensure_open()
+        return list(self._sessions)
+
+    def close(self) -> None:
+        """Forget every record. Idempotent; the store refuses to be used afterwards."""
+        self._closed = True
+        self._sessions = {}
+
+    def __enter__(self) -> MemoryStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _last_seq(self, session_id: str) -> int:
+        records = self._sessions.get(session_id)
+        return records[-1].seq if records else 0
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise ValueError("the MemoryStore is closed")
