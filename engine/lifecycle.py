@@ -40,7 +40,7 @@ from typing import Any
 from events.codec import type_name
 from events.types import ApprovalResolved, PolicyDecided
 
-__all__ = ["CallState", "LifecycleError", "TRANSITIONS", "event_key", "next_state"]
+__all__ = ["CallState", "LifecycleError", "TRANSITIONS", "diagram", "event_key", "next_state"]
 
 
 class CallState(enum.Enum):
@@ -118,3 +118,14 @@ def next_state(state: CallState, event: Any, *, call_id: str = "?") -> CallState
             f"call {call_id}: {key} is not allowed in state {state.value!r}; "
             f"allowed: {allowed}"
         ) from None
+
+
+def diagram() -> str:
+    """The table as a Mermaid state diagram; docs/events.md embeds this text verbatim (a test
+    checks it), so the picture cannot drift from the rules."""
+    lines = ["stateDiagram-v2", f"    [*] --> {S.NEW.value}"]
+    for state, moves in TRANSITIONS.items():
+        for key, target in moves.items():
+            lines.append(f"    {state.value} --> {target.value}: {key}")
+    lines.append(f"    {S.CLOSED.value} --> [*]")
+    return "\n".join(lines)
