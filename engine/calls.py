@@ -288,22 +288,22 @@ class CallRunner:
             if scope.cancelled_caught:
                 failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None)
         except Exception as exc:
-            info = _error_info(exc)
-            failure = ("raised", f"{spec.name} failed: {info.type}: {info.message}", info)
+            error = _error_info(exc)
+            failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error)
         finally:
             ctx.close()
 
         raw: ToolResult | None = None
         if failure is None:
             raw, failure = self._check_output(spec, returned)
-        result = raw if raw is not None and failure is None else error_result(failure[1] if failure else "")
-        result = await self._result_handlers(gated, result)
         if failure is None:
             assert raw is not None
+            result = await self._result_handlers(gated, raw)
             self.recorder.record(ToolCallCompleted(
                 call_id=call_id, result=result, returned=None if result == raw else raw))
         else:
             kind, message, info = failure
+            result = await self._result_handlers(gated, error_result(message))
             self.fail(call_id, kind, message, error=info, returned=raw, result=result)
         await self.recorder.flush()
         return result

@@ -19,6 +19,7 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Literal
 
 import attrs
@@ -258,16 +259,16 @@ class Session:
                 requested += 1
                 if self._refuse_unsafe(call_id, call, message, repeated) is not None:
                     continue
-                allowed = await runner.guard(call_id, lambda r=request: runner.gate(r))
+                allowed = await runner.guard(call_id, partial(runner.gate, request))
                 if allowed is not None:
                     gated.append(allowed)
             if any(g.spec.execution_mode == "sequential" for g in gated):
                 for g in gated:
-                    await runner.guard(g.call_id, lambda g=g: runner.execute(g))
+                    await runner.guard(g.call_id, partial(runner.execute, g))
             else:
                 async with trio.open_nursery() as nursery:
                     for g in gated:
-                        nursery.start_soon(runner.guard, g.call_id, lambda g=g: runner.execute(g))
+                        nursery.start_soon(runner.guard, g.call_id, partial(runner.execute, g))
         except BaseException as exc:
             # close what the batch left open: allowed calls that never started, and the calls
             # the assistant asked for that were never requested because gating stopped
