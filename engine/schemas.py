@@ -1,0 +1,366 @@
+"""JSON Schema checking and compilation for tool input/output schemas.
+
+fastjsonschema is fast, but it implements only drafts 04/06/07 and reads every
+other dialect (MCP's default 2020-12 included) as draft-07: keywords it does not
+know are silently ignored, so invalid data would pass.  It also fetches remote
+``$ref`` URIs over the network, mutates the schema it compiles, fills ``default``
+values into the data, and ignores keywords next to ``$ref``.  This module is the
+guard in front of it: a schema is refused at registration unless the compiled
+validator will enforce what the schema says.  Pure: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+from collections.abc import Callable, Mapping
+from typing import Any, Final, Literal
+from urllib.parse import unquote, urldefrag
+
+import attrs
+import fastjsonschema
+from fastjsonschema import JsonSchemaDefinitionException, JsonSchemaValueException
+from fastjsonschema.draft04 import CodeGeneratorDraft04
+from fastjsonschema.draft06 import CodeGeneratorDraft06
+from fastjsonschema.draft07 import CodeGeneratorDraft07
+
+try:
+    from fastjsonschema import draft2019 as _draft2019
+
+    _GEN_2019: type[CodeGeneratorDraft07] = _draft2019.CodeGeneratorDraft2019
+except ImportError:  # fastjsonschema < 2.22 reads 2019-09/2020-12 as plain draft-07
+    _GEN_2019 = CodeGeneratorDraft07
+
+__all__ = ["SchemaError", "SchemaValidator", "check_schema", "compile_schema"]
+
+DEFAULT_DIALECT: Final = "2020-12"  # MCP: a schema without "$schema" is 2020-12
+_DRAFT07_URI: Final = "http://json-schema.org/draft-07/schema#"
+# The code generator fastjsonschema picks for each dialect.
+_GENERATORS: Final[dict[str, type[CodeGeneratorDraft04]]] = {
+    "draft-04": CodeGeneratorDraft04, "draft-06": CodeGeneratorDraft06, "draft-07": CodeGeneratorDraft07,
+    "2019-09": _GEN_2019, "2020-12": _GEN_2019}
+_DIALECTS: Final = {f"{scheme}://json-schema.org/{'draft/' * name[0].isdigit()}{name}/schema{end}": name
+                    for name in _GENERATORS for scheme in ("http", "https") for end in ("", "#")}
+# Formats each generator can assert; it silently skips any other name.
+_FORMATS: Final = {name: frozenset(gen.FORMAT_REGEXS) | {"regex"} for name, gen in _GENERATORS.items()}
+_TUPLE_HINT: Final = f'for tuple validation declare "$schema": "{_DRAFT07_URI}" and use array-form "items"'
+_REF_HINT: Final = 'use "$ref" with a JSON pointer such as "#/$defs/name"'
+_DRAFT07_HINT: Final = f'declare draft-07 ("$schema": "{_DRAFT07_URI}")'
+_NO_COUNT: Final = "there is no draft-07 equivalent; check the count in the tool"
+# 2019-09/2020-12 keywords that no fastjsonschema generator implements: keyword -> what to do.
+_LATER: Final = {
+    "prefixItems": _TUPLE_HINT,
+    "unevaluatedProperties": 'use "additionalProperties" (it does not see through allOf/$ref)',
+    "unevaluatedItems": 'use "additionalItems" with array-form "items" under draft-07',
+    "dependentRequired": 'declare draft-07 and use "dependencies"',
+    "dependentSchemas": 'declare draft-07 and use "dependencies"',
+    "minContains": _NO_COUNT, "maxContains": _NO_COUNT,
+    "$dynamicRef": _REF_HINT, "$dynamicAnchor": _REF_HINT, "$anchor": _REF_HINT,
+    "$recursiveRef": _REF_HINT, "$recursiveAnchor": _REF_HINT,
+    "$vocabulary": "remove it (custom vocabularies are not supported)",
+}
+# Per dialect, keyword -> why it is refused: the dialect's generator would ignore it
+# (or, for "dependencies" in 2019+, enforce what the dialect says is no keyword).
+_REFUSED: Final[dict[str, dict[str, str]]] = {"draft-07": {
+    k: f"is not implemented by the validator and would be silently ignored; {h}" for k, h in _LATER.items()}}
+_REFUSED["draft-06"] = _REFUSED["draft-07"] | {
+    k: f"is not a draft-06 keyword and would be ignored; {_DRAFT07_HINT}" for k in ("if", "then", "else")}
+_REFUSED["draft-04"] = _REFUSED["draft-07"] | {
+    k: f"is not a draft-04 keyword and would be ignored; {_DRAFT07_HINT}"
+    for k in ("if", "then", "else", "const", "contains", "propertyNames")}
+_REFUSED["2019-09"] = _REFUSED["2020-12"] = _REFUSED["draft-07"] | {"dependencies": (
+    f"is not a keyword since 2019-09, but the validator would enforce it anyway; {_DRAFT07_HINT}")}
+
+_ONE: Final = frozenset({"additionalItems", "additionalProperties", "contains", "propertyNames",
+                         "if", "then", "else", "not", "contentSchema", "items"})
+_MAP: Final = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies"})
+_LIST: Final = frozenset({"allOf", "anyOf", "oneOf"})
+# Siblings of "$ref" that do not change validation.
+_INERT: Final = frozenset({"$ref", "$schema", "$id", "$comment", "title", "description", "default",
+                           "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions"})
+_TYPES: Final = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+_MAX_DEPTH: Final = 128
+_CACHE_MAX: Final = 1024
+_MSG_MAX: Final = 500
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _is_names(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(s, str) for s in v) and len(set(v)) == len(v)
+
+
+def _is_regex(v: Any) -> bool:
+    try:
+        return isinstance(v, str) and re.compile(v) is not None
+    except re.error:
+        return False
+
+
+# Keyword value shapes: the parts of the meta-schemas that fastjsonschema does not check.
+_SHAPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
+    "type": (lambda v: v in _TYPES if isinstance(v, str) else _is_names(v) and bool(v) and set(v) <= _TYPES,
+             "a type name or a non-empty array of distinct type names from " + ", ".join(sorted(_TYPES))),
+    "enum": (lambda v: isinstance(v, list), "an array"),
+    "required": (_is_names, "an array of distinct strings"),
+    "multipleOf": (lambda v: _is_num(v) and v > 0, "a number greater than 0"),
+    "pattern": (_is_regex, "a valid regular expression"),
+    "uniqueItems": (lambda v: isinstance(v, bool), "a boolean"),
+    **{k: (_is_num, "a number") for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")},
+    **{k: (lambda v: _is_num(v) and v >= 0 and (isinstance(v, int) or v.is_integer()), "a non-negative integer")
+       for k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")},
+    **{k: (lambda v: isinstance(v, str), "a string")
+       for k in ("$ref", "$id", "$schema", "format", "contentEncoding", "contentMediaType")},
+}
+_DRAFT04_SHAPES: Final = _SHAPES | {k: (lambda v: isinstance(v, bool), "a boolean in draft-04")
+                                    for k in ("exclusiveMinimum", "exclusiveMaximum")}
+
+
+class SchemaError(ValueError):
+    """A schema the engine refuses (at registration).
+
+    str() says what is wrong, where (JSON pointer into the schema), and what to do.
+    """
+
+    keyword: str | None
+    path: str
+
+    def __init__(self, message: str, *, keyword: str | None = None, path: str = "") -> None:
+        super().__init__(message)
+        self.keyword = keyword
+        self.path = path
+
+
+def _esc(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+@attrs.define
+class _Walk:
+    """One check of one schema document, remembering what the later passes need."""
+
+    where: str
+    dialect: str
+    nodes: list[tuple[str, dict[str, Any]]] = attrs.Factory(list)  # every object subschema
+    visited: set[str] = attrs.Factory(set)  # pointers of every subschema
+    refs: set[str] = attrs.Factory(set)  # pointers of "$ref"s in schema positions
+
+    def fail(self, path: str, problem: str, keyword: str | None = None) -> SchemaError:
+        at = f"at '{path}'" if path else "at the root"
+        return SchemaError(f"{self.where} {at}: {problem}", keyword=keyword, path=path)
+
+    def schema(self, node: Any, path: str, depth: int = 0) -> None:
+        """Check the subschema at ``path``.  Only schema positions are walked: names
+        under "properties" and values of const/enum/default/examples are data."""
+        if depth > _MAX_DEPTH:
+            raise self.fail(path, f"schemas nested deeper than {_MAX_DEPTH} levels are refused")
+        draft04 = self.dialect == "draft-04"
+        if not isinstance(node, dict) and not (isinstance(node, bool) and not draft04):
+            kinds = "a JSON object (draft-04 has no boolean schemas)" if draft04 else "a JSON object or boolean"
+            raise self.fail(path, f"a schema must be {kinds}, not {json.dumps(node)[:80]}")
+        self.visited.add(path)
+        if isinstance(node, bool):
+            return
+        self.nodes.append((path, node))
+        if "$ref" in node and self.dialect.startswith("draft-") and not node.keys() <= _INERT:
+            raise self.fail(path, f"keywords next to \"$ref\" ({', '.join(sorted(node.keys() - _INERT))}) "
+                            f"are ignored in {self.dialect}; move \"$ref\" into an \"allOf\"", "$ref")
+        refused, shapes = _REFUSED[self.dialect], _DRAFT04_SHAPES if draft04 else _SHAPES
+        for kw, value in node.items():
+            at = f"{path}/{_esc(kw)}"
+            if kw in refused:
+                raise self.fail(at, f"keyword {kw!r} {refused[kw]}", kw)
+            if path and (kw in ("$schema", "$id") or (kw == "id" and isinstance(value, str))):
+                raise self.fail(at, f"keyword {kw!r} is only allowed at the root (a subschema may "
+                                f"not change the dialect or base URI); {_REF_HINT}", kw)
+            ok, shape = shapes.get(kw, (None, ""))
+            if ok is not None and not ok(value):
+                raise self.fail(at, f"keyword {kw!r} must be {shape}", kw)
+            if kw == "$ref":
+                self.refs.add(at)
+            elif kw == "items" and isinstance(value, list):
+                if self.dialect == "2020-12":
+                    raise self.fail(at, 'array-form "items" means something else in 2020-12 (the '
+                                    f'dialect assumed when "$schema" is absent); {_TUPLE_HINT}', kw)
+                self.schemas(value, at, depth)
+            elif kw in _ONE and not (draft04 and isinstance(value, bool) and kw.startswith("additional")):
+                self.schema(value, at, depth + 1)  # (draft-04's only boolean "schemas" are those two)
+            elif kw in _MAP:
+                if not isinstance(value, dict):
+                    raise self.fail(at, f"keyword {kw!r} must be an object", kw)
+                for name, sub in value.items():
+                    if kw == "patternProperties" and not _is_regex(name):
+                        raise self.fail(at, f"{name!r} is not a valid regular expression", kw)
+                    if not (kw == "dependencies" and _is_names(sub)):
+                        self.schema(sub, f"{at}/{_esc(name)}", depth + 1)
+            elif kw in _LIST:
+                if not isinstance(value, list) or not value:
+                    raise self.fail(at, f"keyword {kw!r} must be a non-empty array of schemas", kw)
+                self.schemas(value, at, depth)
+
+    def schemas(self, items: list[Any], at: str, depth: int) -> None:
+        for i, sub in enumerate(items):
+            self.schema(sub, f"{at}/{i}", depth + 1)
+
+    def check_refs(self, doc: Any) -> None:
+        """Every ``$ref`` must be a local JSON-pointer fragment naming a checked subschema.
+
+        Anything else could reach the network (fastjsonschema resolves remote URIs
+        with urllib) or land where the keyword checks never looked.  Refs inside
+        data (const/enum/default/examples, unknown keywords) must be local too:
+        fastjsonschema resolves those as well, when it builds its error details.
+        """
+        stack: list[tuple[str, Any]] = [("", doc)]
+        while stack:
+            path, value = stack.pop()
+            items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+            stack.extend((f"{path}/{_esc(str(k))}", v) for k, v in items)
+            ref = value.get("$ref") if isinstance(value, dict) else None
+            if not isinstance(ref, str):
+                continue
+            at, (url, fragment) = f"{path}/$ref", urldefrag(ref)
+            if not ref.startswith("#") or url:
+                raise self.fail(at, f"$ref {ref!r} is not local; only same-document refs starting with "
+                                "'#' are allowed (the engine never fetches schemas)", "$ref")
+            if "#" + fragment != ref:  # URL parsing drops tabs and newlines: the target would shift
+                raise self.fail(at, f"$ref {ref!r} contains characters URL parsing drops", "$ref")
+            if at not in self.refs:
+                continue
+            if fragment and not fragment.startswith("/"):
+                raise self.fail(at, f"$ref {ref!r} names an anchor; {_REF_HINT}", "$ref")
+            tokens = unquote(fragment).split("/")[1:]  # decoded as fastjsonschema decodes it
+            if "".join("/" + _esc(t.replace("~1", "/").replace("~0", "~")) for t in tokens) not in self.visited:
+                raise self.fail(at, f"$ref {ref!r} does not point to a subschema of this schema; {_REF_HINT}",
+                                "$ref")
+
+
+def _canonical(schema: Any, where: str) -> str:
+    try:
+        return json.dumps(schema, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except RecursionError as exc:
+        raise SchemaError(f"{where}: the schema is nested too deeply") from exc
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"{where}: the schema is not plain JSON ({exc})") from exc
+
+
+def _analyse(canonical: str, role: str, where: str) -> tuple[_Walk, dict[str, Any]]:
+    """Check a schema given as canonical JSON; return the walk and a private copy to compile."""
+    doc = json.loads(canonical)  # a deep copy, with plain JSON types only
+    uri = doc.get("$schema") if isinstance(doc, dict) else None
+    if uri is not None and (not isinstance(uri, str) or uri not in _DIALECTS):
+        raise SchemaError(f"{where} at '/$schema': unsupported dialect {uri!r}; omit \"$schema\" (2020-12) "
+                          "or declare draft-04/06/07, 2019-09 or 2020-12", keyword="$schema", path="/$schema")
+    walk = _Walk(where, _DIALECTS[uri] if uri is not None else DEFAULT_DIALECT)
+    if not isinstance(doc, dict) or doc.get("type") != "object":
+        raise walk.fail("", f'an {role} schema must be a JSON object with "type": "object" at the root '
+                        f"(MCP tool {role}s are JSON objects)", "type")
+    walk.schema(doc, "")
+    walk.check_refs(doc)
+    return walk, doc
+
+
+def _prepare(walk: _Walk, doc: dict[str, Any], assert_formats: bool) -> None:
+    """Turn the checked private copy into one fastjsonschema reads with the schema's meaning."""
+    doc.pop("$id", None)  # every ref is local, so the base URI is moot; left in, fastjsonschema
+    if isinstance(doc.get("id"), str):  # would rebase "$ref" strings inside const/enum data on it
+        del doc["id"]
+    for path, node in walk.nodes:
+        if assert_formats and "format" in node and node["format"] not in _FORMATS[walk.dialect]:
+            raise walk.fail(f"{path}/format", f"format {node['format']!r} cannot be asserted "
+                            f"(known: {', '.join(sorted(_FORMATS[walk.dialect]))})", "format")
+        if walk.dialect in ("2019-09", "2020-12"):
+            node.pop("contentEncoding", None)  # annotations since 2019-09, but fastjsonschema asserts them
+            node.pop("contentMediaType", None)
+            if "$ref" in node and not node.keys() <= _INERT:  # siblings of "$ref" apply since 2019-09;
+                node["allOf"] = [*node.get("allOf", []), {"$ref": node.pop("$ref")}]  # fjs drops them
+
+
+def _refuse_remote(uri: str) -> Any:
+    raise JsonSchemaDefinitionException(f"remote $ref {uri!r} refused: the engine never fetches schemas")
+
+
+class _NoRemote(dict[str, Callable[[str], Any]]):
+    """A ``handlers`` mapping that claims every URI scheme, so fastjsonschema never falls
+    back to urllib's urlopen: the second guard behind the local-``$ref`` rule."""
+
+    def __contains__(self, scheme: object) -> bool:
+        return True
+
+    def __missing__(self, scheme: str) -> Callable[[str], Any]:
+        return _refuse_remote
+
+
+_NO_REMOTE: Final = _NoRemote()
+
+
+def _compile_document(doc: dict[str, Any], *, assert_formats: bool, where: str) -> Callable[..., Any]:
+    """Compile a prepared private copy (fastjsonschema mutates it)."""
+    try:
+        return fastjsonschema.compile(doc, handlers=_NO_REMOTE, use_default=False, use_formats=assert_formats)
+    except Exception as exc:  # registration time: any compiler failure means "refused"
+        raise SchemaError(f"{where}: the validator cannot compile this schema: {exc}") from exc
+
+
+@attrs.frozen(eq=False)
+class SchemaValidator:
+    """A compiled schema.  Equality is identity: equal schemas share one validator."""
+
+    schema: Mapping[str, Any]  # read-only view of a private copy, as registered (not as compiled)
+    dialect: str  # "draft-04" | "draft-06" | "draft-07" | "2019-09" | "2020-12"
+    _check: Callable[..., Any] = attrs.field(repr=False)
+
+    def violation(self, value: Any) -> str | None:
+        """None if ``value`` is valid, else one line naming the failing path and rule.
+
+        Never mutates ``value`` (defaults are not filled in) and never raises for bad
+        data: an unexpected error inside the generated code counts as a violation.
+        """
+        try:
+            self._check(value)
+        except JsonSchemaValueException as exc:
+            msg = exc.message
+        except Exception as exc:  # fail closed
+            msg = f"data cannot be validated ({type(exc).__name__}: {exc})"
+        else:
+            return None
+        msg = msg.replace("\r", "\\r").replace("\n", "\\n")
+        return msg if len(msg) <= _MSG_MAX else msg[: _MSG_MAX - 3] + "..."
+
+
+def check_schema(schema: Any, *, role: Literal["input", "output"] = "input", where: str = "schema") -> None:
+    """Raise SchemaError if the engine refuses this schema.
+
+    ``where`` prefixes messages, e.g. "tool 'stat_file' input_schema".  This compiles
+    too (warming the cache), so it passes exactly when compile_schema would.
+    """
+    compile_schema(schema, role=role, where=where)
+
+
+# Process-wide memo: (canonical JSON, assert_formats) -> validator.  Bounded: when
+# full, the oldest entry is dropped (an equal schema later compiles anew).
+_CACHE: dict[tuple[str, bool], SchemaValidator] = {}
+
+
+def compile_schema(schema: Any, *, role: Literal["input", "output"] = "input", where: str = "schema",
+                   assert_formats: bool = False) -> SchemaValidator:
+    """check_schema, then compile (cached by canonical JSON + flags).
+
+    Returns the same validator object for equal schemas while it stays cached.  The
+    role does not enter the key: both roles currently have the same rules.
+    """
+    if role not in ("input", "output"):
+        raise ValueError(f"role must be 'input' or 'output', not {role!r}")
+    key = (_canonical(schema, where), assert_formats)
+    if (hit := _CACHE.get(key)) is not None:
+        return hit
+    walk, doc = _analyse(key[0], role, where)
+    view = types.MappingProxyType(json.loads(key[0]))
+    _prepare(walk, doc, assert_formats)
+    validator = SchemaValidator(view, walk.dialect, _compile_document(doc, assert_formats=assert_formats,
+                                                                      where=where))
+    if len(_CACHE) >= _CACHE_MAX:
+        _CACHE.pop(next(iter(_CACHE)), None)
+    return _CACHE.setdefault(key, validator)
