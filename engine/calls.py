@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 import attrs
 import trio
 
-from events.codec import converter
 from events.results import ErrorInfo, TextContent, ToolResult, error_result
 from events.types import (
     ApprovalRequested,
@@ -54,7 +53,7 @@ from .handlers import (
     ToolResultHandler,
     handler_name,
 )
-from .jsonvalues import copy_json, ensure_json
+from .jsonvalues import copy_json, ensure_json, own_result
 from .policy import PolicyRules, decide
 from .recorder import Recorder
 from .registry import Registry
@@ -313,10 +312,9 @@ class CallRunner:
             return None, ("invalid_output", f"{spec.name} returned {type(returned).__name__}, "
                           f"not a ToolResult", None)
         try:
-            ensure_json(converter.unstructure(returned))
-        except (ValueError, TypeError) as exc:
+            result = own_result(returned)
+        except ValueError as exc:
             return None, ("not_serialisable", f"{spec.name} returned a result that is not JSON: {exc}", None)
-        result = returned
         validator = self.registry.outputs.get(spec.name)
         if validator is not None and not result.is_error:
             if result.structured_content is None:
@@ -336,15 +334,14 @@ class CallRunner:
             event = ToolResultEvent(call_id=gated.call_id, name=gated.spec.name,
                                     arguments=copy_json(gated.arguments),
                                     origin=gated.origin, parent_id=gated.parent_id,  # type: ignore[arg-type]
-                                    result=result)
+                                    result=own_result(result))
             try:
                 patch = await _maybe_await(handler(event))
                 if patch is None:
                     continue
                 if not isinstance(patch, ResultPatch):
                     raise TypeError(f"returned {patch!r}; return None or a ResultPatch")
-                patched = patch.apply(result)
-                ensure_json(converter.unstructure(patched))
+                patched = own_result(patch.apply(result))
             except Exception as exc:
                 self.recorder.record(ResultHandlerFailed(
                     call_id=gated.call_id, handler=handler_name(handler), error=_error_info(exc)))

@@ -10,6 +10,8 @@ import attrs
 from events.results import ContentBlock, ToolResult
 from events.types import ToolProgress
 
+from .jsonvalues import own_result
+
 if TYPE_CHECKING:
     from .calls import CallRunner
     from .tools import ToolCall
@@ -77,7 +79,7 @@ class ToolContext:
         result = await self._runner.run_nested(
             self._call, index, name, {} if arguments is None else arguments
         )
-        return CallOutcome(call_id=f"{self.call_id}/{index}", result=result)
+        return CallOutcome(call_id=f"{self.call_id}/{index}", result=own_result(result))
 
     def report_progress(self, message: str | None = None, data: Any = None) -> None:
         """Record a progress update. Updates after the tool returned are dropped."""

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["copy_json", "ensure_json"]
+from events.results import EmbeddedResource, ToolResult
+
+__all__ = ["copy_json", "ensure_json", "own_result"]
 
 
 def ensure_json(value: Any) -> None:
@@ -44,3 +46,30 @@ def copy_json(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [copy_json(child) for child in value]
     return value
+
+
+def own_result(result: ToolResult) -> ToolResult:
+    """A copy of ``result`` that nobody else holds, after checking that it is JSON.
+
+    Every result crossing between the engine and outside code (a tool's return, what a
+    ``tool_result`` handler sees or patches in, a nested outcome handed to its parent) goes
+    through here, so nobody can change a result the log holds. Raises ``ValueError`` naming
+    what is not JSON.
+    """
+    ensure_json(result.structured_content)
+    content = result.content
+    if any(isinstance(block, EmbeddedResource) for block in content):
+        for block in content:
+            if isinstance(block, EmbeddedResource):
+                ensure_json(block.resource)
+        content = tuple(
+            EmbeddedResource(resource=copy_json(block.resource))
+            if isinstance(block, EmbeddedResource)
+            else block
+            for block in content
+        )
+    return ToolResult(
+        content=content,
+        structured_content=copy_json(result.structured_content),
+        is_error=result.is_error,
+    )

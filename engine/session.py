@@ -61,6 +61,16 @@ class PromptResult:
     text: str
 
 
+def _json_or_none(arguments: Any) -> Any:
+    """A private copy of a model's arguments, or ``None`` if they are not JSON (the call then
+    fails validation; the log can hold only JSON)."""
+    try:
+        ensure_json(arguments)
+    except ValueError:
+        return None
+    return copy_json(arguments)
+
+
 def _new_session_id() -> str:
     return uuid.uuid4().hex
 
@@ -232,8 +242,12 @@ class Session:
                 if not isinstance(reply, ModelMessage):
                     raise TypeError(f"the model returned {reply!r}, not a ModelMessage")
                 turn = self.state.turn + 1
+                reply = attrs.evolve(reply, tool_calls=[
+                    attrs.evolve(call, arguments=_json_or_none(call.arguments))
+                    for call in reply.tool_calls
+                ])
                 self._recorder.record(AssistantMessage(
-                    turn=turn, text=reply.text, tool_calls=tuple(reply.tool_calls),
+                    turn=turn, text=reply.text, tool_calls=reply.tool_calls,
                     stop_reason=reply.stop_reason,
                 ))
                 if not reply.tool_calls:
@@ -285,12 +299,7 @@ class Session:
 
     @staticmethod
     def _request(call_id: str, call: ModelToolCall) -> ToolCallRequested:
-        arguments = call.arguments
-        try:
-            ensure_json(arguments)
-        except ValueError:
-            arguments = None
-        return ToolCallRequested(call_id=call_id, name=call.name, arguments=arguments,
+        return ToolCallRequested(call_id=call_id, name=call.name, arguments=call.arguments,
                                  origin="model", model_call_id=call.id)
 
     def _refuse_unsafe(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, Literal, Union
 
 import attrs
+from attrs.validators import instance_of, optional
 
 __all__ = [
     "AudioContent",
@@ -29,7 +30,7 @@ __all__ = [
 class TextContent:
     """Text for the model to read."""
 
-    text: str
+    text: str = attrs.field(validator=instance_of(str))
     type: Literal["text"] = "text"
 
 
@@ -37,8 +38,8 @@ class TextContent:
 class ImageContent:
     """An image, base64-encoded, with its MIME type."""
 
-    data: str
-    mime_type: str
+    data: str = attrs.field(validator=instance_of(str))
+    mime_type: str = attrs.field(validator=instance_of(str))
     type: Literal["image"] = "image"
 
 
@@ -46,8 +47,8 @@ class ImageContent:
 class AudioContent:
     """Audio, base64-encoded, with its MIME type."""
 
-    data: str
-    mime_type: str
+    data: str = attrs.field(validator=instance_of(str))
+    mime_type: str = attrs.field(validator=instance_of(str))
     type: Literal["audio"] = "audio"
 
 
@@ -55,12 +56,12 @@ class AudioContent:
 class ResourceLink:
     """A link to a resource the client may fetch; the content is not inlined."""
 
-    uri: str
-    name: str
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    size: int | None = None
+    uri: str = attrs.field(validator=instance_of(str))
+    name: str = attrs.field(validator=instance_of(str))
+    title: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    description: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    mime_type: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    size: int | None = attrs.field(default=None, validator=optional(instance_of(int)))
     type: Literal["resource_link"] = "resource_link"
 
 
@@ -68,11 +69,14 @@ class ResourceLink:
 class EmbeddedResource:
     """A resource inlined in the result: ``{"uri", "mimeType"?, "text" | "blob"}``."""
 
-    resource: dict[str, Any]
+    resource: dict[str, Any] = attrs.field(validator=instance_of(dict))
     type: Literal["resource"] = "resource"
 
 
 ContentBlock = Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource]
+
+
+_BLOCKS = (TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource)
 
 
 def text(value: str) -> TextContent:
@@ -84,9 +88,21 @@ def _to_content(blocks: Any) -> tuple[ContentBlock, ...]:
     return tuple(blocks)
 
 
+def _check_blocks(_: Any, __: Any, blocks: tuple[Any, ...]) -> None:
+    for index, block in enumerate(blocks):
+        if not isinstance(block, _BLOCKS):
+            raise TypeError(
+                f"content[{index}] is a {type(block).__name__}, not a content block: use "
+                f"text('...'), ImageContent, AudioContent, ResourceLink or EmbeddedResource"
+            )
+
+
 @attrs.frozen(kw_only=True)
 class ToolResult:
     """The outcome of a tool call as MCP shapes it.
+
+    Construction checks the shape (content blocks, a boolean ``is_error``), so a malformed
+    result fails inside the tool that built it, where the traceback points at the mistake.
 
     ``content`` is what the model reads; ``structured_content`` is any JSON value for programs
     (``None`` means there is none); ``is_error`` marks a failure that still carries data, such
@@ -94,9 +110,13 @@ class ToolResult:
     and the engine turns the exception into an error result.
     """
 
-    content: tuple[ContentBlock, ...] = attrs.field(default=(), converter=_to_content)
+    content: tuple[ContentBlock, ...] = attrs.field(
+        default=(),
+        converter=_to_content,
+        validator=_check_blocks,
+    )
     structured_content: Any = None
-    is_error: bool = False
+    is_error: bool = attrs.field(default=False, validator=instance_of(bool))
 
     @property
     def text(self) -> str:

@@ -1,0 +1,76 @@
+"""Shared helpers for runtime tests: run a whole session on a MemoryStore, deterministically.
+
+``run_session(tools, script, **session_kwargs)`` opens a :class:`~engine.Session` with a
+counting clock and a fixed session id, registers the given handlers, sends one prompt and
+returns ``(state, records, model)``: the session's projection, every record the store holds
+(read back after the session closed) and the faux model. It checks on the way out that a fold
+of the stored log equals the live state, so every test that uses it also checks that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from engine import Session, ToolSpec, fold
+from engine.handlers import ToolCallHandler, ToolResultHandler
+from engine.models import FauxModel, FauxStep
+from engine.reducers import Projection
+from events import MemoryStore, Record
+
+SESSION_ID = "test-session"
+
+E = TypeVar("E")
+
+
+def counting_clock(start: float = 1_000.0) -> Callable[[], float]:
+    """A clock that ticks one second per reading: deterministic record times."""
+    now = [start]
+
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    return clock
+
+
+async def run_session(
+    tools: Iterable[ToolSpec],
+    script: Sequence[FauxStep],
+    *,
+    prompt: str = "go",
+    on_tool_call: Iterable[ToolCallHandler] = (),
+    on_tool_result: Iterable[ToolResultHandler] = (),
+    store: MemoryStore | None = None,
+    **session_kwargs: Any,
+) -> tuple[Projection, list[Record], FauxModel]:
+    """One prompt through a fresh session; ``session_kwargs`` go to :meth:`Session.open`."""
+    store = store if store is not None else MemoryStore()
+    model = FauxModel(script)
+    session_kwargs.setdefault("session_id", SESSION_ID)
+    session_kwargs.setdefault("clock", counting_clock())
+    async with Session.open(store, model=model, tools=tools, **session_kwargs) as session:
+        for handler in on_tool_call:
+            session.on_tool_call(handler)
+        for result_handler in on_tool_result:
+            session.on_tool_result(result_handler)
+        await session.prompt(prompt)
+        state = session.state
+    records = await store.read(session_kwargs["session_id"])
+    assert fold(records).snapshot() == state.snapshot(), "the stored log folds to another state"
+    return state, records, model
+
+
+def events_of(records: Iterable[Record], kind: type[E], call_id: str | None = None) -> list[E]:
+    """The events of type ``kind`` in ``records`` (only those of ``call_id`` if given)."""
+    return [
+        r.event
+        for r in records
+        if isinstance(r.event, kind)
+        and (call_id is None or getattr(r.event, "call_id", None) == call_id)
+    ]
+
+
+def call_events(records: Iterable[Record], call_id: str) -> list[Any]:
+    """Every event about ``call_id``, in log order."""
+    return [r.event for r in records if getattr(r.event, "call_id", None) == call_id]
