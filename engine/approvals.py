@@ -94,7 +94,8 @@ def terminal_approver(
             f"  arguments: {arguments}\n  [y]es once / [a]lways / [n]o / [d]eny always: "
         )
         while True:
-            answer = (await trio.to_thread.run_sync(read, question)).strip().lower()
+            answer = await trio.to_thread.run_sync(read, question, abandon_on_cancel=True)
+            answer = answer.strip().lower()
             if answer in ("y", "yes"):
                 return ApprovalDecision(granted=True)
             if answer in ("a", "always"):

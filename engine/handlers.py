@@ -68,14 +68,14 @@ class ToolResultEvent:
     result: ToolResult
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class Block:
     """Stop the call; ``reason`` is recorded and shown to the model as an error result."""
 
     reason: str
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class Rewrite:
     """Replace the call's arguments (they are validated again, and the policy judges them)."""
 

@@ -77,13 +77,16 @@ def _match(patterns: tuple[str, ...], name: str) -> str | None:
     return None
 
 
+_DEFAULTS = {"read_only": False, "destructive": True, "open_world": True}
+
+
 def _describe(annotations: Annotations) -> str:
-    declared = [
-        f"{field}={value}"
-        for field in ("read_only", "destructive", "open_world")
-        if (value := getattr(annotations, field)) is not None
-    ]
-    return ", ".join(declared) if declared else "no annotations (MCP defaults: dangerous)"
+    """The three hints the rule reads, each marked when it is MCP's default, not declared."""
+    parts = []
+    for field, default in _DEFAULTS.items():
+        value = getattr(annotations, field)
+        parts.append(f"{field}={default} (default)" if value is None else f"{field}={value}")
+    return ", ".join(parts)
 
 
 def decide(
@@ -112,4 +115,9 @@ def decide(
         return Verdict(decision="ask", reason=f"the rule {pattern!r} asks")
     if needs_approval(annotations):
         return Verdict(decision="ask", reason=f"{name} needs approval: {_describe(annotations)}")
-    return Verdict(decision="allow", reason=f"{name} is safe: {_describe(annotations)}")
+    declared = ", ".join(
+        f"{field}={getattr(annotations, field)}"
+        for field in _DEFAULTS
+        if getattr(annotations, field) is not None
+    )
+    return Verdict(decision="allow", reason=f"{name} needs no approval: {declared}")

@@ -79,7 +79,11 @@ class Recorder:
             if not batch:
                 return
             try:
-                await self.store.append(self.session_id, batch, batch[0].seq - 1)
+                # a write that has begun finishes: cancelling it would lose the batch, which
+                # the session's state already holds. The cancellation lands at the next
+                # checkpoint instead.
+                with trio.CancelScope(shield=True):
+                    await self.store.append(self.session_id, batch, batch[0].seq - 1)
             except BaseException as exc:
                 self._broken = exc
                 raise

@@ -287,11 +287,13 @@ class Projection:
 
     def _tool_registered(self, event: ToolRegistered) -> None:
         spec = event.spec
+        known = spec.name in self._tools
         self._tools[spec.name] = spec
-        if active_on_registration(spec.exposure):
-            self._active[spec.name] = None
-        elif spec.exposure == "hidden":
+        if spec.exposure == "hidden":
             self._active.pop(spec.name, None)
+        elif not known and active_on_registration(spec.exposure):
+            # a new version of a known tool keeps its place in the active set
+            self._active[spec.name] = None
 
     def _active_tools_set(self, event: ActiveToolsSet) -> None:
         for name in event.names:

@@ -1,0 +1,99 @@
+"""The demo: a real session over a tiny Python project, driven by a scripted model.
+
+``toolledger demo`` writes a workspace holding ``calc.py`` (with a bug) and ``test_calc.py``
+(:mod:`engine.demo.workspace`), then runs a session whose tools do real work there
+(:mod:`engine.demo.tools`): they start subprocesses, read and write files. Only the model
+is scripted (:class:`~engine.models.FauxModel`), so the demo needs no network and no API
+key; its last message is written from what the tools really returned. The log is
+``session.jsonl`` in the workspace, the embedded default store; ``toolledger show`` reads it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import attrs
+
+from events.stores import JsonlStore
+
+from ..approvals import Approver
+from ..models import FauxModel, FauxStep, ModelMessage, ModelRequest, faux_text, faux_tool_call
+from ..reducers import Projection, ToolResultEntry
+from ..session import PromptResult, Session
+from .tools import demo_tools
+from .workspace import DEMO_FILES, FIXED_CALC, LOG_NAME, TEST_SCRIPT, prepare_workspace
+
+__all__ = [
+    "DEMO_FILES",
+    "DemoRun",
+    "FIXED_CALC",
+    "LOG_NAME",
+    "PROMPT",
+    "demo_script",
+    "demo_tools",
+    "prepare_workspace",
+    "run_demo",
+]
+
+PROMPT = "The tests of this project fail. Find the bug in calc.py and fix it."
+
+
+def _final_answer(request: ModelRequest) -> ModelMessage:
+    """The scripted model's last message, written from what the tools actually returned."""
+    results = {e.name: e.result for e in request.transcript if isinstance(e, ToolResultEntry)}
+    wrote, review = results.get("write_file"), results.get("review_diff")
+    report = review.structured_content if review is not None else None
+    if wrote is None or wrote.is_error:
+        why = wrote.text if wrote is not None else "it was never written"
+        message = (f"I could not apply the fix ({why}). The bug: mean() divides by "
+                   f"len(values) - 1 instead of len(values).")
+    elif isinstance(report, dict) and report.get("ready"):
+        message = ("Fixed: mean() now divides by len(values). Every file compiles and "
+                   "every test passes.")
+    else:
+        message = "I wrote the fix, but the review still reports problems: see review_diff."
+    return ModelMessage(text=message)
+
+
+def demo_script() -> list[FauxStep]:
+    """What the scripted model says, turn by turn."""
+    return [
+        [faux_text("Let me read calc.py first."),
+         faux_tool_call("read_file", {"path": "calc.py"})],
+        [faux_text("Now the tests, to see what fails."),
+         faux_tool_call("run_command", {"argv": [sys.executable, TEST_SCRIPT]})],
+        [faux_text("mean() divides by len(values) - 1; it must divide by len(values). "
+                   "Writing the fix."),
+         faux_tool_call("write_file", {"path": "calc.py", "text": FIXED_CALC})],
+        [faux_text("Let me review the change."), faux_tool_call("review_diff")],
+        _final_answer,
+    ]
+
+
+@attrs.frozen(kw_only=True)
+class DemoRun:
+    """What a demo run left: where, which session, and its final state."""
+
+    workspace: Path
+    log_path: Path
+    session_id: str
+    projection: Projection
+    result: PromptResult
+
+
+async def run_demo(workdir: str | os.PathLike[str], approver: Approver) -> DemoRun:
+    """Write the workspace, run the scripted session on its JSONL log, and return the result."""
+    workspace = prepare_workspace(workdir)
+    log_path = workspace / LOG_NAME
+    model = FauxModel(demo_script())
+    with JsonlStore(log_path) as store:
+        async with Session.open(
+            store, model=model, tools=demo_tools(workspace), approver=approver,
+            metadata={"demo": "calc", "workspace": str(workspace)},
+        ) as session:
+            result = await session.prompt(PROMPT)
+        model.assert_complete()
+        return DemoRun(workspace=workspace, log_path=log_path, session_id=session.session_id,
+                       projection=session.state, result=result)

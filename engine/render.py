@@ -1,0 +1,279 @@
+"""A session for people to read: the transcript and the call tree, as rich renderables.
+
+``toolledger demo`` and ``toolledger show`` both print through :func:`print_session`, so a log
+read back from disk looks exactly like the live session that wrote it. Everything is derived
+from a :class:`~engine.reducers.Projection`; nothing here reads a file or a clock.
+
+Text that comes from the log (arguments, results, reasons) is never parsed as rich markup: a
+result containing ``[red]`` prints as those characters. On a console that is not a terminal
+rich writes plain text, which is what tests and pipes get.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from events.results import (
+    AudioContent,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    ToolResult,
+)
+from events.types import (
+    AssistantMessage,
+    ToolCallBlocked,
+    ToolCallCancelled,
+    ToolCallCompleted,
+    ToolCallDenied,
+    ToolCallFailed,
+    UserMessage,
+)
+
+from .lifecycle import CallState
+from .reducers import CallView, Projection, ToolResultEntry
+
+__all__ = [
+    "call_label",
+    "print_session",
+    "render_calls",
+    "render_session",
+    "render_transcript",
+    "result_lines",
+]
+
+#: How many lines of a tool result the transcript shows before it says how many it left out.
+TRANSCRIPT_RESULT_LINES = 12
+#: How many characters of arguments or a result's first line the call tree shows.
+SHORT = 72
+#: How many characters of a call's arguments the call tree shows.
+ARGS = 60
+
+_STATUS_STYLE = {
+    "completed": "green",
+    "failed": "red",
+    "blocked": "yellow",
+    "denied": "yellow",
+    "cancelled": "magenta",
+}
+_KEY_WIDTH = 9
+
+
+def _clip(value: str, limit: int = SHORT) -> str:
+    return value if len(value) <= limit else value[: limit - 1] + "…"
+
+
+def short_json(value: Any, limit: int = SHORT) -> str:
+    """``value`` as one line of JSON, cut to ``limit`` characters."""
+    try:
+        dumped = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        dumped = repr(value)
+    return _clip(dumped, limit)
+
+
+def result_lines(result: ToolResult) -> list[str]:
+    """The result's content as lines of text; non-text blocks as one bracketed line each."""
+    lines: list[str] = []
+    for block in result.content:
+        if isinstance(block, TextContent):
+            lines.extend(block.text.splitlines() or [""])
+        elif isinstance(block, (ImageContent, AudioContent)):
+            lines.append(f"[{block.type} {block.mime_type}, {len(block.data)} base64 chars]")
+        elif isinstance(block, ResourceLink):
+            lines.append(f"[link {block.uri}]")
+        elif isinstance(block, EmbeddedResource):
+            lines.append(f"[resource {block.resource.get('uri', '?')}]")
+    if not lines and result.structured_content is not None:
+        lines.append(short_json(result.structured_content))
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def short_result(result: ToolResult, limit: int = SHORT) -> str:
+    """The result's first non-empty line, cut to ``limit``, saying how many lines follow."""
+    lines = result_lines(result)
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:
+        return "(empty)"
+    shown = _clip(lines[first].strip(), limit)
+    rest = len(lines) - first - 1
+    return f"{shown}  (+{rest} more line{'s' if rest != 1 else ''})" if rest else shown
+
+
+# -- the transcript ------------------------------------------------------------------------
+
+
+def render_transcript(projection: Projection) -> RenderableType:
+    """What the model saw: user and assistant messages, one result per top-level call."""
+    table = Table.grid(padding=(0, 2))
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    for entry in projection.transcript:
+        if isinstance(entry, UserMessage):
+            table.add_row(Text("user", style="bold cyan"), Text(entry.text))
+        elif isinstance(entry, AssistantMessage):
+            table.add_row(Text("assistant", style="bold magenta"), _assistant(entry))
+        elif isinstance(entry, ToolResultEntry):
+            table.add_row(Text("tool", style="bold blue"), _tool_result(entry))
+    if not table.rows:
+        return Text("(empty transcript)", style="dim")
+    return table
+
+
+def _assistant(message: AssistantMessage) -> Text:
+    body = Text()
+    if message.text:
+        body.append(message.text)
+    for index, call in enumerate(message.tool_calls):
+        if body:
+            body.append("\n")
+        body.append("→ ", style="dim")
+        body.append(f"{message.turn}.{index} ", style="dim")
+        body.append(call.name, style="bold")
+        body.append(" " + short_json(call.arguments))
+    if message.stop_reason != "stop":
+        body.append(f"\n(stop reason: {message.stop_reason})", style="dim")
+    return body
+
+
+def _tool_result(entry: ToolResultEntry) -> Text:
+    body = Text()
+    body.append(f"{entry.call_id} ", style="dim")
+    body.append(entry.name, style="bold")
+    if entry.result.is_error:
+        body.append("  error", style="red")
+    lines = result_lines(entry.result)
+    for line in lines[:TRANSCRIPT_RESULT_LINES]:
+        body.append("\n" + line)
+    if len(lines) > TRANSCRIPT_RESULT_LINES:
+        left = len(lines) - TRANSCRIPT_RESULT_LINES
+        body.append(f"\n… ({left} more line{'s' if left != 1 else ''})", style="dim")
+    return body
+
+
+# -- the call tree -------------------------------------------------------------------------
+
+
+def render_calls(projection: Projection) -> RenderableType:
+    """Every call: the model's in order, each nested call under the call that made it."""
+    calls = projection.calls
+    counts = Counter(view.status for view in calls.values())
+    summary = ", ".join(f"{n} {status}" for status, n in counts.items())
+    title = Text("Calls", style="bold")
+    title.append(f" ({len(calls)}{': ' + summary if summary else ''})", style="dim")
+    tree = Tree(title, guide_style="dim")
+    roots = projection.roots()
+    if not roots:
+        tree.add(Text("no tool calls", style="dim"))
+    for view in roots:
+        _add_call(tree, projection, view)
+    return tree
+
+
+def _add_call(parent: Tree, projection: Projection, view: CallView) -> None:
+    node = parent.add(call_label(view))
+    for child_id in projection.children(view.call_id):
+        _add_call(node, projection, projection.calls[child_id])
+
+
+def call_label(view: CallView) -> RenderableType:
+    """One node of the call tree: id, name and status, then one line per fact about it
+    (a long fact wraps under its own column, not under the key)."""
+    label = Text()
+    label.append(view.call_id, style="dim")
+    label.append("  ")
+    label.append(view.name, style="bold")
+    label.append("  ")
+    status = view.status
+    if view.outcome is None:
+        label.append(f"open ({status})", style="bold cyan")
+    else:
+        label.append(status, style=f"bold {_STATUS_STYLE.get(status, '')}")
+        if isinstance(view.outcome, ToolCallCompleted) and view.outcome.result.is_error:
+            label.append(" with an error result", style="red")
+
+    facts = Table.grid(padding=(0, 1))
+    facts.add_column(no_wrap=True, style="dim", min_width=_KEY_WIDTH - 1)
+    facts.add_column(overflow="fold")
+
+    def fact(key: str, value: str, style: str = "") -> None:
+        facts.add_row(key, Text(value, style=style))
+
+    fact("args", short_json(view.requested_arguments, ARGS))
+    for rewrite in view.rewrites:
+        fact("rewrite", f"by {rewrite.by}: {short_json(rewrite.arguments)}", "yellow")
+    if view.verdict is not None:
+        fact("policy", f"{view.verdict.decision}: {view.verdict.reason}")
+    outcome = view.outcome
+    if view.approval is not None:
+        granted = view.approval.granted
+        scope = "for the session" if view.approval.scope == "session" else "once"
+        why = view.approval.reason
+        if not granted and isinstance(outcome, ToolCallDenied) and outcome.by == "approver":
+            why = why or outcome.reason  # the denial says nothing more: fold it in here
+        fact("approval",
+             f"asked → {'granted' if granted else 'denied'} {scope}, by the approver"
+             + (f": {why}" if why else ""),
+             "green" if granted else "yellow")
+    elif view.state is CallState.AWAITING:
+        fact("approval", "asked → waiting for the approver", "cyan")
+    if view.progress_count:
+        last = view.last_progress
+        message = last.message if last is not None and last.message else ""
+        fact("progress", f"{view.progress_count} update(s){': ' + message if message else ''}")
+    if isinstance(outcome, ToolCallBlocked):
+        fact("blocked", f"by {outcome.by}: {outcome.reason}", "yellow")
+    elif isinstance(outcome, ToolCallDenied) and (
+        outcome.by != "approver" or view.approval is None  # else the approval line says it
+    ):
+        fact("denied", f"by the {outcome.by}: {outcome.reason}", "yellow")
+    elif isinstance(outcome, ToolCallFailed):
+        fact("error", f"{outcome.kind}: {_clip(outcome.message)}", "red")
+    elif isinstance(outcome, ToolCallCancelled):
+        fact("cancelled", outcome.reason, "magenta")
+    if outcome is not None:
+        fact("result", short_result(outcome.result), "red" if outcome.result.is_error else "")
+    return Group(label, facts)
+
+
+# -- a whole session -----------------------------------------------------------------------
+
+
+def render_session(projection: Projection) -> RenderableType:
+    """The session's header, transcript and call tree, one after another."""
+    header = Text("Session ", style="bold")
+    header.append(projection.session_id or "(empty)", style="bold")
+    header.append(f"  ·  {projection.last_seq} records  ·  {projection.turn} turns", style="dim")
+    if projection.open_calls:
+        header.append(f"  ·  {len(projection.open_calls)} open calls", style="bold cyan")
+    return Group(
+        header,
+        Text(""),
+        Text("Transcript", style="bold"),
+        render_transcript(projection),
+        Text(""),
+        render_calls(projection),
+    )
+
+
+def print_session(projection: Projection, console: Console) -> None:
+    """Print the session as ``toolledger demo`` and ``toolledger show`` do."""
+    renderable = render_session(projection)
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    # Plain text for a pipe or a file: rich pads table cells to their column's width, which
+    # leaves trailing spaces that nobody wants in a saved or diffed output.
+    with console.capture() as capture:
+        console.print(renderable)
+    console.file.write("\n".join(line.rstrip() for line in capture.get().split("\n")))
