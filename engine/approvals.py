@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Union
 
 import attrs
+from attrs.validators import in_, instance_of, optional
 
 from events.types import Annotations, Origin
 
@@ -46,12 +47,13 @@ class ApprovalRequest:
 
 @attrs.frozen(kw_only=True)
 class ApprovalDecision:
-    """An approver's full answer."""
+    """An approver's full answer. Checked when built: ``granted`` must be a real ``bool`` (a
+    truthy string must not grant anything)."""
 
-    granted: bool
-    scope: Literal["once", "session"] = "once"
+    granted: bool = attrs.field(validator=instance_of(bool))
+    scope: Literal["once", "session"] = attrs.field(default="once", validator=in_(("once", "session")))
     arguments: Any = None
-    reason: str | None = None
+    reason: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
 
 
 Approver = Callable[[ApprovalRequest], Awaitable[Union[bool, ApprovalDecision]]]

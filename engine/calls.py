@@ -250,7 +250,7 @@ class CallRunner:
                                 origin=request.origin, parent_id=request.parent_id)
         try:
             decision = as_decision(await self.approver(asked))
-            if decision.granted and decision.arguments is not None:
+            if decision.granted is True and decision.arguments is not None:
                 ensure_json(decision.arguments)
         except Exception as exc:
             decision = as_decision(False)

@@ -10,7 +10,7 @@ import attrs
 from events.results import ContentBlock, ToolResult
 from events.types import ToolProgress
 
-from .jsonvalues import own_result
+from .jsonvalues import copy_json, ensure_json, own_result
 
 if TYPE_CHECKING:
     from .calls import CallRunner
@@ -82,10 +82,15 @@ class ToolContext:
         return CallOutcome(call_id=f"{self.call_id}/{index}", result=own_result(result))
 
     def report_progress(self, message: str | None = None, data: Any = None) -> None:
-        """Record a progress update. Updates after the tool returned are dropped."""
+        """Record a progress update. Updates after the tool returned are dropped.
+
+        ``message`` is text or ``None``; ``data`` any JSON value (``ValueError`` otherwise)."""
+        if message is not None and not isinstance(message, str):
+            raise TypeError(f"a progress message is text, not {type(message).__name__}")
+        ensure_json(data)
         if self._open:
             self._runner.recorder.record(
-                ToolProgress(call_id=self.call_id, message=message, data=data)
+                ToolProgress(call_id=self.call_id, message=message, data=copy_json(data))
             )
 
     def close(self) -> None:

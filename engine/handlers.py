@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Union
 
 import attrs
+from attrs.validators import instance_of
 
 from events.results import ContentBlock, TextContent, ToolResult
 from events.types import Origin
@@ -72,7 +73,7 @@ class ToolResultEvent:
 class Block:
     """Stop the call; ``reason`` is recorded and shown to the model as an error result."""
 
-    reason: str
+    reason: str = attrs.field(validator=instance_of(str))
 
 
 @attrs.frozen

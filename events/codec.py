@@ -152,10 +152,19 @@ def decode_record(obj: Any) -> Record:
 
 
 def encode_line(record: Record) -> str:
-    """One JSON line (no trailing newline), compact, UTF-8 text kept as is."""
-    return json.dumps(
-        encode_record(record), ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
+    """One JSON line (no trailing newline), compact, that UTF-8 can always encode.
+
+    Text is kept as is, so a log reads well in any language; a string that UTF-8 cannot hold
+    (a lone surrogate, as ``os.fsdecode`` makes of a non-UTF-8 file name) switches that line to
+    ``\\u`` escapes, which decode to the very same string.
+    """
+    obj = encode_record(record)
+    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return line
 
 
 def decode_line(line: str | bytes) -> Record:

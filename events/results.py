@@ -26,6 +26,11 @@ __all__ = [
 ]
 
 
+def _optional_int(_: Any, attribute: Any, value: Any) -> None:
+    if value is not None and type(value) is not int:
+        raise TypeError(f"{attribute.name} must be an int or None, not {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class TextContent:
     """Text for the model to read."""
@@ -61,7 +66,7 @@ class ResourceLink:
     title: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
     description: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
     mime_type: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
-    size: int | None = attrs.field(default=None, validator=optional(instance_of(int)))
+    size: int | None = attrs.field(default=None, validator=_optional_int)
     type: Literal["resource_link"] = "resource_link"
 
 

@@ -1,0 +1,692 @@
+"""Properties of whole scripted sessions (see ``tests/strategies.py`` for what is drawn).
+
+Every example runs the same script twice, on a :class:`MemoryStore` and on a
+:class:`JsonlStore` in a temporary directory, with a counting clock and a fixed session id.
+The properties are then checked on both runs, mostly by walking the log: the log is the truth,
+so these checks say what any log the engine writes must look like.
+
+Hypothesis makes trio's scheduler deterministic (it seeds the scheduler's random source at the
+start of each example); the second run of an example restarts that source from the state the
+first run started from, so the two runs interleave their concurrent calls the same way and
+their logs can be compared record for record. (trio keeps the source in a private attribute;
+should a later trio drop it, only that one cross-store comparison is skipped.) Tools sleep and
+time out in virtual time (``MockClock``), so a run takes milliseconds.
+
+The last part feeds the engine values from untrusted code (progress reports, approver answers,
+handler verdicts, tool results) and checks that each either reaches the log intact or is
+refused for its one call, without breaking the session.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pytest
+import trio
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from trio.testing import MockClock
+
+from engine import (
+    Annotations,
+    ApprovalDecision,
+    Block,
+    ResourceLink,
+    Rewrite,
+    Session,
+    ToolResult,
+    ToolSpec,
+    approve_all,
+    text,
+    tool,
+)
+from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.policy import decide
+from engine.reducers import ToolResultEntry, fold
+from events import JsonlStore, MemoryStore, decode_line, encode_line
+from events.types import (
+    TERMINAL_EVENTS,
+    ApprovalRequested,
+    ApprovalResolved,
+    AssistantMessage,
+    PolicyDecided,
+    Record,
+    ToolCallBlocked,
+    ToolCallCancelled,
+    ToolCallDenied,
+    ToolCallFailed,
+    ToolCallRequested,
+    ToolCallRewritten,
+    ToolExecutionStarted,
+    ToolRegistered,
+    UserMessage,
+)
+from tests.strategies import (
+    GRANTING,
+    SESSION_ID,
+    RunOutcome,
+    SessionScript,
+    counting_clock,
+    run_script,
+    session_scripts,
+)
+
+# no explain phase: it replays a failing example many times, and each one is two sessions
+PROPERTY = settings(max_examples=100, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow],
+                    phases=[phase for phase in Phase if phase is not Phase.explain])
+
+
+def _scheduler_random() -> random.Random | None:
+    """trio's scheduler's random source (which Hypothesis seeds), if this trio has one."""
+    rng = getattr(getattr(getattr(trio, "_core", None), "_run", None), "_r", None)
+    return rng if isinstance(rng, random.Random) else None
+
+
+def virtual_clock() -> MockClock:
+    """Virtual time that jumps ahead whenever every task sleeps: timeouts without waiting."""
+    return MockClock(autojump_threshold=0)
+
+
+class Runs:
+    """One script run on both stores, plus the JSONL file read back by a fresh store."""
+
+    def __init__(self, script: SessionScript) -> None:
+        rng = _scheduler_random()
+        start = rng.getstate() if rng is not None else None
+        self.memory = trio.run(run_script, script, MemoryStore(), clock=virtual_clock())
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "session.jsonl")
+            if rng is not None:
+                rng.setstate(start)  # type: ignore[arg-type]
+            store = JsonlStore(path)
+            try:
+                self.jsonl = trio.run(run_script, script, store, clock=virtual_clock())
+            finally:
+                store.close()
+            reopened = JsonlStore(path)
+            try:
+                self.reread: list[Record] = trio.run(reopened.read, SESSION_ID)
+            finally:
+                reopened.close()
+        self.same_schedule = rng is not None
+
+    def both(self) -> Iterator[RunOutcome]:
+        yield self.memory
+        yield self.jsonl
+
+
+# -- log walking helpers ----------------------------------------------------------------------
+
+
+def requests(records: tuple[Record, ...]) -> dict[str, ToolCallRequested]:
+    return {r.event.call_id: r.event for r in records if isinstance(r.event, ToolCallRequested)}
+
+
+def terminals(records: tuple[Record, ...]) -> dict[str, list[Any]]:
+    ends: dict[str, list[Any]] = {}
+    for r in records:
+        if isinstance(r.event, TERMINAL_EVENTS):
+            ends.setdefault(r.event.call_id, []).append(r.event)
+    return ends
+
+
+def ids_of(records: tuple[Record, ...], kind: type[Any]) -> list[str]:
+    return [r.event.call_id for r in records if isinstance(r.event, kind)]
+
+
+def final_arguments(records: tuple[Record, ...]) -> dict[str, Any]:
+    arguments: dict[str, Any] = {}
+    for r in records:
+        if isinstance(r.event, (ToolCallRequested, ToolCallRewritten)):
+            arguments[r.event.call_id] = r.event.arguments
+    return arguments
+
+
+#: failures the engine decides before a tool body could run
+NEVER_RAN = frozenset({"unavailable", "invalid_arguments", "duplicate_call_id", "truncated",
+                       "depth_limit"})
+
+
+# -- properties -------------------------------------------------------------------------------
+
+
+@PROPERTY
+@given(session_scripts())
+def test_a_fold_of_the_stored_log_equals_the_live_state(script: SessionScript) -> None:
+    runs = Runs(script)
+    for run in runs.both():
+        assert fold(run.stored_records).snapshot() == run.snapshot
+    assert fold(runs.reread).snapshot() == runs.jsonl.snapshot
+
+
+@PROPERTY
+@given(session_scripts())
+def test_the_store_round_trip_preserves_every_event(script: SessionScript) -> None:
+    runs = Runs(script)
+    for record in runs.memory.stored_records:
+        assert decode_line(encode_line(record)) == record
+    for run in runs.both():
+        assert run.stored_records == run.live_records, "the store lost or changed records"
+    assert tuple(runs.reread) == runs.jsonl.stored_records, "a reopened file reads differently"
+    if runs.same_schedule:
+        assert runs.jsonl.stored_records == runs.memory.stored_records, (
+            "the same script on the same clock wrote different logs to the two stores")
+
+
+@PROPERTY
+@given(session_scripts())
+def test_every_call_ends_exactly_once(script: SessionScript) -> None:
+    runs = Runs(script)
+    for run in runs.both():
+        records = run.stored_records
+        ends = terminals(records)
+        requested = requests(records)
+        assert set(ends) == set(requested)
+        assert all(len(events) == 1 for events in ends.values()), {
+            c: [type(e).__name__ for e in events] for c, events in ends.items() if len(events) > 1}
+        assert run.open_calls == ()
+        assert run.pending_approvals == ()
+
+
+@PROPERTY
+@given(session_scripts())
+def test_only_a_timeout_cancels_and_only_below_it(script: SessionScript) -> None:
+    # nothing in these scripts cancels a session or a batch: a call that fails never cancels
+    # its siblings; the one thing that cancels is a tool's timeout, and it cancels exactly the
+    # nested calls still open below the call that timed out, each with its own cancelled event
+    runs = Runs(script)
+    for run in runs.both():
+        records = run.stored_records
+        ends = terminals(records)
+        cancelled = ids_of(records, ToolCallCancelled)
+        for call_id in cancelled:
+            assert "/" in call_id, f"top-level call {call_id} was cancelled"
+            ancestors = [call_id.rsplit("/", k)[0] for k in range(1, call_id.count("/") + 1)]
+            assert any(isinstance(ends[a][0], ToolCallFailed) and ends[a][0].kind == "timeout"
+                       for a in ancestors), f"{call_id} was cancelled without a timeout above"
+        position = {id(r): i for i, r in enumerate(records)}
+        for record in records:
+            event = record.event
+            if isinstance(event, ToolCallFailed) and event.kind == "timeout":
+                below = [c for c in ends if c.startswith(event.call_id + "/")]
+                for child in below:  # every call below ended before the timed-out call did
+                    end_record = next(r for r in records
+                                      if isinstance(r.event, TERMINAL_EVENTS)
+                                      and r.event.call_id == child)
+                    assert position[id(end_record)] < position[id(record)]
+
+
+@PROPERTY
+@given(session_scripts())
+def test_nested_calls_start_only_under_a_running_parent(script: SessionScript) -> None:
+    runs = Runs(script)
+    for run in runs.both():
+        running: set[str] = set()
+        children: Counter[str] = Counter()
+        for record in run.stored_records:
+            event = record.event
+            if isinstance(event, ToolCallRequested) and event.parent_id is not None:
+                assert event.origin == "nested"
+                assert event.parent_id in running, f"{event.call_id}: parent not running"
+                assert event.call_id == f"{event.parent_id}/{children[event.parent_id]}"
+                children[event.parent_id] += 1
+            elif isinstance(event, ToolCallRequested):
+                assert event.origin == "model"
+                assert "/" not in event.call_id
+            elif isinstance(event, ToolExecutionStarted):
+                running.add(event.call_id)
+            elif isinstance(event, TERMINAL_EVENTS):
+                running.discard(event.call_id)
+                assert not any(c.startswith(event.call_id + "/") for c in running), (
+                    f"{event.call_id} ended while a nested call of it was still running")
+        assert running == set()
+
+
+@PROPERTY
+@given(session_scripts())
+def test_the_transcript_has_one_result_per_top_level_call_in_order(
+    script: SessionScript,
+) -> None:
+    runs = Runs(script)
+    for run in runs.both():
+        records = run.stored_records
+        ends = terminals(records)
+        expected: list[Any] = []
+        for record in records:
+            event = record.event
+            if isinstance(event, UserMessage):
+                expected.append(event)
+            elif isinstance(event, AssistantMessage):
+                expected.append(event)
+                for index, asked in enumerate(event.tool_calls):
+                    call_id = f"{event.turn}.{index}"
+                    expected.append(ToolResultEntry(
+                        call_id=call_id, model_call_id=asked.id, name=asked.name,
+                        result=ends[call_id][0].result))
+        assert list(run.transcript) == expected
+        top_level = [c for c, req in requests(records).items() if req.parent_id is None]
+        entries = [e.call_id for e in run.transcript if isinstance(e, ToolResultEntry)]
+        assert sorted(entries) == sorted(top_level)
+        assert len(entries) == len(set(entries))
+        assert not any("/" in call_id for call_id in entries)
+
+
+@PROPERTY
+@given(session_scripts())
+def test_calls_that_were_stopped_never_ran_their_body(script: SessionScript) -> None:
+    runs = Runs(script)
+    for run in runs.both():
+        records = run.stored_records
+        started = ids_of(records, ToolExecutionStarted)
+        assert len(started) == len(set(started))
+        assert dict(run.harness.body_runs) == dict.fromkeys(started, 1)
+        for call_id, (end,) in terminals(records).items():
+            stopped = isinstance(end, (ToolCallBlocked, ToolCallDenied)) or (
+                isinstance(end, ToolCallFailed) and end.kind in NEVER_RAN)
+            if stopped:
+                assert call_id not in run.harness.body_runs, f"{call_id} ran although {end}"
+                assert call_id not in started
+
+
+@PROPERTY
+@given(session_scripts())
+def test_approval_is_asked_exactly_when_the_policy_says_ask(script: SessionScript) -> None:
+    runs = Runs(script)
+    for run in runs.both():
+        records = run.stored_records
+        asks = [r.event.call_id for r in records
+                if isinstance(r.event, PolicyDecided) and r.event.decision == "ask"]
+        assert ids_of(records, ApprovalRequested) == asks
+        assert sorted(run.harness.approver_asked) == sorted(asks)
+        resolved = {r.event.call_id: r.event for r in records
+                    if isinstance(r.event, ApprovalResolved)}
+        assert sorted(resolved) == sorted(asks)
+        names = {c: req.name for c, req in requests(records).items()}
+        for call_id, resolution in resolved.items():
+            answer = run.harness.expected_answer(names[call_id])
+            assert resolution.granted is (answer in GRANTING), (call_id, answer, resolution)
+            assert resolution.scope == ("session" if answer.endswith("_session") else "once")
+            (end,) = terminals(records)[call_id]
+            if not resolution.granted:
+                assert isinstance(end, ToolCallDenied) and end.by == "approver"
+
+
+@PROPERTY
+@given(session_scripts())
+def test_the_policy_judges_with_the_rules_and_the_grants_the_log_held(
+    script: SessionScript,
+) -> None:
+    runs = Runs(script)
+    for run in runs.both():
+        records = run.stored_records
+        annotations: dict[str, Any] = {}
+        names: dict[str, str] = {}
+        grants: dict[str, bool] = {}
+        for record in records:
+            event = record.event
+            if isinstance(event, ToolRegistered):
+                annotations[event.spec.name] = event.spec.annotations
+            elif isinstance(event, ToolCallRequested):
+                names[event.call_id] = event.name
+            elif isinstance(event, PolicyDecided):
+                name = names[event.call_id]
+                verdict = decide(name, annotations[name], rules=script.rules,
+                                 session_grants=grants)
+                assert (event.decision, event.reason) == (verdict.decision, verdict.reason)
+            elif isinstance(event, ApprovalResolved) and event.scope == "session":
+                grants[names[event.call_id]] = event.granted
+        for call_id, (end,) in terminals(records).items():
+            verdicts = [r.event for r in records
+                        if isinstance(r.event, PolicyDecided) and r.event.call_id == call_id]
+            if verdicts and verdicts[0].decision == "deny":
+                assert isinstance(end, ToolCallDenied) and end.by == "policy"
+
+
+@PROPERTY
+@given(session_scripts())
+def test_tools_and_handlers_see_what_the_log_says(script: SessionScript) -> None:
+    runs = Runs(script)
+    for run in runs.both():
+        records = run.stored_records
+        harness = run.harness
+        ends = terminals(records)
+        # a body gets the final arguments: the request's, or the last rewrite's
+        arguments = final_arguments(records)
+        for call_id, seen in harness.body_arguments.items():
+            assert seen == arguments[call_id]
+        # ctx.execute_tool never raises for a tool failure, and hands back the child's result
+        assert harness.nested_raised == []
+        for call_id, outcome in harness.nested_outcomes.items():
+            assert outcome.result == ends[call_id][0].result
+            assert outcome.is_error is ends[call_id][0].result.is_error
+        # every block and rewrite names a handler that does that to this tool
+        specs = dict(enumerate(script.call_handlers))
+        names = {c: req.name for c, req in requests(records).items()}
+        for record in records:
+            event = record.event
+            if isinstance(event, ToolCallBlocked):
+                kind, index = event.by.split("_handler_")
+                assert kind in ("block", "raise")
+                assert specs[int(index)].kind == kind
+                assert names[event.call_id] in specs[int(index)].names
+            elif isinstance(event, ToolCallRewritten) and event.by == "approver":
+                answer = harness.expected_answer(names[event.call_id])
+                assert answer in ("edit", "edit_bad")
+                assert event.arguments == ({"n": 7} if answer == "edit" else {"n": "seven"})
+            elif isinstance(event, ToolCallRewritten):
+                kind, index = event.by.split("_handler_")
+                assert specs[int(index)].kind == kind == "rewrite"
+                assert names[event.call_id] in specs[int(index)].names
+
+
+# -- untrusted values from tools, handlers and approvers ---------------------------------------
+#
+# Whatever a tool reports, a tool_call handler returns or an approver answers, the session must
+# go on: each such value either enters the log as JSON that reads back equal to what the live
+# session holds, or is refused for that one call (fail closed), never by breaking the session.
+
+json_leaves = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=4),
+                        st.floats(allow_nan=False, allow_infinity=False, width=32))
+json_like = st.recursive(
+    json_leaves,
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.tuples(children, children),  # JSON arrays, spelled as Python tuples
+        st.dictionaries(st.text(max_size=3), children, max_size=3),
+    ),
+    max_leaves=6,
+)
+not_json = st.one_of(
+    st.frozensets(st.integers(0, 3), max_size=2),
+    st.just(float("nan")),
+    st.dictionaries(st.integers(0, 3), st.integers(), min_size=1, max_size=2),
+    st.builds(object),
+)
+anything = st.one_of(json_like, not_json)
+
+
+class Probe:
+    """A session with one batch [target, sibling] on a JSONL store, and what came of it."""
+
+    def __init__(self, *, approver: Any = None, handler: Any = None,
+                 progress: tuple[Any, Any] | None = None, returns: Any = None,
+                 nested: tuple[str, Any] | None = None,
+                 target_annotations: Annotations = Annotations()) -> None:
+        self.approver = approver or approve_all
+        self.handler = handler
+        self.progress = progress
+        self.returns = returns
+        self.nested = nested
+        self.nested_outcome: Any = None
+        self.target_annotations = target_annotations
+        self.target_runs = 0
+
+    def tools(self) -> list[ToolSpec]:
+        @tool(name="target", input_schema={"type": "object"},
+              annotations=self.target_annotations)
+        async def target(call: Any, ctx: Any) -> ToolResult:
+            self.target_runs += 1
+            if self.progress is not None:
+                ctx.report_progress(*self.progress)
+            if self.nested is not None:
+                self.nested_outcome = await ctx.execute_tool(*self.nested)
+            await trio.lowlevel.checkpoint()
+            if self.returns is not None:
+                return self.returns()
+            return ToolResult(content=[text("target ran")])
+
+        @tool(name="sibling", annotations=Annotations(read_only=True, open_world=False))
+        async def sibling(call: Any, ctx: Any) -> ToolResult:
+            await trio.lowlevel.checkpoint()
+            return ToolResult(content=[text("sibling ran")])
+
+        return [target, sibling]
+
+    async def run(self, path: str) -> None:
+        model = FauxModel([[faux_tool_call("target", {"x": 1}), faux_tool_call("sibling")],
+                           faux_text("done")])
+        store = JsonlStore(path)
+        try:
+            async with Session.open(store, model=model, tools=self.tools(),
+                                    approver=self.approver, clock=counting_clock(),
+                                    new_session_id=lambda: SESSION_ID) as session:
+                if self.handler is not None:
+                    session.on_tool_call(self.handler)
+                try:
+                    await session.prompt("go")
+                except Exception as exc:
+                    pytest.fail(f"the session broke: {describe(exc)}")
+                self.live = tuple(session.records)
+                self.snapshot = session.state.snapshot()
+                self.statuses = {c: v.status for c, v in session.calls.items()}
+        finally:
+            store.close()
+        reopened = JsonlStore(path)
+        try:
+            self.stored = tuple(await reopened.read(SESSION_ID))
+        finally:
+            reopened.close()
+
+    def check(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            trio.run(self.run, os.path.join(tmp, "probe.jsonl"))
+        assert self.statuses["1.1"] == "completed", "a sibling suffered"
+        for record in self.live:
+            assert decode_line(encode_line(record)) == record, (
+                f"{type(record.event).__name__} does not survive the codec")
+        assert self.stored == self.live
+        assert fold(self.stored).snapshot() == self.snapshot
+
+
+def describe(exc: BaseException) -> str:
+    """An exception, with the leaves of an exception group spelled out."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe(leaf) for leaf in exc.exceptions)
+    return f"{type(exc).__name__}: {exc}"
+
+
+UNTRUSTED = settings(PROPERTY, max_examples=40)
+
+
+@UNTRUSTED
+@given(message=st.one_of(st.none(), st.text(max_size=5), st.integers()), data=anything)
+def test_whatever_a_tool_reports_as_progress_the_log_reads_back_as_the_session_saw_it(
+    message: Any, data: Any
+) -> None:
+    probe = Probe(progress=(message, data),
+                  target_annotations=Annotations(read_only=True, open_world=False))
+    probe.check()
+    assert probe.target_runs == 1
+
+
+def test_progress_data_given_as_a_tuple_reads_back_equal() -> None:
+    # the smallest case of the property above
+    probe = Probe(progress=("half", {"done": (1, 2)}),
+                  target_annotations=Annotations(read_only=True, open_world=False))
+    probe.check()
+
+
+def test_a_progress_message_that_is_not_text_does_not_break_the_session() -> None:
+    probe = Probe(progress=(50, None),
+                  target_annotations=Annotations(read_only=True, open_world=False))
+    probe.check()
+
+
+@attrs.frozen
+class DecisionFields:
+    """The fields of an ApprovalDecision the approver builds when asked (building checks
+    them, so a malformed one raises inside the approver, as it would in real code)."""
+
+    granted: Any
+    scope: Any
+    reason: Any
+
+    def build(self) -> ApprovalDecision:
+        return ApprovalDecision(granted=self.granted, scope=self.scope, reason=self.reason)
+
+
+answers = st.one_of(
+    st.booleans(), st.none(), st.integers(0, 2), st.text(max_size=3),
+    st.builds(
+        DecisionFields,
+        granted=st.one_of(st.booleans(), st.just("yes"), st.integers(0, 1), st.none()),
+        scope=st.sampled_from(["once", "session", "forever", None]),
+        reason=st.one_of(st.none(), st.text(max_size=4), st.integers()),
+    ),
+)
+
+
+def clear_grant(answer: Any) -> bool:
+    """An answer that grants without doubt: True, or a well-formed granting decision."""
+    if answer is True:
+        return True
+    return (isinstance(answer, DecisionFields) and answer.granted is True
+            and answer.scope in ("once", "session")
+            and (answer.reason is None or isinstance(answer.reason, str)))
+
+
+@UNTRUSTED
+@given(answer=answers)
+def test_whatever_an_approver_answers_the_session_goes_on_and_only_a_grant_runs(
+    answer: Any,
+) -> None:
+    async def approver(request: Any) -> Any:
+        return answer.build() if isinstance(answer, DecisionFields) else answer
+
+    probe = Probe(approver=approver)  # unannotated: the policy asks
+    probe.check()
+    if probe.target_runs:
+        assert clear_grant(answer), f"{answer!r} ran the call"
+    if clear_grant(answer):
+        assert probe.target_runs == 1
+
+
+def test_an_approver_scope_outside_once_and_session_does_not_break_the_session() -> None:
+    async def approver(request: Any) -> Any:
+        return ApprovalDecision(granted=True, scope="forever")  # type: ignore[arg-type]
+
+    Probe(approver=approver).check()
+
+
+def test_an_approver_granted_that_is_not_a_bool_refuses() -> None:
+    async def approver(request: Any) -> Any:
+        return ApprovalDecision(granted="yes")  # type: ignore[arg-type]
+
+    probe = Probe(approver=approver)
+    probe.check()
+    assert probe.target_runs == 0
+    assert probe.statuses["1.0"] == "denied"
+
+
+@attrs.frozen
+class BlockReason:
+    """A Block the handler builds when called (building checks the reason)."""
+
+    reason: Any
+
+
+verdicts = st.one_of(
+    st.none(),
+    st.builds(BlockReason, reason=st.one_of(st.text(max_size=4), st.none(), st.integers())),
+    st.builds(Rewrite, arguments=anything),
+    st.integers(), st.text(max_size=3), st.builds(object),
+)
+
+
+@UNTRUSTED
+@given(verdict=verdicts)
+def test_whatever_a_tool_call_handler_returns_the_session_goes_on(verdict: Any) -> None:
+    def handler(event: Any) -> Any:
+        if event.name != "target":
+            return None
+        return Block(verdict.reason) if isinstance(verdict, BlockReason) else verdict
+
+    probe = Probe(handler=handler, target_annotations=Annotations(read_only=True))
+    probe.check()
+    if verdict is None:
+        assert probe.target_runs == 1
+    elif probe.target_runs:
+        assert isinstance(verdict, Rewrite) and isinstance(verdict.arguments, dict)
+
+
+def test_a_block_whose_reason_is_not_text_still_blocks_without_breaking_the_session() -> None:
+    def handler(event: Any) -> Any:
+        return Block(reason=None) if event.name == "target" else None  # type: ignore[arg-type]
+
+    probe = Probe(handler=handler, target_annotations=Annotations(read_only=True))
+    probe.check()
+    assert probe.target_runs == 0
+    assert probe.statuses["1.0"] == "blocked"
+
+
+# text that UTF-8 cannot encode: lone surrogates, as os.fsdecode makes of undecodable file names
+odd_text = st.text(st.one_of(st.characters(max_codepoint=0x7F),
+                             st.characters(min_codepoint=0xDC80, max_codepoint=0xDCFF)),
+                   max_size=4)
+odd_json = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 5), odd_text),
+    lambda children: st.one_of(st.lists(children, max_size=2),
+                               st.dictionaries(odd_text, children, max_size=2)),
+    max_leaves=4,
+)
+
+
+@UNTRUSTED
+@given(
+    content=odd_text,
+    structured=odd_json,
+    size=st.one_of(st.none(), st.integers(0, 9), st.booleans()),
+    kind=st.sampled_from(["text", "structured", "link", "not_a_result"]),
+)
+def test_whatever_a_tool_returns_the_session_goes_on(
+    content: str, structured: Any, size: Any, kind: str
+) -> None:
+    def returns() -> Any:
+        if kind == "text":
+            return ToolResult(content=[text(content)])
+        if kind == "structured":
+            return ToolResult(content=[text("data")], structured_content=structured)
+        if kind == "link":
+            return ToolResult(content=[ResourceLink(uri="file:///x", name="x", size=size)])
+        return {"content": content}
+
+    probe = Probe(returns=returns, target_annotations=Annotations(read_only=True))
+    probe.check()
+    assert probe.target_runs == 1
+    assert probe.statuses["1.0"] in ("completed", "failed")
+
+
+def test_a_tool_result_text_with_a_lone_surrogate_does_not_break_the_session() -> None:
+    # os.listdir() of a directory with a non-UTF-8 file name gives such text
+    probe = Probe(returns=lambda: ToolResult(content=[text("caf\udce9.txt")]),
+                  target_annotations=Annotations(read_only=True))
+    probe.check()
+    assert probe.statuses["1.0"] in ("completed", "failed")
+
+
+def test_a_resource_link_with_a_bool_size_does_not_break_the_session() -> None:
+    probe = Probe(returns=lambda: ToolResult(
+        content=[ResourceLink(uri="file:///x", name="x", size=True)]),
+        target_annotations=Annotations(read_only=True))
+    probe.check()
+    assert probe.statuses["1.0"] in ("completed", "failed")
+
+
+def test_nested_arguments_with_a_lone_surrogate_reach_the_tool_and_the_log() -> None:
+    # the codec escapes what UTF-8 cannot hold, so such text is data like any other
+    probe = Probe(nested=("sibling", {"name": "caf\udce9"}),
+                  target_annotations=Annotations(read_only=True))
+    probe.check()
+    assert probe.nested_outcome is not None and not probe.nested_outcome.is_error
+    assert probe.statuses["1.0"] == "completed"
+    [requested] = [r.event for r in probe.stored
+                   if getattr(r.event, "call_id", None) == "1.0/0" and r.seq and
+                   type(r.event).__name__ == "ToolCallRequested"]
+    assert requested.arguments == {"name": "caf\udce9"}
