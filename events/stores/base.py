@@ -14,13 +14,14 @@ batches: :func:`check_batch` for the shape of a batch, :func:`check_conflict` fo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
 
 from ..codec import decode_line, encode_line
 from ..errors import CodecError, ConflictError
 from ..types import SCHEMA_VERSION, Record
 
-__all__ = ["EventStore", "check_batch", "check_conflict", "encode_batch"]
+__all__ = ["ClosingStore", "EventStore", "check_batch", "check_conflict", "encode_batch"]
 
 
 @runtime_checkable
@@ -60,6 +61,24 @@ class EventStore(Protocol):
     def close(self) -> None:
         """Release the store's resources. Idempotent; the store is unusable afterwards."""
         ...
+
+
+class ClosingStore:
+    """A store usable as ``with Store(...) as store:``; it closes on the way out."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def check_batch(session_id: str, records: Sequence[Record], expected_seq: int) -> None:

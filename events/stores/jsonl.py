@@ -27,13 +27,12 @@ import fcntl
 import os
 from array import array
 from collections.abc import Iterator, Sequence
-from types import TracebackType
 from typing import BinaryIO
 
 from ..codec import decode_line
 from ..errors import CodecError, CorruptLogError
 from ..types import Record
-from .base import check_batch, check_conflict, encode_batch
+from .base import ClosingStore, check_batch, check_conflict, encode_batch
 
 __all__ = ["JsonlStore", "read_jsonl"]
 
@@ -56,7 +55,7 @@ class _SessionIndex:
         self.lines = array("q")  # its 1-based line number, for error messages
 
 
-class JsonlStore:
+class JsonlStore(ClosingStore):
     """An :class:`~events.stores.EventStore` in one JSON Lines file at ``path``.
 
     The file is opened (created if missing) and scanned in ``__init__``, so a corrupt log is
@@ -163,16 +162,6 @@ class JsonlStore:
             fd, self._fd = self._fd, -1
             os.close(fd)
 
-    def __enter__(self) -> JsonlStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     @staticmethod
     def scan(path: str | os.PathLike[str]) -> list[Record]:

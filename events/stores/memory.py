@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import TracebackType
 
 from ..types import Record
-from .base import check_batch, check_conflict, encode_batch
+from .base import ClosingStore, check_batch, check_conflict, encode_batch
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore:
+class MemoryStore(ClosingStore):
     """Keeps each session's :class:`~events.types.Record`\\ s in a list, by session id.
 
     Records are frozen, so the store keeps the caller's objects and hands them back as they
@@ -63,16 +62,6 @@ class MemoryStore:
         self._closed = True
         self._sessions = {}
 
-    def __enter__(self) -> MemoryStore:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _last_seq(self, session_id: str) -> int:
         records = self._sessions.get(session_id)
