@@ -18,13 +18,12 @@ No I/O, no clock, no trio: this module is part of the pure core.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, Union, overload
+from typing import Any
 
 import attrs
 
-from events.results import ToolResult
 from events.types import (
     TERMINAL_EVENTS,
     ActiveToolsSet,
@@ -32,11 +31,9 @@ from events.types import (
     ApprovalResolved,
     AssistantMessage,
     ModelToolCall,
-    Origin,
     PolicyDecided,
     Record,
     SessionStarted,
-    TerminalEvent,
     ToolCallRequested,
     ToolCallRewritten,
     ToolExecutionStarted,
@@ -48,6 +45,7 @@ from events.types import (
 
 from .lifecycle import CallState, LifecycleError, next_state
 from .tools import active_on_registration
+from .views import CallView, SessionState, ToolResultEntry, TranscriptEntry, TranscriptView
 
 __all__ = [
     "CallView",
@@ -63,114 +61,6 @@ __all__ = [
 
 class LogInconsistency(LifecycleError):
     """A record that cannot follow the ones before it. The message names the record."""
-
-
-@attrs.frozen(kw_only=True)
-class CallView:
-    """One call as the log tells it so far: a node of the call tree (its children are
-    :meth:`Projection.children`)."""
-
-    call_id: str
-    name: str
-    arguments: Any
-    requested_arguments: Any
-    origin: Origin
-    parent_id: str | None
-    model_call_id: str | None
-    state: CallState = CallState.REQUESTED
-    rewrites: tuple[ToolCallRewritten, ...] = ()
-    verdict: PolicyDecided | None = None
-    approval: ApprovalResolved | None = None
-    started: bool = False
-    progress_count: int = 0
-    last_progress: ToolProgress | None = None
-    outcome: TerminalEvent | None = None
-
-    @property
-    def closed(self) -> bool:
-        """Whether the call has its terminal event."""
-        return self.outcome is not None
-
-    @property
-    def result(self) -> ToolResult | None:
-        """The result the caller got, once the call is closed."""
-        return None if self.outcome is None else self.outcome.result
-
-    @property
-    def status(self) -> str:
-        """``completed``, ``failed``, ``blocked``, ``denied``, ``cancelled``, or the open state."""
-        if self.outcome is None:
-            return self.state.value
-        return type(self.outcome).__name__.removeprefix("ToolCall").lower()
-
-
-@attrs.frozen(kw_only=True)
-class ToolResultEntry:
-    """A top-level call's result in the transcript, paired by the model's own call id."""
-
-    call_id: str
-    model_call_id: str | None
-    name: str
-    result: ToolResult
-
-
-TranscriptEntry = Union[UserMessage, AssistantMessage, ToolResultEntry]
-
-
-class TranscriptView(Sequence[TranscriptEntry]):
-    """A read-only view of the first ``len(self)`` transcript entries; no copy is made."""
-
-    __slots__ = ("_entries", "_length")
-
-    def __init__(self, entries: list[TranscriptEntry], length: int) -> None:
-        self._entries = entries
-        self._length = length
-
-    def __len__(self) -> int:
-        return self._length
-
-    @overload
-    def __getitem__(self, index: int) -> TranscriptEntry: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[TranscriptEntry]: ...
-    def __getitem__(self, index: int | slice) -> TranscriptEntry | Sequence[TranscriptEntry]:
-        if isinstance(index, slice):
-            return tuple(self._entries[: self._length][index])
-        if index < 0:
-            index += self._length
-        if not 0 <= index < self._length:
-            raise IndexError("transcript index out of range")
-        return self._entries[index]
-
-    def __iter__(self) -> Iterator[TranscriptEntry]:
-        entries = self._entries
-        for i in range(self._length):
-            yield entries[i]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Sequence):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        return f"TranscriptView({list(self)!r})"
-
-
-@attrs.frozen(kw_only=True)
-class SessionState:
-    """A comparable snapshot of everything a projection derives (for tests and replay)."""
-
-    session_id: str | None
-    last_seq: int
-    turn: int
-    tools: Mapping[str, ToolSnapshot]
-    active_tools: frozenset[str]
-    session_grants: Mapping[str, bool]
-    calls: Mapping[str, CallView]
-    children: Mapping[str, tuple[str, ...]]
-    open_calls: tuple[str, ...]
-    pending_approvals: tuple[str, ...]
-    transcript: tuple[TranscriptEntry, ...]
 
 
 class Projection:
