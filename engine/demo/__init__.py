@@ -11,7 +11,6 @@ key; its last message is written from what the tools really returned. The log is
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import attrs
@@ -63,7 +62,7 @@ def demo_script() -> list[FauxStep]:
         [faux_text("Let me read calc.py first."),
          faux_tool_call("read_file", {"path": "calc.py"})],
         [faux_text("Now the tests, to see what fails."),
-         faux_tool_call("run_command", {"argv": [sys.executable, TEST_SCRIPT]})],
+         faux_tool_call("run_command", {"argv": ["python", TEST_SCRIPT]})],
         [faux_text("mean() divides by len(values) - 1; it must divide by len(values). "
                    "Writing the fix."),
          faux_tool_call("write_file", {"path": "calc.py", "text": FIXED_CALC})],

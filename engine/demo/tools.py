@@ -4,7 +4,8 @@
 read-only and run without asking. ``write_file`` declares ``destructive=True`` and
 ``run_command`` declares nothing about destruction (a command runner is dangerous by
 default), so the policy asks before either runs. ``review_diff`` runs ``run_checks`` and
-``failing_tests`` as nested calls. Every subprocess runs with ``sys.executable`` and
+``failing_tests`` as nested calls. Every subprocess runs with the interpreter's directory
+first on ``PATH`` (so ``python`` is the Python running toolledger) and
 ``PYTHONDONTWRITEBYTECODE=1``: the demo works wherever toolledger is installed and leaves no
 ``__pycache__`` behind.
 """
@@ -56,7 +57,12 @@ def _decode(data: bytes) -> str:
 
 
 async def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    # the interpreter's own bin directory first, as in an activated virtual environment:
+    # "python" in a command is the Python running toolledger, and a recorded command means
+    # the same thing on every machine (so the demo's log replays anywhere)
+    bindir = os.path.dirname(sys.executable)
+    path = os.pathsep.join(p for p in (bindir, os.environ.get("PATH", "")) if p)
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PATH": path}
     return await trio.run_process(
         argv, capture_stdout=True, capture_stderr=True, check=False, cwd=cwd, env=env
     )
