@@ -1,0 +1,77 @@
+"""The ``toolledger`` command: run the demo, and read, check and replay logs.
+
+Each subcommand lives in its own module here (``demo``, ``show``, …) with an ``add_parser``
+that declares it and a ``run(args, console)`` that does it. Mistakes a user can make (a missing
+file, a corrupt or inconsistent log, an unknown session) print one line to stderr and exit 1;
+there is no traceback for them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from collections.abc import Sequence
+
+from rich.console import Console
+
+from events.errors import LogError
+
+from . import demo, show
+from ._common import PROG, UsageError
+
+__all__ = ["build_parser", "main"]
+
+COMMANDS = (demo, show)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser, with one subcommand per action."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Run an LLM agent's tool calls as an event-sourced process, and read the logs.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse already printed
+        return exc.code if isinstance(exc.code, int) else 1
+    console = Console(highlight=False)
+    try:
+        status: int = args.run(args, console)
+        return status
+    except UsageError as exc:
+        _fail(str(exc))
+    except LogError as exc:
+        _fail(str(exc))
+    except BrokenPipeError:
+        _silence_stdout()  # the reader went away (`| head`): nothing left to say
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename else ""
+        _fail(f"{exc.strerror or exc}{where}")
+    except KeyboardInterrupt:
+        _fail("interrupted")
+    return 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush does not fail too."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+def _fail(message: str) -> None:
+    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)

@@ -1,0 +1,42 @@
+"""What the commands share: the user-error type, reading a log's sessions, the console."""
+
+from __future__ import annotations
+
+from events.stores.jsonl import read_jsonl
+from events.types import Record
+
+from ..reducers import LogInconsistency, Projection, fold
+
+__all__ = ["PROG", "UsageError", "fold_sessions", "read_sessions"]
+
+PROG = "toolledger"
+
+
+class UsageError(Exception):
+    """A mistake the user can fix; its message is printed as one line."""
+
+
+def read_sessions(path: str, session: str | None = None) -> dict[str, list[Record]]:
+    """The records of each session in the JSONL log at ``path``, by session id, in file
+    order; only the one ``session`` names (its id, or a prefix naming one) if given."""
+    by_session: dict[str, list[Record]] = {}
+    for record in read_jsonl(path):
+        by_session.setdefault(record.session_id, []).append(record)
+    if session is None:
+        return by_session
+    chosen = [sid for sid in by_session if sid == session] or [
+        sid for sid in by_session if sid.startswith(session)
+    ]
+    if len(chosen) != 1:
+        known = ", ".join(by_session) or "none"
+        problem = "matches several sessions" if chosen else "is not a session in it"
+        raise UsageError(f"{path}: {session!r} {problem} (sessions: {known})")
+    return {chosen[0]: by_session[chosen[0]]}
+
+
+def fold_sessions(path: str, sessions: dict[str, list[Record]]) -> list[Projection]:
+    """Each session folded; an inconsistent log is a :class:`UsageError` naming the record."""
+    try:
+        return [fold(records) for records in sessions.values()]
+    except LogInconsistency as exc:
+        raise UsageError(f"{path}: inconsistent log: {exc}") from exc

@@ -1,0 +1,86 @@
+"""``toolledger demo``: a real session over a tiny project, printed."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+
+import trio
+from rich.console import Console
+from rich.text import Text
+
+from ..approvals import Approver, approve_all, deny_all, terminal_approver
+from ..demo import run_demo
+from ..render import print_session
+from ._common import PROG, UsageError
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare the command and its options."""
+    demo = commands.add_parser(
+        "demo",
+        help="run a scripted session with real tools over a tiny Python project",
+        description=(
+            "Write a tiny Python project with a bug into DIR, then run a scripted session whose "
+            "tools do real work there: read a file, run the tests, write the fix (this asks "
+            "for approval), and review the change (two nested calls). Prints the transcript, "
+            "the call tree and where the log is (DIR/session.jsonl, recreated on every run)."
+        ),
+    )
+    demo.add_argument(
+        "--approve",
+        choices=("all", "none", "ask"),
+        default=None,
+        help=(
+            "who approves the calls that need it: all (grant every one), none (refuse every "
+            "one; the session still finishes), ask (ask at the terminal). Default: ask when "
+            "standard input is a terminal, else none (safe)"
+        ),
+    )
+    demo.add_argument(
+        "--workdir",
+        metavar="DIR",
+        default="toolledger-demo",
+        help="where to write the project and its log (default: ./toolledger-demo)",
+    )
+    demo.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    """Run the demo and print it."""
+    return _demo(console, args.approve, args.workdir)
+
+
+def _approver(choice: str) -> Approver:
+    """The approver ``--approve`` names (the choice is already resolved from its default)."""
+    if choice == "all":
+        return approve_all
+    if choice == "none":
+        return deny_all
+    if not sys.stdin.isatty():
+        raise UsageError("--approve ask needs a terminal to ask at; use --approve all or none")
+    return terminal_approver()
+
+
+def _demo(console: Console, approve: str | None, workdir: str) -> int:
+    note = ""
+    if approve is None:
+        approve = "ask" if sys.stdin.isatty() else "none"
+        if approve == "none":
+            note = (": no terminal to ask at, so calls that need approval are refused; "
+                    "--approve all grants them")
+    approver = _approver(approve)
+    console.print(Text(f"Running the demo in {workdir} (approvals: {approve}{note})", style="dim"),
+                  soft_wrap=True)
+    console.print()
+    run = trio.run(partial(run_demo, workdir, approver))
+    print_session(run.projection, console)
+    console.print()
+    # soft_wrap: a long path stays on one line, so it can be copied
+    console.print(Text.assemble(("Log: ", "bold"), str(run.log_path)), soft_wrap=True)
+    console.print(Text(f"Read it again with: {PROG} show {run.log_path}", style="dim"),
+                  soft_wrap=True)
+    return 0
