@@ -1,9 +1,11 @@
 """Approvers: who answers when the policy says ask.
 
-An approver is any async callable ``(ApprovalRequest) -> bool | ApprovalDecision``. ``True``
-grants this call once; an :class:`ApprovalDecision` can also grant or refuse every later call
-of the tool for the session (``scope="session"``) and edit the arguments (recorded as a
-rewrite by the approver, then validated again). An approver that raises refuses: fail closed.
+An approver is any async callable ``(ApprovalRequest) -> bool | ApprovalDecision | LATER``.
+``True`` grants this call once; an :class:`ApprovalDecision` can also grant or refuse every
+later call of the tool for the session (``scope="session"``) and edit the arguments (recorded
+as a rewrite by the approver, then validated again). :data:`LATER` leaves the request pending:
+the session pauses, and the host answers with ``session.resolve_approval`` (in this process
+or another one). An approver that raises refuses: fail closed.
 
 Ready-made: :func:`approve_all`, :func:`deny_all` (the default: safe), and
 :func:`terminal_approver`, which asks a person at the terminal.
@@ -21,6 +23,7 @@ from attrs.validators import in_, instance_of, optional
 from events.types import Annotations, Origin
 
 __all__ = [
+    "LATER",
     "Approver",
     "ApprovalDecision",
     "ApprovalRequest",
@@ -56,7 +59,15 @@ class ApprovalDecision:
     reason: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
 
 
-Approver = Callable[[ApprovalRequest], Awaitable[Union[bool, ApprovalDecision]]]
+class _Later:
+    def __repr__(self) -> str:
+        return "LATER"
+
+
+#: An approver's answer that leaves the request pending, for the host to resolve later.
+LATER: Any = _Later()
+
+Approver = Callable[[ApprovalRequest], Awaitable[Union[bool, ApprovalDecision, _Later]]]
 
 
 def as_decision(answer: Any) -> ApprovalDecision:

@@ -79,6 +79,7 @@ class Projection:
         self._pending: dict[str, None] = {}
         self._transcript: list[TranscriptEntry] = []
         # the latest assistant message's calls, and the results waiting for their turn
+        self._message: AssistantMessage | None = None
         self._batch: dict[str, ModelToolCall] = {}
         self._batch_order: list[str] = []
         self._batch_results: dict[str, ToolResultEntry] = {}
@@ -120,6 +121,11 @@ class Projection:
     def transcript(self) -> TranscriptView:
         """What the model sees: messages and one result per top-level call, nothing nested."""
         return TranscriptView(self._transcript, len(self._transcript))
+
+    @property
+    def last_message(self) -> AssistantMessage | None:
+        """The latest assistant message: its calls are the current batch."""
+        return self._message
 
     def children(self, call_id: str) -> tuple[str, ...]:
         """Ids of the nested calls ``call_id`` made, in the order it made them."""
@@ -203,6 +209,7 @@ class Projection:
         self.turn = event.turn
         self._transcript.append(event)
         order = [f"{event.turn}.{i}" for i in range(len(event.tool_calls))]
+        self._message = event
         self._batch = dict(zip(order, event.tool_calls))
         self._batch_order = order
         self._batch_results = {}

@@ -19,7 +19,6 @@ import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any, Literal
 
 import attrs
@@ -28,18 +27,18 @@ import trio
 from events.stores import EventStore
 from events.types import (
     ActiveToolsSet,
+    Annotations,
     AssistantMessage,
-    ModelToolCall,
     Record,
     SessionStarted,
-    ToolCallRequested,
     ToolRegistered,
     ToolSnapshot,
     UserMessage,
 )
 
-from .approvals import Approver, deny_all
-from .calls import CallRunner, Gated
+from .approvals import ApprovalDecision, ApprovalRequest, Approver, deny_all
+from .batch import Batch
+from .calls import CallRunner
 from .handlers import ToolCallHandler, ToolResultHandler
 from .jsonvalues import copy_json, ensure_json
 from .models import Model, ModelMessage, ModelRequest
@@ -54,11 +53,13 @@ __all__ = ["PromptResult", "Session"]
 
 @attrs.frozen(kw_only=True)
 class PromptResult:
-    """How a prompt ended: ``"end_turn"`` (a message without calls) or ``"max_turns"``."""
+    """How a prompt (or a resume) ended: ``"end_turn"`` (a message without calls),
+    ``"max_turns"``, or ``"paused"`` with the approval requests that wait for an answer."""
 
-    stop: Literal["end_turn", "max_turns"]
+    stop: Literal["end_turn", "max_turns", "paused"]
     turns: int
     text: str
+    pending: tuple[ApprovalRequest, ...] = ()
 
 
 def _json_or_none(arguments: Any) -> Any:
@@ -83,11 +84,13 @@ class Session:
         recorder: Recorder,
         runner: CallRunner,
         model: Model,
+        nursery: trio.Nursery,
         *,
         max_turns: int,
     ) -> None:
         self._recorder = recorder
         self._runner = runner
+        self._batch = Batch(runner, nursery)
         self._model = model
         self._max_turns = max_turns
         self._prompting = False
@@ -131,18 +134,22 @@ class Session:
         projection = fold(history)
         recorder = Recorder(store, sid, projection, history, clock)
         runner = CallRunner(recorder, registry, approver=approver, rules=rules, max_depth=max_depth)
-        session = cls(recorder, runner, model, max_turns=max_turns)
-        if not history:
-            recorder.record(SessionStarted(metadata=copy_json(dict(metadata or {}))))
-        for spec in specs:
-            session._register(spec)
-        await recorder.flush()
-        try:
-            yield session
-        finally:
-            recorder.close()
-            with trio.CancelScope(shield=True):
-                await recorder.flush()
+        async with trio.open_nursery() as nursery:
+            session = cls(recorder, runner, model, nursery, max_turns=max_turns)
+            if not history:
+                recorder.record(SessionStarted(metadata=copy_json(dict(metadata or {}))))
+            for spec in specs:
+                session._register(spec)
+            await recorder.flush()
+            try:
+                yield session
+            finally:
+                # calls still in flight (waiting for an approval) stop here without a word in
+                # the log, as if the process had stopped: resume() takes them up again
+                await session._batch.suspend()
+                recorder.close()
+                with trio.CancelScope(shield=True):
+                    await recorder.flush()
 
     # -- what the host reads ----------------------------------------------------------------
 
@@ -229,93 +236,102 @@ class Session:
 
     async def prompt(self, text: str) -> PromptResult:
         """Send the user's ``text`` and run the agent loop until the model stops calling
-        tools, or ``max_turns`` assistant messages. Cancelling it (a host cancel scope) closes
-        every open call as cancelled before the cancellation propagates."""
+        tools, ``max_turns`` assistant messages, or a pause for approval (``stop="paused"``,
+        with the pending requests: answer them with :meth:`resolve_approval`, then
+        :meth:`resume`). Cancelling it (a host cancel scope) closes every open call as
+        cancelled before the cancellation propagates."""
+        self._enter()
+        try:
+            if self._batch.open():
+                raise RuntimeError(
+                    "the session is paused: its last batch has calls waiting for approval "
+                    f"({', '.join(self.state.pending_approvals) or 'or interrupted'}); resolve "
+                    "them with resolve_approval() and call resume() before a new prompt"
+                )
+            self._recorder.record(UserMessage(text=text))
+            return await self._drive()
+        finally:
+            await self._leave()
+
+    async def resume(self) -> PromptResult:
+        """Go on from where the log stands: finish the current batch (calls approved since the
+        pause run; a call interrupted by a stopped process runs again if its tool is
+        idempotent, else ends "interrupted"), then continue the loop. Returns like
+        :meth:`prompt`; a session with nothing left to do returns at once."""
+        self._enter()
+        try:
+            return await self._drive()
+        finally:
+            await self._leave()
+
+    async def resolve_approval(
+        self,
+        call_id: str,
+        approved: bool,
+        scope: Literal["once", "session"] = "once",
+        *,
+        arguments: Any = None,
+        reason: str | None = None,
+    ) -> None:
+        """Answer a pending approval by the engine's call id: once per request.
+
+        ``scope="session"`` also answers later calls of the tool (never one already resolved).
+        ``arguments`` edits the call's arguments: recorded as a rewrite by the approver and
+        validated again. A nested call waiting in this process goes on at once; a top-level
+        call runs at the next :meth:`resume`.
+        """
+        decision = ApprovalDecision(granted=approved, scope=scope, arguments=arguments,
+                                    reason=reason)
+        self._runner.resolve(call_id, decision)
+        await self._recorder.flush()
+
+    def pending_approvals(self) -> tuple[ApprovalRequest, ...]:
+        """The approval requests waiting for an answer, in the order they were asked."""
+        state = self.state
+        requests = []
+        for call_id in state.pending_approvals:
+            view = state.calls[call_id]
+            snapshot = state.tools.get(view.name)
+            requests.append(ApprovalRequest(
+                call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
+                reason=view.verdict.reason if view.verdict is not None else "",
+                annotations=snapshot.annotations if snapshot is not None else Annotations(),
+                origin=view.origin, parent_id=view.parent_id,
+            ))
+        return tuple(requests)
+
+    def _enter(self) -> None:
         if self._prompting:
             raise RuntimeError("a prompt is already running in this session: await it first")
         self._prompting = True
-        try:
-            self._recorder.record(UserMessage(text=text))
-            for turns in range(1, self._max_turns + 1):
-                request = ModelRequest(transcript=self.transcript, tools=self.declared_tools())
-                reply = await self._model.complete(request)
-                if not isinstance(reply, ModelMessage):
-                    raise TypeError(f"the model returned {reply!r}, not a ModelMessage")
-                turn = self.state.turn + 1
-                reply = attrs.evolve(reply, tool_calls=[
-                    attrs.evolve(call, arguments=_json_or_none(call.arguments))
-                    for call in reply.tool_calls
-                ])
-                self._recorder.record(AssistantMessage(
-                    turn=turn, text=reply.text, tool_calls=reply.tool_calls,
-                    stop_reason=reply.stop_reason,
-                ))
-                if not reply.tool_calls:
-                    return PromptResult(stop="end_turn", turns=turns, text=reply.text)
-                await self._run_batch(turn, reply)
-            return PromptResult(stop="max_turns", turns=self._max_turns, text="")
-        finally:
-            self._prompting = False
-            with trio.CancelScope(shield=True):
-                await self._recorder.flush()
 
-    async def _run_batch(self, turn: int, message: ModelMessage) -> None:
-        calls = message.tool_calls
-        ids = [f"{turn}.{index}" for index in range(len(calls))]
-        repeated = {id_ for id_, n in Counter(c.id for c in calls).items() if n > 1}
-        runner = self._runner
-        gated: list[Gated] = []
-        requested = 0
-        try:
-            for call_id, call in zip(ids, calls):
-                request = self._request(call_id, call)
-                self._recorder.record(request)
-                requested += 1
-                if self._refuse_unsafe(call_id, call, message, repeated) is not None:
-                    continue
-                allowed = await runner.guard(call_id, partial(runner.gate, request))
-                if allowed is not None:
-                    gated.append(allowed)
-            if any(g.spec.execution_mode == "sequential" for g in gated):
-                for g in gated:
-                    await runner.guard(g.call_id, partial(runner.execute, g))
-            else:
-                async with trio.open_nursery() as nursery:
-                    for g in gated:
-                        nursery.start_soon(runner.guard, g.call_id, partial(runner.execute, g))
-        except BaseException as exc:
-            # close what the batch left open: allowed calls that never started, and the calls
-            # the assistant asked for that were never requested because gating stopped
-            reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
-                f"interrupted by {type(exc).__name__}")
-            with trio.CancelScope(shield=True):
-                for call_id in ids:
-                    runner.close_open(call_id, reason)
-                for call_id, call in list(zip(ids, calls))[requested:]:
-                    self._recorder.record(self._request(call_id, call))
-                    runner.close_open(call_id, reason)
-                await self._recorder.flush()
-            raise
+    async def _leave(self) -> None:
+        self._prompting = False
+        with trio.CancelScope(shield=True):
+            await self._recorder.flush()
 
-    @staticmethod
-    def _request(call_id: str, call: ModelToolCall) -> ToolCallRequested:
-        return ToolCallRequested(call_id=call_id, name=call.name, arguments=call.arguments,
-                                 origin="model", model_call_id=call.id)
-
-    def _refuse_unsafe(
-        self, call_id: str, call: ModelToolCall, message: ModelMessage, repeated: set[str]
-    ) -> object | None:
-        """End a call that must not run whatever the policy says; ``None`` if it may go on."""
-        if message.stop_reason == "length":
-            return self._runner.fail(
-                call_id, "truncated",
-                f"{call.name} was not run: the model's message was cut off (stop reason "
-                f"'length'), so its arguments may be truncated",
-            )
-        if call.id in repeated:
-            return self._runner.fail(
-                call_id, "duplicate_call_id",
-                f"{call.name} was not run: the model used the call id {call.id!r} twice in one "
-                f"message, so its results could not be paired",
-            )
-        return None
+    async def _drive(self) -> PromptResult:
+        turns = 0
+        while True:
+            if await self._batch.settle() == "paused":
+                return PromptResult(stop="paused", turns=turns, text="",
+                                    pending=self.pending_approvals())
+            last = self.state.last_message
+            if turns and turns >= self._max_turns:
+                return PromptResult(stop="max_turns", turns=turns, text="")
+            if not turns and last is not None and not last.tool_calls and isinstance(
+                self.transcript[-1], AssistantMessage
+            ):
+                return PromptResult(stop="end_turn", turns=0, text=last.text)
+            request = ModelRequest(transcript=self.transcript, tools=self.declared_tools())
+            reply = await self._model.complete(request)
+            if not isinstance(reply, ModelMessage):
+                raise TypeError(f"the model returned {reply!r}, not a ModelMessage")
+            turns += 1
+            self._recorder.record(AssistantMessage(
+                turn=self.state.turn + 1, text=reply.text, stop_reason=reply.stop_reason,
+                tool_calls=tuple(attrs.evolve(call, arguments=_json_or_none(call.arguments))
+                                 for call in reply.tool_calls),
+            ))
+            if not reply.tool_calls:
+                return PromptResult(stop="end_turn", turns=turns, text=reply.text)

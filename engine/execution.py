@@ -1,0 +1,125 @@
+"""Steps 6 to 8 of a call: run the body, check its output, chain the result handlers, and
+record the one terminal event."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import traceback
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import trio
+
+from events.results import ErrorInfo, TextContent, ToolResult, error_result
+from events.types import FailureKind, ResultHandlerFailed, ToolCallCompleted, ToolExecutionStarted
+
+from .context import ToolContext
+from .handlers import ResultPatch, ToolResultEvent, handler_name
+from .jsonvalues import copy_json, own_result
+from .tools import ToolCall, ToolSpec
+from .views import CallView
+
+if TYPE_CHECKING:
+    from .calls import CallRunner
+
+__all__ = ["error_info", "execute"]
+
+Failure = tuple[FailureKind, str, "ErrorInfo | None"]
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """An exception as the log keeps it: type and message, and the traceback for people."""
+    return ErrorInfo(
+        type=type(exc).__name__,
+        message=str(exc),
+        traceback="".join(traceback.format_exception(exc)),
+    )
+
+
+async def execute(runner: CallRunner, view: CallView, *, again: bool = False) -> ToolResult:
+    """Run the body of an allowed call and end it. ``again``: the body started in an earlier
+    process and never finished; it runs again (only idempotent tools are) without a second
+    ``started`` event."""
+    call_id = view.call_id
+    spec = runner.registry.specs[view.name]
+    if not again:
+        runner.recorder.record(ToolExecutionStarted(call_id=call_id))
+    await runner.recorder.flush()
+    call = ToolCall(call_id=call_id, name=spec.name, arguments=copy_json(view.arguments),
+                    origin=view.origin, parent_id=view.parent_id)
+    ctx = ToolContext(runner, call)
+    failure: Failure | None = None
+    returned: Any = None
+    try:
+        timeout = spec.timeout if spec.timeout is not None else float("inf")
+        with trio.move_on_after(timeout) as scope:
+            returned = await spec.execute(call, ctx)
+        if scope.cancelled_caught:
+            failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None)
+    except Exception as exc:
+        error = error_info(exc)
+        failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error)
+    finally:
+        ctx.close()
+
+    raw: ToolResult | None = None
+    if failure is None:
+        raw, failure = _check_output(runner, spec, returned)
+    if failure is None:
+        assert raw is not None
+        result = await _result_handlers(runner, view, raw)
+        runner.recorder.record(ToolCallCompleted(
+            call_id=call_id, result=result, returned=None if result == raw else raw))
+    else:
+        kind, message, info = failure
+        result = await _result_handlers(runner, view, error_result(message))
+        runner.fail(call_id, kind, message, error=info, returned=raw, result=result)
+    await runner.recorder.flush()
+    return result
+
+
+def _check_output(runner: CallRunner, spec: ToolSpec, returned: Any) -> tuple[ToolResult | None, Failure | None]:
+    if not isinstance(returned, ToolResult):
+        return None, ("invalid_output", f"{spec.name} returned {type(returned).__name__}, "
+                      f"not a ToolResult", None)
+    try:
+        result = own_result(returned)
+    except ValueError as exc:
+        return None, ("not_serialisable", f"{spec.name} returned a result that is not JSON: {exc}", None)
+    validator = runner.registry.outputs.get(spec.name)
+    if validator is not None and not result.is_error:
+        if result.structured_content is None:
+            return result, ("invalid_output", f"{spec.name} declares an output schema but "
+                            "returned no structured content", None)
+        problem = validator.violation(result.structured_content)
+        if problem is not None:
+            return result, ("invalid_output", f"{spec.name} returned output that violates "
+                            f"its output schema: {problem}", None)
+    if result.structured_content is not None and not result.content:
+        block = TextContent(text=json.dumps(result.structured_content, ensure_ascii=False))
+        result = attrs.evolve(result, content=(block,))
+    return result, None
+
+
+async def _result_handlers(runner: CallRunner, view: CallView, result: ToolResult) -> ToolResult:
+    for handler in runner.result_handlers:
+        event = ToolResultEvent(call_id=view.call_id, name=view.name,
+                                arguments=copy_json(view.arguments),
+                                origin=view.origin, parent_id=view.parent_id,
+                                result=own_result(result))
+        try:
+            patch = handler(event)
+            if inspect.isawaitable(patch):
+                patch = await patch
+            if patch is None:
+                continue
+            if not isinstance(patch, ResultPatch):
+                raise TypeError(f"returned {patch!r}; return None or a ResultPatch")
+            patched = own_result(patch.apply(result))
+        except Exception as exc:
+            runner.recorder.record(ResultHandlerFailed(
+                call_id=view.call_id, handler=handler_name(handler), error=error_info(exc)))
+            continue
+        result = patched
+    return result
