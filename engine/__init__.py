@@ -19,6 +19,7 @@ from events.results import (
 from events.types import Annotations
 
 from .approvals import (
+    LATER,
     ApprovalDecision,
     ApprovalRequest,
     approve_all,
@@ -35,6 +36,7 @@ from .session import PromptResult, Session
 from .tools import ToolCall, ToolSpec, tool
 
 __all__ = [
+    "LATER",
     "Annotations",
     "ApprovalDecision",
     "ApprovalRequest",

@@ -58,6 +58,7 @@ class Batch:
             return "done"
         calls = runner.recorder.projection.calls
         try:
+            await trio.lowlevel.checkpoint()  # a cancelled caller is cancelled here, always
             for call_id, call in batch:
                 if call_id not in calls:
                     runner.recorder.record(_request(call_id, call))

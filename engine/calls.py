@@ -183,25 +183,33 @@ class CallRunner:
         if decision.granted and decision.arguments is not None:
             ensure_json(decision.arguments)
         resolve(self, call_id, decision)
-        waiter = self._waiters.get(call_id)
-        if waiter is not None:
-            waiter.set()
+        if call_id in self._waiters:
+            self._unpark(call_id)
 
     # -- waiting, and knowing when everything waits -----------------------------------------
 
     async def _park(self, call_id: str) -> None:
-        waiter = self._waiters.setdefault(call_id, trio.Event())
+        waiter = trio.Event()
+        self._waiters[call_id] = waiter
         root = root_of(call_id)
         self._parked[root] = self._parked.get(root, 0) + 1
         self.changed()
         try:
             await waiter.wait()
         finally:
-            self._waiters.pop(call_id, None)
-            self._parked[root] -= 1
-            if not self._parked[root]:
-                del self._parked[root]
-            self.changed()
+            if self._waiters.get(call_id) is waiter:  # cancelled, not answered
+                self._unpark(call_id)
+
+    def _unpark(self, call_id: str) -> None:
+        # counted as moving again at once, not when its task next runs: whoever waits for the
+        # batch to settle must not see it as still waiting in between
+        waiter = self._waiters.pop(call_id)
+        root = root_of(call_id)
+        self._parked[root] -= 1
+        if not self._parked[root]:
+            del self._parked[root]
+        self.changed()
+        waiter.set()
 
     def changed(self) -> None:
         """Wake whoever waits in :meth:`settled`."""

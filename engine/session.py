@@ -134,22 +134,32 @@ class Session:
         projection = fold(history)
         recorder = Recorder(store, sid, projection, history, clock)
         runner = CallRunner(recorder, registry, approver=approver, rules=rules, max_depth=max_depth)
-        async with trio.open_nursery() as nursery:
-            session = cls(recorder, runner, model, nursery, max_turns=max_turns)
-            if not history:
-                recorder.record(SessionStarted(metadata=copy_json(dict(metadata or {}))))
-            for spec in specs:
-                session._register(spec)
-            await recorder.flush()
-            try:
-                yield session
-            finally:
-                # calls still in flight (waiting for an approval) stop here without a word in
-                # the log, as if the process had stopped: resume() takes them up again
-                await session._batch.suspend()
-                recorder.close()
-                with trio.CancelScope(shield=True):
-                    await recorder.flush()
+        raised: BaseException | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                session = cls(recorder, runner, model, nursery, max_turns=max_turns)
+                if not history:
+                    recorder.record(SessionStarted(metadata=copy_json(dict(metadata or {}))))
+                for spec in specs:
+                    session._register(spec)
+                await recorder.flush()
+                try:
+                    yield session
+                except BaseException as exc:
+                    raised = exc
+                    raise
+                finally:
+                    # calls still in flight (waiting for an approval) stop here without a
+                    # word in the log, as if the process had stopped: resume() takes them up
+                    await session._batch.suspend()
+                    recorder.close()
+                    with trio.CancelScope(shield=True):
+                        await recorder.flush()
+        except BaseExceptionGroup as group:
+            # the nursery wraps what the host's block raised; give the host its own exception
+            if raised is not None and list(group.exceptions) == [raised]:
+                raise raised from None
+            raise
 
     # -- what the host reads ----------------------------------------------------------------
 
