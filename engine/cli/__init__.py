@@ -18,12 +18,12 @@ from rich.console import Console
 
 from events.errors import LogError
 
-from . import demo, show
+from . import demo, fork, show
 from ._common import PROG, UsageError
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (demo, show)
+COMMANDS = (demo, show, fork)
 
 
 def build_parser() -> argparse.ArgumentParser:

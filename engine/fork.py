@@ -1,0 +1,65 @@
+"""Fork: a new session from a prefix of an old one, for "what if the model had…" debugging.
+
+The new session holds copies of the old one's first records (its id in each, and in its
+``session_started`` metadata where it came from: ``{"forked_from": {"session_id", "seq"}}``).
+Open it with ``Session.open(store, session_id=new_id, ...)`` and a different model, policy or
+tools, then ``resume()`` (or ``prompt()`` if the prefix ends between turns): calls the prefix
+left open continue as after a restart. The old session is not changed.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import attrs
+
+from events.stores import EventStore
+from events.types import SCHEMA_VERSION, SessionStarted
+
+from .reducers import fold
+
+__all__ = ["fork"]
+
+
+async def fork(
+    store: EventStore,
+    session_id: str,
+    *,
+    at: int,
+    new_session_id: str | None = None,
+    into: EventStore | None = None,
+) -> str:
+    """Copy records ``1..at`` of ``session_id`` into a new session and return its id.
+
+    ``into`` is the store to write to (default: the same store). Raises ``ValueError`` if the
+    session does not exist, ``at`` is outside it, or the new id is already taken.
+    """
+    records = await store.read(session_id)
+    if not records:
+        raise ValueError(f"there is no session {session_id!r} to fork")
+    if not 1 <= at <= len(records):
+        raise ValueError(
+            f"--at must be a seq of session {session_id!r}: 1 to {len(records)}, not {at}"
+        )
+    target = into if into is not None else store
+    new_id = new_session_id or uuid.uuid4().hex
+    if await target.last_seq(new_id):
+        raise ValueError(f"session {new_id!r} already exists; choose another id")
+    prefix = records[:at]
+    fold(prefix)  # a prefix of a consistent log is consistent; check, so no bad fork is written
+    first = prefix[0].event
+    assert isinstance(first, SessionStarted)
+    origin = {"session_id": session_id, "seq": at}
+    copies = [
+        attrs.evolve(
+            record,
+            session_id=new_id,
+            version=SCHEMA_VERSION,  # the copies are written now, in today's format
+            event=SessionStarted(metadata={**first.metadata, "forked_from": origin})
+            if index == 0
+            else record.event,
+        )
+        for index, record in enumerate(prefix)
+    ]
+    await target.append(new_id, copies, 0)
+    return new_id

@@ -1,0 +1,106 @@
+"""Fork: a new session from a prefix of an old one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from engine import Session, approve_all, fold
+from engine.cli import main
+from engine.fork import fork
+from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.reducers import ToolResultEntry
+from events import JsonlStore, MemoryStore
+from events.types import AssistantMessage, SessionStarted
+from tests.corpus.scenarios import SCENARIOS
+
+CORPUS = Path(__file__).parent / "corpus" / "v1"
+
+
+def seq_of(records: list[Any], kind: type, nth: int = 0) -> int:
+    return [r.seq for r in records if isinstance(r.event, kind)][nth]
+
+
+async def test_a_fork_replays_a_different_answer_from_the_same_start() -> None:
+    scenario = SCENARIOS["reference"]
+    store = MemoryStore()
+    async with Session.open(store, model=FauxModel(scenario.script()), tools=scenario.tools,
+                            approver=approve_all, session_id="old") as session:
+        await session.prompt("review please")
+    old = await store.read("old")
+    # keep everything up to the user's message: the model has not answered yet
+    at = seq_of(old, AssistantMessage) - 1
+    new_id = await fork(store, "old", at=at, new_session_id="new")
+    forked = await store.read(new_id)
+    assert [r.event for r in forked[1:]] == [r.event for r in old[1:at]]
+    start = forked[0].event
+    assert isinstance(start, SessionStarted)
+    assert start.metadata["forked_from"] == {"session_id": "old", "seq": at}
+
+    model = FauxModel([faux_tool_call("run_checks"), faux_text("checked only")])
+    async with Session.open(store, model=model, tools=scenario.tools, approver=approve_all,
+                            session_id=new_id) as session:
+        result = await session.resume()
+        assert result.text == "checked only"
+        assert [e.name for e in session.transcript if isinstance(e, ToolResultEntry)] == [
+            "run_checks"]
+    assert await store.read("old") == old  # the old session is unchanged
+
+
+async def test_a_fork_cut_inside_a_call_continues_it_as_after_a_restart() -> None:
+    scenario = SCENARIOS["reference"]
+    store = MemoryStore()
+    async with Session.open(store, model=FauxModel(scenario.script()), tools=scenario.tools,
+                            approver=approve_all, session_id="old") as session:
+        await session.prompt("review please")
+    old = await store.read("old")
+    started = [r.seq for r in old if type(r.event).__name__ == "ToolExecutionStarted"][0]
+    new_id = await fork(store, "old", at=started)
+    async with Session.open(store, model=FauxModel([faux_text("after")]), tools=scenario.tools,
+                            approver=approve_all, session_id=new_id) as session:
+        await session.resume()
+        # review_diff is not idempotent: the fork ends it as interrupted, and the model is told
+        assert session.calls["1.0"].status == "failed"
+        assert "interrupted" in (session.calls["1.0"].result.text or "")
+        assert session.state.open_calls == ()
+
+
+@pytest.mark.parametrize("at", [0, 10_000])
+async def test_fork_refuses_a_seq_outside_the_session(at: int) -> None:
+    store = MemoryStore()
+    async with Session.open(store, model=FauxModel([faux_text("hi")]), session_id="old") as s:
+        await s.prompt("hello")
+    with pytest.raises(ValueError, match="--at must be a seq"):
+        await fork(store, "old", at=at)
+
+
+async def test_fork_refuses_a_taken_id_and_an_unknown_session() -> None:
+    store = MemoryStore()
+    async with Session.open(store, model=FauxModel([faux_text("hi")]), session_id="old") as s:
+        await s.prompt("hello")
+    with pytest.raises(ValueError, match="already exists"):
+        await fork(store, "old", at=1, new_session_id="old")
+    with pytest.raises(ValueError, match="no session"):
+        await fork(store, "nope", at=1)
+
+
+def test_the_fork_command_writes_a_session_that_show_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "mixed.jsonl"
+    shutil.copy(CORPUS / "mixed.jsonl", log)
+    assert main(["fork", str(log), "--at", "12", "--id", "what-if", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out == {"session_id": "what-if", "log": str(log),
+                   "forked_from": {"session_id": "mixed", "seq": 12}}
+    with JsonlStore(log) as store:
+        records = trio.run(store.read, "what-if")
+    assert len(records) == 12 and fold(records).session_id == "what-if"
+    assert main(["show", str(log), "--session", "what-if"]) == 0
+    assert main(["fork", str(log), "--at", "3"]) == 1  # two sessions now: which one?
+    assert "--session" in capsys.readouterr().err
