@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
+from importlib import import_module
+from importlib.metadata import entry_points
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
@@ -42,7 +45,10 @@ from .lifecycle import CallState
 from .reducers import CallView, Projection, ToolResultEntry
 
 __all__ = [
+    "Renderer",
     "call_label",
+    "load_renderers",
+    "register_renderer",
     "print_session",
     "render_calls",
     "render_session",
@@ -65,6 +71,31 @@ _STATUS_STYLE = {
     "cancelled": "magenta",
 }
 _KEY_WIDTH = 9
+
+
+#: A tool's own view of its calls in the call tree: ``(call) -> a rich renderable``.
+Renderer = Callable[[CallView], RenderableType]
+
+_RENDERERS: dict[str, Renderer] = {}
+
+#: The entry-point group a package declares its tools' renderers in (name = the tool's name).
+ENTRY_POINT_GROUP = "toolledger.renderers"
+
+
+def register_renderer(tool_name: str, renderer: Renderer) -> Renderer:
+    """Show calls of ``tool_name`` with ``renderer`` (below the default facts) in ``show`` and
+    the demo. A renderer that raises is skipped, with a note in its place."""
+    _RENDERERS[tool_name] = renderer
+    return renderer
+
+
+def load_renderers(modules: tuple[str, ...] = ()) -> None:
+    """Register the renderers packages declare (entry points in the ``toolledger.renderers``
+    group), then import ``modules``, which may call :func:`register_renderer`."""
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        register_renderer(point.name, point.load())
+    for module in modules:
+        import_module(module)
 
 
 def _clip(value: str, limit: int = SHORT) -> str:
@@ -243,6 +274,13 @@ def call_label(view: CallView) -> RenderableType:
         fact("cancelled", outcome.reason, "magenta")
     if outcome is not None:
         fact("result", short_result(outcome.result), "red" if outcome.result.is_error else "")
+    renderer = _RENDERERS.get(view.name)
+    if renderer is not None:
+        try:
+            return Group(label, facts, renderer(view))
+        except Exception as exc:  # the tool's own view is a nicety: never lose the default
+            fact("note", f"the renderer for {view.name} failed ({type(exc).__name__}: {exc}); "
+                         "this is the default view", "dim")
     return Group(label, facts)
 
 

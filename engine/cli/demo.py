@@ -12,7 +12,7 @@ from rich.text import Text
 
 from ..approvals import Approver, approve_all, deny_all, terminal_approver
 from ..demo import run_demo
-from ..render import print_session
+from ..render import load_renderers, print_session
 from ._common import PROG, UsageError
 
 __all__ = ["add_parser", "run"]
@@ -77,6 +77,7 @@ def _demo(console: Console, approve: str | None, workdir: str) -> int:
                   soft_wrap=True)
     console.print()
     run = trio.run(partial(run_demo, workdir, approver))
+    load_renderers()  # the same views as `show` gives the log
     print_session(run.projection, console)
     console.print()
     # soft_wrap: a long path stays on one line, so it can be copied

@@ -1,20 +1,33 @@
-"""``toolledger show``: print the sessions a log holds."""
+"""``toolledger show`` and ``toolledger transcript``: print what a log holds."""
 
 from __future__ import annotations
 
 import argparse
+import json
 
 from rich.console import Console
 from rich.text import Text
 
-from ..render import print_session
-from ._common import fold_sessions, read_sessions
+from ..export import session_json, transcript_json
+from ..render import load_renderers, print_session, render_transcript
+from ._common import UsageError, fold_sessions, read_sessions
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "run_transcript"]
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("log", metavar="LOG", help="path of the JSONL log file")
+    parser.add_argument(
+        "--session",
+        metavar="ID",
+        help="only this session (its full id, or a prefix that names one session)",
+    )
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON (one document: a list with one object per session)")
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Declare the command and its options."""
+    """Declare ``show`` and ``transcript`` and their options."""
     show = commands.add_parser(
         "show",
         help="print the transcript and call tree of each session in a JSONL log",
@@ -23,24 +36,53 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "and call tree. The log is only read, never changed."
         ),
     )
-    show.add_argument("log", metavar="LOG", help="path of the JSONL log file")
+    _common_options(show)
     show.add_argument(
-        "--session",
-        metavar="ID",
-        help="show only this session (its full id, or a prefix that names one session)",
+        "--plugin", metavar="MODULE", action="append", default=[],
+        help="import MODULE first (it may register renderers for its tools); repeatable",
     )
     show.set_defaults(run=run)
+    transcript = commands.add_parser(
+        "transcript",
+        help="print what the model saw in each session of a JSONL log",
+        description=(
+            "Print each session's transcript: the user's messages, the assistant's messages "
+            "and one result per call the model made (nested calls are not in it)."
+        ),
+    )
+    _common_options(transcript)
+    transcript.set_defaults(run=run_transcript)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Fold each session of the log and print its transcript and call tree."""
-    path = args.log
-    sessions = read_sessions(path, args.session)
-    if not sessions:
-        console.print(Text(f"{path} holds no sessions", style="dim"), soft_wrap=True)
+    try:
+        load_renderers(tuple(args.plugin))
+    except ImportError as exc:
+        raise UsageError(f"--plugin: {exc}") from exc
+    projections = fold_sessions(args.log, read_sessions(args.log, args.session))
+    if args.json:
+        print(json.dumps([session_json(p) for p in projections], ensure_ascii=False))
         return 0
-    for index, projection in enumerate(fold_sessions(path, sessions)):
+    if not projections:
+        console.print(Text(f"{args.log} holds no sessions", style="dim"), soft_wrap=True)
+    for index, projection in enumerate(projections):
         if index:
             console.print()
         print_session(projection, console)
+    return 0
+
+
+def run_transcript(args: argparse.Namespace, console: Console) -> int:
+    """Print each session's transcript."""
+    projections = fold_sessions(args.log, read_sessions(args.log, args.session))
+    if args.json:
+        print(json.dumps([{"session_id": p.session_id, "transcript": transcript_json(p)}
+                          for p in projections], ensure_ascii=False))
+        return 0
+    for index, projection in enumerate(projections):
+        if index:
+            console.print()
+        console.print(Text(f"Session {projection.session_id}", style="bold"), soft_wrap=True)
+        console.print(render_transcript(projection))
     return 0

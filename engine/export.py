@@ -1,0 +1,69 @@
+"""A session's derived state as plain JSON values, for ``--json`` output and other programs.
+
+The shapes are stable and documented in docs/cli.md: the transcript as a list of entries, the
+calls as a flat list in request order (each with its ``parent_id``), and a summary.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events.codec import converter
+from events.types import AssistantMessage
+
+from .reducers import Projection, ToolResultEntry
+from .views import CallView
+
+__all__ = ["call_json", "session_json", "transcript_json"]
+
+
+def transcript_json(projection: Projection) -> list[dict[str, Any]]:
+    """Each transcript entry with its ``kind``: ``user``, ``assistant`` or ``tool_result``."""
+    entries: list[dict[str, Any]] = []
+    for entry in projection.transcript:
+        data = converter.unstructure(entry)
+        if isinstance(entry, ToolResultEntry):
+            kind = "tool_result"
+        elif isinstance(entry, AssistantMessage):
+            kind = "assistant"
+        else:
+            kind = "user"
+        entries.append({"kind": kind, **data})
+    return entries
+
+
+def call_json(view: CallView) -> dict[str, Any]:
+    """One call: who asked, what the policy and the approver said, how it ended."""
+    verdict = view.verdict
+    approval = view.approval
+    outcome = view.outcome
+    return {
+        "call_id": view.call_id,
+        "name": view.name,
+        "parent_id": view.parent_id,
+        "origin": view.origin,
+        "status": view.status,
+        "requested_arguments": view.requested_arguments,
+        "arguments": view.arguments,
+        "rewrites": [{"by": r.by, "arguments": r.arguments} for r in view.rewrites],
+        "policy": None if verdict is None else {"decision": verdict.decision,
+                                                 "reason": verdict.reason},
+        "approval": None if approval is None else {"granted": approval.granted,
+                                                    "scope": approval.scope,
+                                                    "reason": approval.reason},
+        "progress": view.progress_count,
+        "outcome": None if outcome is None else converter.unstructure(outcome),
+    }
+
+
+def session_json(projection: Projection) -> dict[str, Any]:
+    """The whole session: id, counts, transcript and calls."""
+    return {
+        "session_id": projection.session_id,
+        "records": projection.last_seq,
+        "turns": projection.turn,
+        "open_calls": list(projection.open_calls),
+        "pending_approvals": list(projection.pending_approvals),
+        "transcript": transcript_json(projection),
+        "calls": [call_json(view) for view in projection.calls.values()],
+    }
