@@ -1,16 +1,20 @@
-"""toolledger's events: what happened. Event types, the codec, and the log stores.
+"""toolledger's events: what happened. Event types, the codec, the log stores, integrity.
 
 This package never imports ``engine``: the facts do not depend on what produces them.
 """
 
 from .codec import decode_line, decode_record, encode_line, encode_record
 from .errors import CodecError, ConflictError, CorruptLogError, LogError
+from .integrity import GENESIS, Anchor, VerifyReport, verify_lines
 from .results import ToolResult, text
 from .stores import EventStore, JsonlStore, MemoryStore
+from .stores.jsonl import verify_jsonl
 from .types import SCHEMA_VERSION, Record
 
 __all__ = [
+    "GENESIS",
     "SCHEMA_VERSION",
+    "Anchor",
     "CodecError",
     "ConflictError",
     "CorruptLogError",
@@ -20,9 +24,12 @@ __all__ = [
     "MemoryStore",
     "Record",
     "ToolResult",
+    "VerifyReport",
     "decode_line",
     "decode_record",
     "encode_line",
     "encode_record",
     "text",
+    "verify_jsonl",
+    "verify_lines",
 ]

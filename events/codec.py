@@ -4,8 +4,22 @@ This module is the only place that knows how events look as JSON. One :mod:`catt
 does every (un)structuring; the envelope of a record is written by hand so that a log reads
 well with ``jq``::
 
-    {"v": 1, "session_id": "s-1", "seq": 7, "time": 1767225600.0,
-     "type": "tool_call_requested", "data": {"call_id": "1.0", "name": "stat_file", ...}}
+    {"v": 2, "session_id": "s-1", "seq": 7, "time": 1767225600.0,
+     "type": "tool_call_requested", "data": {"call_id": "1.0", "name": "stat_file", ...},
+     "hash": "9f86d0…"}
+
+:func:`encode_line` writes a record's *canonical line*, everything but ``"hash"``; a store
+seals it (:mod:`events.integrity`) by appending the hash as the last field. Decoding checks
+that a hash, if present, is 64 lowercase hex digits, and otherwise ignores it: the
+:class:`~events.types.Record` is the plain fact, equal whatever store it came from.
+Checking the chain is a separate, explicit step (:func:`events.integrity.verify_lines`).
+
+Versions. ``v`` is the record format's version. Older records are read through
+:data:`UPCASTERS`, one function per version step (a version-N record dict to version N+1),
+applied in a loop, so each new version adds one function. A decoded record keeps in
+``Record.version`` the version it was *written* in (what an audit wants to know); its fields
+are those of the current version. Version 1: the format before the hash chain. Version 2:
+records carry ``"hash"``.
 
 Decoding is strict: an unknown event type, a newer version than this code writes, a missing
 or unexpected field is a :class:`CodecError` that says which, never a silent skip.
@@ -15,6 +29,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import cattrs
@@ -47,12 +62,15 @@ from .types import (
 
 __all__ = [
     "EVENT_TYPES",
+    "UPCASTERS",
     "converter",
     "decode_line",
     "decode_record",
+    "decode_stored_line",
     "encode_line",
     "encode_record",
     "type_name",
+    "upcast",
 ]
 
 converter = make_converter(forbid_extra_keys=True)
@@ -121,8 +139,55 @@ def encode_record(record: Record) -> dict[str, Any]:
     }
 
 
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+
+_ENVELOPE = frozenset({"v", "session_id", "seq", "time", "type", "data", "hash"})
+_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def _v1_to_v2(obj: dict[str, Any]) -> dict[str, Any]:
+    """Version 2 added the hash chain; events kept their shape. A version 1 line carries no
+    hash (it was written before there was one), so a hash in one means the line was edited."""
+    if "hash" in obj:
+        raise CodecError("a version 1 record has a 'hash' field, which version 1 never wrote")
+    return {**obj, "v": 2}
+
+
+#: ``UPCASTERS[n]`` turns a version-``n`` record dict into a version-``n + 1`` one (setting
+#: ``"v"`` to ``n + 1``). A new version adds one entry here; old entries never change.
+UPCASTERS: dict[int, Upcaster] = {1: _v1_to_v2}
+
+
+def upcast(
+    obj: dict[str, Any],
+    upcasters: dict[int, Upcaster] | None = None,
+    target: int | None = None,
+) -> dict[str, Any]:
+    """A record dict of any known version as a dict of version ``target`` (default: this
+    code's :data:`~events.types.SCHEMA_VERSION`), one step at a time. Never mutates ``obj``."""
+    steps = UPCASTERS if upcasters is None else upcasters
+    goal = SCHEMA_VERSION if target is None else target
+    version = obj["v"]
+    while version < goal:
+        step = steps.get(version)
+        if step is None:
+            raise CodecError(f"no upcaster from record version {version} to {version + 1}")
+        obj = step(obj)
+        if obj.get("v") != version + 1:
+            raise CodecError(
+                f"the upcaster from version {version} returned version {obj.get('v')!r}, "
+                f"not {version + 1}"
+            )
+        version += 1
+    return obj
+
+
 def decode_record(obj: Any) -> Record:
-    """A record from its dict; raises :class:`CodecError` saying what is wrong with it."""
+    """A record from its dict; raises :class:`CodecError` saying what is wrong with it.
+
+    Records of older versions are upcast first (:func:`upcast`); the result remembers the
+    version it was written in.
+    """
     if not isinstance(obj, dict):
         raise CodecError(f"a record must be a JSON object, not {type(obj).__name__}")
     version = obj.get("v")
@@ -133,6 +198,13 @@ def decode_record(obj: Any) -> Record:
             f"the record has schema version {version}, newer than this toolledger "
             f"understands ({SCHEMA_VERSION}): upgrade toolledger to read this log"
         )
+    obj = upcast(obj)
+    extra = sorted(set(obj) - _ENVELOPE)
+    if extra:
+        raise CodecError(f"the record has unexpected field(s) {', '.join(map(repr, extra))}")
+    digest = obj.get("hash")
+    if "hash" in obj and not (isinstance(digest, str) and _HASH.fullmatch(digest)):
+        raise CodecError("the record's 'hash' is not 64 lowercase hex digits")
     kind = obj.get("type")
     cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
@@ -152,7 +224,8 @@ def decode_record(obj: Any) -> Record:
 
 
 def encode_line(record: Record) -> str:
-    """One JSON line (no trailing newline), compact, that UTF-8 can always encode.
+    """The record's canonical line: one JSON line (no trailing newline, no ``"hash"``),
+    compact, that UTF-8 can always encode. A store seals it before writing it.
 
     Text is kept as is, so a log reads well in any language; a string that UTF-8 cannot hold
     (a lone surrogate, as ``os.fsdecode`` makes of a non-UTF-8 file name) switches that line to
@@ -169,11 +242,18 @@ def encode_line(record: Record) -> str:
 
 def decode_line(line: str | bytes) -> Record:
     """A record from one JSON line; raises :class:`CodecError` for anything but a valid one."""
+    return decode_stored_line(line)[0]
+
+
+def decode_stored_line(line: str | bytes) -> tuple[Record, str | None]:
+    """A record from one stored line, and the line's chain hash (``None`` if it has none)."""
     try:
         obj = json.loads(line)
     except ValueError as exc:
         raise CodecError(f"not valid JSON: {exc}") from exc
-    return decode_record(obj)
+    record = decode_record(obj)
+    digest: str | None = obj.get("hash")
+    return record, digest
 
 
 def _describe(exc: BaseException) -> str:

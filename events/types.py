@@ -50,8 +50,10 @@ __all__ = [
     "UserMessage",
 ]
 
-#: Version of the record format this code writes. A record with a newer version is refused.
-SCHEMA_VERSION = 1
+#: Version of the record format this code writes. A record with a newer version is refused;
+#: older ones are read through :data:`events.codec.UPCASTERS`. 1: the first format.
+#: 2: each stored line carries the hash chain's ``"hash"`` (see :mod:`events.integrity`).
+SCHEMA_VERSION = 2
 
 Exposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
 ExecutionMode = Literal["parallel", "sequential"]
@@ -318,7 +320,10 @@ class Record:
     """One line of the log: an event with where and when it happened.
 
     ``seq`` is contiguous from 1 within a session; ``time`` is seconds since the epoch from the
-    runtime's injected clock; ``version`` is the record format's :data:`SCHEMA_VERSION`.
+    runtime's injected clock; ``version`` is the record format's version: :data:`SCHEMA_VERSION`
+    for records made now, and for a record read from a log the version it was written in
+    (its fields are always the current version's). Stores write current-version records only.
+    The chain hash is not here: it belongs to the stored line, not to the fact.
     """
 
     session_id: str

@@ -18,12 +18,12 @@ from rich.console import Console
 
 from events.errors import LogError
 
-from . import demo, fork, show
+from . import demo, fork, show, verify
 from ._common import PROG, UsageError
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (demo, show, fork)
+COMMANDS = (demo, show, fork, verify)
 
 
 def build_parser() -> argparse.ArgumentParser:

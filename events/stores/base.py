@@ -8,7 +8,9 @@ writer (another task, another process) fail loudly instead of interleaving its r
 
 The checks live here, once, so that every backend accepts and refuses exactly the same
 batches: :func:`check_batch` for the shape of a batch, :func:`check_conflict` for the seq, and
-:func:`encode_batch` for "this batch can be written *and read back*".
+:func:`encode_batch` for "this batch can be written *and read back*". :func:`encode_batch` also
+seals the lines into the session's hash chain (:mod:`events.integrity`), so every backend that
+stores lines chains them the same way and one verifier checks them all.
 """
 
 from __future__ import annotations
@@ -19,9 +21,18 @@ from typing import Protocol, Self, runtime_checkable
 
 from ..codec import decode_line, encode_line
 from ..errors import CodecError, ConflictError
+from ..integrity import GENESIS, seal_bytes
 from ..types import SCHEMA_VERSION, Record
 
-__all__ = ["ClosingStore", "EventStore", "check_batch", "check_conflict", "encode_batch"]
+__all__ = [
+    "ClosingStore",
+    "EventStore",
+    "check_batch",
+    "check_conflict",
+    "encode_batch",
+    "encode_bodies",
+    "seal_lines",
+]
 
 
 @runtime_checkable
@@ -113,20 +124,30 @@ def check_conflict(session_id: str, expected_seq: int, actual_seq: int) -> None:
         raise ConflictError(session_id, expected_seq, actual_seq)
 
 
-def encode_batch(records: Sequence[Record]) -> list[bytes]:
-    """Each record as one UTF-8 JSON line with its trailing newline.
+def encode_bodies(records: Sequence[Record]) -> list[bytes]:
+    """Each record's canonical line (:func:`~events.codec.encode_line`), UTF-8, unsealed.
 
     Every line is decoded again before anything is stored: a record that encodes but would
     not decode (a ``bool`` where the schema says ``int``, a newer version) would otherwise
-    poison the log, since every later open of the file would refuse it as corrupt. Raises
-    :class:`~events.errors.CodecError` naming the record; nothing has been stored then.
+    poison the log, since every later open of the file would refuse it as corrupt. A record
+    of an older version than :data:`~events.types.SCHEMA_VERSION` is refused too: stores
+    write the current format only, and a record read from an old log keeps its old version
+    (make a new one with ``attrs.evolve(record, version=SCHEMA_VERSION)`` to copy it).
+    Raises :class:`~events.errors.CodecError` naming the record; nothing has been stored then.
     """
-    lines: list[bytes] = []
+    bodies: list[bytes] = []
     for record in records:
         where = f"record seq {record.seq} of session {record.session_id!r}"
-        if record.version > SCHEMA_VERSION:
+        if record.version != SCHEMA_VERSION:
+            age = "newer" if record.version > SCHEMA_VERSION else "older"
             raise CodecError(
-                f"{where} has schema version {record.version}, newer than {SCHEMA_VERSION}"
+                f"{where} has schema version {record.version}, {age} than {SCHEMA_VERSION}, "
+                f"the only version stores write"
+                + (
+                    ": copy it with attrs.evolve(record, version=SCHEMA_VERSION)"
+                    if age == "older"
+                    else ""
+                )
             )
         try:
             text = encode_line(record)
@@ -139,5 +160,31 @@ def encode_batch(records: Sequence[Record]) -> list[bytes]:
             decode_line(data)
         except CodecError as exc:
             raise CodecError(f"{where} would not read back: {exc}") from exc
-        lines.append(data + b"\n")
-    return lines
+        bodies.append(data)
+    return bodies
+
+
+def seal_lines(
+    bodies: Sequence[bytes], prev: str = GENESIS, key: bytes | None = None
+) -> tuple[list[bytes], str]:
+    """The canonical lines of one session's batch, sealed in order after hash ``prev`` (the
+    session's head: :data:`~events.integrity.GENESIS` for a new session, or one whose last
+    record is not chained), each with its trailing newline; and the new head."""
+    lines: list[bytes] = []
+    for body in bodies:
+        line, prev = seal_bytes(body, prev, key)
+        lines.append(line + b"\n")
+    return lines, prev
+
+
+def encode_batch(
+    records: Sequence[Record], prev: str = GENESIS, key: bytes | None = None
+) -> tuple[list[bytes], str]:
+    """Each record as one sealed UTF-8 JSON line with its trailing newline, and the new head:
+    :func:`encode_bodies` then :func:`seal_lines`. Raises
+    :class:`~events.errors.CodecError` naming a record that cannot be written and read back.
+
+    A backend that must learn ``prev`` under a lock (another writer may have appended) calls
+    :func:`encode_bodies` first and :func:`seal_lines` under the lock.
+    """
+    return seal_lines(encode_bodies(records), prev, key)

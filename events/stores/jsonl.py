@@ -14,6 +14,13 @@ naming the file and line, and the file is left exactly as it was. Caveat: a cras
 complete lines of a batch before the torn one; those are kept (no line marks a batch's end).
 An I/O error during the write (a full disk) does not: the file is cut back to where it was.
 
+Integrity. Every line is sealed into its session's hash chain (:mod:`events.integrity`): its
+last field, ``"hash"``, covers the previous record of the session and this line's bytes; with
+``key`` it is an HMAC. Each session's head (the hash of its last line) is kept in the index; on
+open it is read from the session's last line (a version 1 line, written before the chain
+existed, has none: the session's next record starts a chain from the genesis value).
+Reading ignores the hash beyond checking its form; :func:`verify_jsonl` checks the chain.
+
 Several processes may share one file. Appends hold ``fcntl.flock(LOCK_EX)``; under it the
 store first indexes whatever other processes appended, so a stale writer anywhere gets
 :class:`~events.errors.ConflictError`. Readers notice a grown file (``fstat``) and index its
@@ -29,12 +36,13 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
-from ..codec import decode_line
+from ..codec import decode_stored_line
 from ..errors import CodecError, CorruptLogError
+from ..integrity import GENESIS, Anchor, ChainVerifier, VerifyReport
 from ..types import Record
-from .base import ClosingStore, check_batch, check_conflict, encode_batch
+from .base import ClosingStore, check_batch, check_conflict, encode_bodies, seal_lines
 
-__all__ = ["JsonlStore", "read_jsonl"]
+__all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
 # Bytes read per pread when a session's lines sit next to each other in the file.
 _MAX_RUN = 1 << 20
@@ -47,12 +55,13 @@ class _SessionIndex:
     big logs, and :meth:`JsonlStore.read` decodes only what it is asked for.
     """
 
-    __slots__ = ("lengths", "lines", "offsets")
+    __slots__ = ("head", "lengths", "lines", "offsets")
 
     def __init__(self) -> None:
         self.offsets = array("q")  # byte offset of the line
         self.lengths = array("q")  # its length, newline included
         self.lines = array("q")  # its 1-based line number, for error messages
+        self.head = GENESIS  # the hash of the last line; GENESIS if it has none
 
 
 class JsonlStore(ClosingStore):
@@ -71,11 +80,24 @@ class JsonlStore(ClosingStore):
     Durability: every batch goes to the OS in one unbuffered ``write`` (no user-space buffer
     to flush), so it survives a crash of this process. With ``durable=True`` each append also
     ``fsync``\\ s the file (and the directory when opening), so it survives power loss too.
+
+    ``key`` (non-empty bytes) makes each line's hash an HMAC-SHA256, so that only a holder of
+    the key can write a chain that verifies. Use one key for a whole file; the store does not
+    check the existing chain (that is :func:`verify_jsonl`'s job).
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, durable: bool = False) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        durable: bool = False,
+        key: bytes | None = None,
+    ) -> None:
+        if key is not None and (not isinstance(key, bytes) or not key):
+            raise ValueError("the HMAC key must be non-empty bytes")
         self.path: str = os.fspath(path)
         self.durable = durable
+        self._key = key
         #: The bytes of the last torn line this store cut off (``b""`` if none): by opening,
         #: or by an append finding one left by a writer that crashed since.
         self.dropped_tail: bytes = b""
@@ -98,12 +120,15 @@ class JsonlStore(ClosingStore):
         """Append a batch, all or nothing; see :meth:`EventStore.append`."""
         fd = self._ensure_open()
         check_batch(session_id, records, expected_seq)
-        lines = encode_batch(records)  # before the lock: an unencodable batch stores nothing
+        bodies = encode_bodies(records)  # before the lock: an unencodable batch stores nothing
         with _locked(fd, fcntl.LOCK_EX):
             self._refresh_locked(fd, truncate=True)
             check_conflict(session_id, expected_seq, self._last_seq(session_id))
-            if not lines:
+            if not bodies:
                 return
+            # The head is only certain under the lock: another process may have appended.
+            index = self._index.get(session_id)
+            lines, head = seal_lines(bodies, index.head if index else GENESIS, self._key)
             start = self._size
             try:
                 _write_all(fd, b"".join(lines))
@@ -120,6 +145,7 @@ class JsonlStore(ClosingStore):
                 self._add(session_id, offset, len(line), self._lines)
                 offset += len(line)
             self._size = offset
+            self._index[session_id].head = head
 
     async def read(self, session_id: str, after: int = 0) -> list[Record]:
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
@@ -155,6 +181,14 @@ class JsonlStore(ClosingStore):
         """Every session id, in order of first appearance in the file."""
         self._refresh(self._ensure_open())
         return list(self._index)
+
+    def head(self, session_id: str) -> str | None:
+        """The hash of the session's last record: keep it somewhere the log's writer cannot
+        reach, to detect later that records were cut off the end. ``None`` for an unknown
+        session or one whose last record is not chained (version 1)."""
+        self._refresh(self._ensure_open())
+        index = self._index.get(session_id)
+        return index.head if index is not None and index.head != GENESIS else None
 
     def close(self) -> None:
         """Close the file. Idempotent; the store refuses to be used afterwards."""
@@ -221,9 +255,10 @@ class JsonlStore(ClosingStore):
                         self.dropped_tail = raw
                     return
                 line = self._lines + 1
-                record = _decode(self.path, line, raw)
+                record, digest = _decode_stored(self.path, line, raw)
                 _check_seq(self.path, line, record, self._last_seq(record.session_id))
                 self._add(record.session_id, offset, len(raw), line)
+                self._index[record.session_id].head = digest or GENESIS
                 self._lines = line
                 self._size = offset + len(raw)
 
@@ -258,6 +293,31 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Record]:
     return records
 
 
+def verify_jsonl(
+    path: str | os.PathLike[str],
+    key: bytes | None = None,
+    *,
+    session: str | None = None,
+    anchors: Sequence[Anchor] = (),
+) -> VerifyReport:
+    """Check the hash chain of every session (or of ``session``) in the file at ``path``.
+
+    Streams the file: memory grows with the number of sessions, not of records. The lock is
+    held only to learn the file's size; what is appended afterwards is not checked. A torn
+    last line counts as a broken link (see :class:`~events.integrity.ChainVerifier`).
+    """
+    verifier = ChainVerifier(key, session=session, anchors=anchors)
+    with open(os.fspath(path), "rb") as file:
+        with _locked(file.fileno(), fcntl.LOCK_SH):  # a batch being written is not half-read
+            size = os.fstat(file.fileno()).st_size
+        for number, (offset, raw) in enumerate(_lines(file, 0), start=1):
+            if offset >= size:
+                break
+            if not verifier.feed(number, raw[: size - offset]):
+                break
+    return verifier.report()
+
+
 def _lines(file: BinaryIO, start: int) -> Iterator[tuple[int, bytes]]:
     """Each line from byte ``start`` on with its offset; only the last may lack ``"\\n"``."""
     file.seek(start)
@@ -268,8 +328,12 @@ def _lines(file: BinaryIO, start: int) -> Iterator[tuple[int, bytes]]:
 
 
 def _decode(path: str, line: int, raw: bytes) -> Record:
+    return _decode_stored(path, line, raw)[0]
+
+
+def _decode_stored(path: str, line: int, raw: bytes) -> tuple[Record, str | None]:
     try:
-        return decode_line(raw)
+        return decode_stored_line(raw)
     except CodecError as exc:
         raise CorruptLogError(path, line, str(exc)) from exc
 

@@ -23,6 +23,9 @@ class MemoryStore(ClosingStore):
 
     The methods never await, so each one runs to completion without other tasks seeing a
     half-done change. Not thread-safe: use it from one thread (one event loop).
+
+    There is no hash chain here: the records are objects in this process, not bytes anyone
+    could edit later, and nothing of them outlives it (see ``docs/integrity.md``).
     """
 
     def __init__(self, *, check_encodable: bool = True) -> None:

@@ -1,0 +1,397 @@
+"""The hash chain that makes a log tamper-evident: sealing lines, and checking them.
+
+Each line a store writes carries one envelope field more than the record needs, ``"hash"``,
+appended last. It is the hex SHA-256 (with a key: HMAC-SHA256) of the previous record's hash
+*in the same session* (:data:`GENESIS` for a session's first chained record) followed by this
+line's *canonical bytes*: the exact UTF-8 bytes of the line as written without the hash field.
+The line is then the canonical bytes with their closing brace replaced by
+``,"hash":"<64 hex>"}``, so a verifier gets the canonical bytes back by cutting that fixed-size
+suffix off and putting the brace back (:func:`unseal`): nothing is re-serialised, and a
+verifier in any language (or ``sha256sum``) computes the same digest from the bytes on disk.
+
+Because each hash covers the one before it, changing, removing, inserting or reordering a
+record breaks the chain at that record, and a changed byte in record N breaks N's own hash,
+so :func:`verify_lines` names N exactly. What the chain cannot see is the loss of a session's
+*last* records (nothing after them is left to break): anchor a session's head hash out of band
+to cover that (:class:`Anchor`). ``docs/integrity.md`` has the whole threat model.
+
+Version 1 records (written before the chain existed) carry no hash; they are reported as not
+chained, never as broken. A session continued by this code chains its first new record from
+:data:`GENESIS`.
+
+Pure functions and values only: no I/O. :func:`events.stores.jsonl.verify_jsonl` streams a
+file through :func:`verify_lines`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+
+from .codec import decode_record
+from .errors import CodecError
+
+__all__ = [
+    "GENESIS",
+    "HASH_FIELD",
+    "Anchor",
+    "Break",
+    "ChainVerifier",
+    "SessionChain",
+    "VerifyReport",
+    "link",
+    "seal",
+    "seal_bytes",
+    "unseal",
+    "verify_lines",
+]
+
+#: The "previous hash" of a session's first chained record.
+GENESIS = "0" * 64
+#: The envelope field that holds a line's link in the chain.
+HASH_FIELD = "hash"
+
+_PREFIX = b',"hash":"'
+_SUFFIX_LEN = len(_PREFIX) + 64 + len(b'"}')
+_HEX = re.compile(rb"[0-9a-f]{64}")
+
+_CHANGED = "the record was changed"
+_KEY_HINT = (
+    "no record has verified yet: if the log was written with an HMAC key, verify it with "
+    "--key-file or --key-env (plain SHA-256 cannot check an HMAC chain)"
+)
+_DOWNGRADE_HINT = (
+    "or a chained record before it was rewritten as version 1 (this record, the session's "
+    "first chained one, was checked as linking from the genesis value)"
+)
+_WRONG_KEY_HINT = (
+    "no record has verified with this key: the key is probably wrong (it is the key file's "
+    "exact bytes, a trailing newline included)"
+)
+
+
+def link(prev: str, body: bytes, key: bytes | None = None) -> str:
+    """The hash of a line whose canonical bytes are ``body``, following hash ``prev``."""
+    data = prev.encode("ascii") + body
+    if key is None:
+        return hashlib.sha256(data).hexdigest()
+    return hmac.new(key, data, hashlib.sha256).hexdigest()
+
+
+def seal_bytes(body: bytes, prev: str, key: bytes | None = None) -> tuple[bytes, str]:
+    """The sealed line (no newline) for canonical bytes ``body`` after ``prev``, and its hash.
+
+    ``body`` must be a JSON object with at least one field and no ``"hash"`` of its own.
+    """
+    if len(body) < 3 or body[:1] != b"{" or body[-1:] != b"}":
+        raise ValueError("only a JSON object with at least one field can be sealed")
+    digest = link(prev, body, key)
+    return body[:-1] + _PREFIX + digest.encode("ascii") + b'"}', digest
+
+
+def seal(body: str, prev: str, key: bytes | None = None) -> tuple[str, str]:
+    """:func:`seal_bytes` for text: the sealed line and its hash."""
+    line, digest = seal_bytes(body.encode("utf-8"), prev, key)
+    return line.decode("utf-8"), digest
+
+
+def unseal(line: bytes) -> tuple[bytes, str] | None:
+    """The canonical bytes and hash of a sealed line (without its newline); ``None`` if the
+    line does not end the way :func:`seal_bytes` writes it."""
+    cut = len(line) - _SUFFIX_LEN
+    if cut < 2 or line[cut : cut + len(_PREFIX)] != _PREFIX or not line.endswith(b'"}'):
+        return None
+    digest = line[cut + len(_PREFIX) : -2]
+    if not _HEX.fullmatch(digest):
+        return None
+    return line[:cut] + b"}", digest.decode("ascii")
+
+
+# -- the report ---------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class Anchor:
+    """A hash kept outside the log: record ``seq`` of ``session_id`` must carry ``hash``."""
+
+    session_id: str
+    seq: int
+    hash: str
+
+
+@attrs.frozen(kw_only=True)
+class Break:
+    """The first broken link: where (``line`` is 1-based; ``None`` when the problem is what
+    the log lacks at its end), what is wrong, and a hint when there is a likely cause."""
+
+    line: int | None
+    problem: str
+    session_id: str | None = None
+    seq: int | None = None
+    hint: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SessionChain:
+    """One session as far as it was checked. ``head`` is the hash of its last chained record
+    (``None`` if none is chained): keep it elsewhere to detect a cut-off tail later."""
+
+    session_id: str
+    records: int
+    chained: int
+    unchained: int
+    last_seq: int
+    head: str | None
+
+
+@attrs.frozen(kw_only=True)
+class VerifyReport:
+    """What :func:`verify_lines` found. ``ok`` when no link is broken; the sessions are as far
+    as checked (up to the broken link, if any)."""
+
+    keyed: bool
+    lines: int
+    sessions: tuple[SessionChain, ...]
+    broken: Break | None
+    anchors: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.broken is None
+
+    @property
+    def records(self) -> int:
+        return sum(chain.records for chain in self.sessions)
+
+    @property
+    def chained(self) -> int:
+        return sum(chain.chained for chain in self.sessions)
+
+    @property
+    def unchained(self) -> int:
+        return sum(chain.unchained for chain in self.sessions)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as a JSON-able dict."""
+        return {
+            "ok": self.ok,
+            "keyed": self.keyed,
+            "lines": self.lines,
+            "records": self.records,
+            "chained": self.chained,
+            "unchained": self.unchained,
+            "anchors": self.anchors,
+            "broken": attrs.asdict(self.broken) if self.broken is not None else None,
+            "sessions": [attrs.asdict(chain) for chain in self.sessions],
+        }
+
+
+# -- the verifier -------------------------------------------------------------------------
+
+
+class _Chain:
+    __slots__ = ("chained", "head", "last_seq", "records", "unchained")
+
+    def __init__(self) -> None:
+        self.records = self.chained = self.unchained = self.last_seq = 0
+        self.head: str | None = None
+
+
+_FIELDS = _Chain.__slots__
+
+
+class _Broken(Exception):
+    def __init__(self, problem: str, hint: str | None = None) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.hint = hint
+
+
+class ChainVerifier:
+    """Checks lines one at a time, in file order, and stops at the first broken link.
+
+    Memory grows with the number of sessions, not of records. ``session`` limits the check to
+    one session (a line that cannot be read still counts: it may have been that session's).
+    """
+
+    def __init__(
+        self,
+        key: bytes | None = None,
+        *,
+        session: str | None = None,
+        anchors: Iterable[Anchor] = (),
+    ) -> None:
+        self._key = key
+        self._session = session
+        self._anchors = {(a.session_id, a.seq): a.hash for a in anchors}
+        self._chains: dict[str, _Chain] = {}
+        self._lines = 0
+        self._verified = 0
+        self.broken: Break | None = None
+
+    def feed(self, number: int, raw: bytes) -> bool:
+        """Check line ``number`` (its bytes, newline included); ``False`` once broken."""
+        if self.broken is not None:
+            return False
+        self._lines = number
+        obj: Any = None
+        try:
+            line = raw[:-1] if raw.endswith(b"\n") else raw
+            try:
+                obj = json.loads(line)
+            except ValueError as exc:
+                raise _Broken(f"not valid JSON: {exc}") from exc
+            if not raw.endswith(b"\n"):
+                raise _Broken(
+                    "the line has no newline at its end: a torn write (a crash during an "
+                    "append; a store opening the log drops it) or a changed byte"
+                )
+            self._check(line, obj)
+        except _Broken as exc:
+            session, seq = _where(obj)
+            self.broken = Break(
+                line=number, problem=exc.problem, session_id=session, seq=seq, hint=exc.hint
+            )
+            return False
+        return True
+
+    def report(self) -> VerifyReport:
+        """The report; call it after the last line (it checks the anchors were all reached)."""
+        if self.broken is None:
+            for (session, seq), _ in self._anchors.items():
+                chain = self._chains.get(session)
+                last = chain.last_seq if chain is not None else 0
+                if last < seq:
+                    self.broken = Break(
+                        line=None,
+                        session_id=session,
+                        seq=seq,
+                        problem=(
+                            f"the session ends at seq {last}, before the anchored seq {seq}: "
+                            f"records were removed from its end"
+                        ),
+                        hint="or the anchor belongs to another log",
+                    )
+                    break
+        chains = tuple(
+            SessionChain(session_id=session, **{name: getattr(chain, name) for name in _FIELDS})
+            for session, chain in self._chains.items()
+        )
+        return VerifyReport(
+            keyed=self._key is not None,
+            lines=self._lines,
+            sessions=chains,
+            broken=self.broken,
+            anchors=len(self._anchors),
+        )
+
+    def _check(self, line: bytes, obj: Any) -> None:
+        try:
+            record = decode_record(obj)
+        except CodecError as exc:
+            raise _Broken(f"not a valid record: {exc}") from exc
+        if self._session is not None and record.session_id != self._session:
+            return
+        chain = self._chains.get(record.session_id) or _Chain()
+        _check_seq(record.seq, chain.last_seq)
+        digest: str | None = None
+        if record.version < 2:
+            if chain.chained:
+                raise _Broken(
+                    "a version 1 record (not chained) follows chained records of its "
+                    "session: a chained record was rewritten as version 1"
+                )
+        else:
+            digest = self._check_link(line, obj, chain)
+        anchored = self._anchors.get((record.session_id, record.seq))
+        if anchored is not None and anchored != digest:
+            raise _Broken(
+                f"the record's hash is {digest or 'missing'}, not the anchored {anchored}: "
+                f"the session was rewritten since the anchor was taken",
+                "or the anchor belongs to another log",
+            )
+        if digest is None:
+            chain.unchained += 1
+        else:
+            chain.head = digest
+            chain.chained += 1
+            self._verified += 1
+        chain.last_seq = record.seq
+        chain.records += 1
+        self._chains.setdefault(record.session_id, chain)
+
+    def _check_link(self, line: bytes, obj: dict[str, Any], chain: _Chain) -> str:
+        if HASH_FIELD not in obj:
+            raise _Broken(
+                "the record has no hash, though version 2 records are chained: the hash was "
+                "removed, or the line was not written by a store"
+            )
+        parts = unseal(line)
+        if parts is None:
+            raise _Broken(
+                "the hash is not the line's last field, written the way a store writes it: "
+                "the line was rewritten"
+            )
+        body, stored = parts
+        prev = chain.head or GENESIS
+        if link(prev, body, self._key) == stored:
+            return stored
+        if self._key is not None and link(prev, body) == stored:
+            raise _Broken(
+                "the record is sealed with plain SHA-256, not with an HMAC of this key",
+                "it was written without the key, or rewritten by someone who does not hold it",
+            )
+        hints = []
+        if self._verified == 0:
+            hints.append(_KEY_HINT if self._key is None else _WRONG_KEY_HINT)
+        if chain.unchained and not chain.chained:
+            hints.append(_DOWNGRADE_HINT)
+        kind = "hash" if self._key is None else "HMAC"
+        raise _Broken(f"{kind} does not match ({_CHANGED})", "; ".join(hints) or None)
+
+def verify_lines(
+    lines: Iterable[tuple[int, bytes]],
+    key: bytes | None = None,
+    *,
+    session: str | None = None,
+    anchors: Iterable[Anchor] = (),
+) -> VerifyReport:
+    """Check a log's lines (``(line number, bytes with newline)``, in file order) and report
+    the first broken link and each session's head. See :class:`ChainVerifier`."""
+    verifier = ChainVerifier(key, session=session, anchors=anchors)
+    for number, raw in lines:
+        if not verifier.feed(number, raw):
+            break
+    return verifier.report()
+
+
+def _check_seq(seq: int, last: int) -> None:
+    if seq == last + 1:
+        return
+    missing = "the records before it are missing" if last == 0 else "records are missing"
+    if seq < 1:
+        problem = f"seq {seq}: seqs start at 1"
+    elif seq <= last:
+        problem = f"seq {seq} after seq {last}: a record of this session is repeated or moved"
+    elif last == 0:
+        problem = f"the session's first record has seq {seq}: {missing}"
+    else:
+        problem = f"seq {seq} after seq {last}: {missing}, or out of order"
+    raise _Broken(f"chain broken: {problem}")
+
+
+def _where(obj: Any) -> tuple[str | None, int | None]:
+    """The session and seq a line claims, as far as it can be read."""
+    if not isinstance(obj, dict):
+        return None, None
+    session, seq = obj.get("session_id"), obj.get("seq")
+    return (
+        session if isinstance(session, str) else None,
+        seq if isinstance(seq, int) and not isinstance(seq, bool) else None,
+    )
