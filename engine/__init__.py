@@ -29,6 +29,7 @@ from .approvals import (
 from .context import CallOutcome, ToolContext
 from .handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolResultEvent
 from .lifecycle import LifecycleError
+from .limits import Limits
 from .policy import PolicyRules, needs_approval
 from .reducers import CallView, LogInconsistency, Projection, fold
 from .schemas import SchemaError
@@ -47,6 +48,7 @@ __all__ = [
     "EmbeddedResource",
     "ImageContent",
     "LifecycleError",
+    "Limits",
     "LogInconsistency",
     "PolicyRules",
     "Projection",

@@ -33,6 +33,7 @@ from .gate import ask, deny_refused, gate, resolve
 from .handlers import ToolCallHandler, ToolResultHandler
 from .jsonvalues import copy_json, ensure_json
 from .lifecycle import CallState
+from .limits import Limits, admit
 from .policy import PolicyRules
 from .recorder import Recorder
 from .registry import Registry
@@ -60,12 +61,14 @@ class CallRunner:
         approver: Approver,
         rules: PolicyRules,
         max_depth: int,
+        limits: Limits = Limits(),
     ) -> None:
         self.recorder = recorder
         self.registry = registry
         self.approver = approver
         self.rules = rules
         self.max_depth = max_depth
+        self.limits = limits
         self.call_handlers: list[ToolCallHandler] = []
         self.result_handlers: list[ToolResultHandler] = []
         #: top-level calls whose body runs in a task of this process
@@ -245,7 +248,7 @@ class CallRunner:
         problem = None
         try:
             ensure_json(arguments)
-            arguments = copy_json(arguments)
+            arguments = admit(copy_json(arguments), self.limits)
         except ValueError as exc:
             problem, arguments = str(exc), None
         self.recorder.record(ToolCallRequested(call_id=call_id, name=str(name), arguments=arguments,

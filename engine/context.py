@@ -11,6 +11,7 @@ from events.results import ContentBlock, ToolResult
 from events.types import ToolProgress
 
 from .jsonvalues import copy_json, ensure_json, own_result
+from .limits import json_size
 
 if TYPE_CHECKING:
     from .calls import CallRunner
@@ -88,6 +89,9 @@ class ToolContext:
         if message is not None and not isinstance(message, str):
             raise TypeError(f"a progress message is text, not {type(message).__name__}")
         ensure_json(data)
+        limit = self._runner.limits.max_result_bytes
+        if data is not None and json_size(data) > limit:
+            raise ValueError(f"progress data over the size limit of {limit} bytes")
         if self._open:
             self._runner.recorder.record(
                 ToolProgress(call_id=self.call_id, message=message, data=copy_json(data))

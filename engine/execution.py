@@ -17,6 +17,7 @@ from events.types import FailureKind, ResultHandlerFailed, ToolCallCompleted, To
 from .context import ToolContext
 from .handlers import ResultPatch, ToolResultEvent, handler_name
 from .jsonvalues import copy_json, own_result
+from .limits import result_size
 from .tools import ToolCall, ToolSpec
 from .views import CallView
 
@@ -87,6 +88,9 @@ def _check_output(runner: CallRunner, spec: ToolSpec, returned: Any) -> tuple[To
         result = own_result(returned)
     except ValueError as exc:
         return None, ("not_serialisable", f"{spec.name} returned a result that is not JSON: {exc}", None)
+    if (size := result_size(result)) > runner.limits.max_result_bytes:
+        return None, ("too_large", f"{spec.name} returned {size} bytes, over the limit of "
+                      f"{runner.limits.max_result_bytes}; the result was not kept", None)
     validator = runner.registry.outputs.get(spec.name)
     if validator is not None and not result.is_error:
         if result.structured_content is None:
@@ -117,6 +121,8 @@ async def _result_handlers(runner: CallRunner, view: CallView, result: ToolResul
             if not isinstance(patch, ResultPatch):
                 raise TypeError(f"returned {patch!r}; return None or a ResultPatch")
             patched = own_result(patch.apply(result))
+            if result_size(patched) > runner.limits.max_result_bytes:
+                raise ValueError("the patched result is over the size limit")
         except Exception as exc:
             runner.recorder.record(ResultHandlerFailed(
                 call_id=view.call_id, handler=handler_name(handler), error=error_info(exc)))

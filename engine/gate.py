@@ -24,6 +24,7 @@ from events.types import (
 from .approvals import LATER, ApprovalDecision, ApprovalRequest, as_decision
 from .handlers import Block, Rewrite, ToolCallEvent, handler_name
 from .jsonvalues import copy_json, ensure_json
+from .limits import admit, oversized
 from .policy import decide
 from .tools import ToolSpec, may_call
 from .views import CallView
@@ -55,6 +56,10 @@ async def gate(runner: CallRunner, view: CallView) -> None:
                     f"nested calls may go {runner.max_depth} deep; {call_id} is deeper")
         return
     arguments = view.arguments
+    if (size := oversized(arguments)) is not None:
+        runner.fail(call_id, "too_large", f"{name} was not run: its arguments take {size} "
+                    f"bytes, over the limit of {runner.limits.max_argument_bytes}")
+        return
     if not valid_arguments(runner, call_id, spec, arguments, after=None):
         return
 
@@ -68,6 +73,8 @@ async def gate(runner: CallRunner, view: CallView) -> None:
                 raise TypeError(f"returned {verdict!r}; return None, Block or Rewrite")
             if isinstance(verdict, Rewrite):
                 ensure_json(verdict.arguments)
+                if oversized(admit(verdict.arguments, runner.limits)) is not None:
+                    raise ValueError("the rewritten arguments are over the size limit")
         except Exception as exc:
             _block(runner, view, f"the tool_call handler {by} failed ({type(exc).__name__}: {exc})", by)
             return

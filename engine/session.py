@@ -41,6 +41,7 @@ from .batch import Batch
 from .calls import CallRunner
 from .handlers import ToolCallHandler, ToolResultHandler
 from .jsonvalues import copy_json, ensure_json
+from .limits import Limits, admit
 from .models import Model, ModelMessage, ModelRequest
 from .policy import PolicyRules
 from .recorder import Recorder
@@ -62,14 +63,14 @@ class PromptResult:
     pending: tuple[ApprovalRequest, ...] = ()
 
 
-def _json_or_none(arguments: Any) -> Any:
-    """A private copy of a model's arguments, or ``None`` if they are not JSON (the call then
-    fails validation; the log can hold only JSON)."""
+def _admissible(arguments: Any, limits: Limits) -> Any:
+    """A private copy of a model's arguments; ``None`` if they are not JSON (the call then
+    fails validation: the log holds only JSON), a size marker if they are too large."""
     try:
         ensure_json(arguments)
     except ValueError:
         return None
-    return copy_json(arguments)
+    return admit(copy_json(arguments), limits)
 
 
 def _new_session_id() -> str:
@@ -108,6 +109,7 @@ class Session:
         session_id: str | None = None,
         max_turns: int = 50,
         max_depth: int = 8,
+        limits: Limits = Limits(),
         clock: Callable[[], float] = time.time,
         new_session_id: Callable[[], str] = _new_session_id,
         metadata: Mapping[str, Any] | None = None,
@@ -116,7 +118,8 @@ class Session:
 
         Tools are checked before anything is written (a bad schema raises ``SchemaError``
         naming the tool and the keyword). The approver answers when the policy says ask; the
-        default refuses, so nothing dangerous runs unless the host says so. ``clock`` and
+        default refuses, so nothing dangerous runs unless the host says so. ``limits`` bounds
+        the JSON one call may bring into the log (:class:`~engine.limits.Limits`). ``clock`` and
         ``new_session_id`` are injected so that tests and replays are deterministic.
         """
         registry = Registry()
@@ -133,7 +136,8 @@ class Session:
         history = await store.read(sid)
         projection = fold(history)
         recorder = Recorder(store, sid, projection, history, clock)
-        runner = CallRunner(recorder, registry, approver=approver, rules=rules, max_depth=max_depth)
+        runner = CallRunner(recorder, registry, approver=approver, rules=rules,
+                            max_depth=max_depth, limits=limits)
         raised: BaseException | None = None
         try:
             async with trio.open_nursery() as nursery:
@@ -340,7 +344,8 @@ class Session:
             turns += 1
             self._recorder.record(AssistantMessage(
                 turn=self.state.turn + 1, text=reply.text, stop_reason=reply.stop_reason,
-                tool_calls=tuple(attrs.evolve(call, arguments=_json_or_none(call.arguments))
+                tool_calls=tuple(attrs.evolve(call, arguments=_admissible(call.arguments,
+                                                                          self._runner.limits))
                                  for call in reply.tool_calls),
             ))
             if not reply.tool_calls:

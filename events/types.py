@@ -71,6 +71,7 @@ FailureKind = Literal[
     "invalid_output",  # output schema violation, or no structured content where required
     "not_serialisable",  # the result is not JSON
     "interrupted",  # the process stopped while a non-idempotent body ran
+    "too_large",  # arguments or result over the session's size limits
 ]
 
 

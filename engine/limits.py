@@ -1,0 +1,70 @@
+"""Size limits: how much JSON a call may bring into the log.
+
+A model, a handler or a tool can hand the engine arbitrarily large values, and everything the
+engine is handed goes into the log. The limits keep one call from filling it: arguments over
+``max_argument_bytes`` are not recorded (a small marker stands in their place, naming their
+size) and the call fails with kind ``too_large`` before any handler sees it; a result over
+``max_result_bytes`` fails the call the same way and is not kept. Sizes are measured as compact,
+ASCII-escaped JSON: an upper bound of the bytes a record spends on the value.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from events.results import AudioContent, EmbeddedResource, ImageContent, TextContent, ToolResult
+
+__all__ = ["OVERSIZED", "Limits", "admit", "json_size", "oversized", "result_size"]
+
+#: The key of the marker that stands in for arguments too large to record.
+OVERSIZED = "$toolledger.oversized"
+
+
+def _positive(_: Any, attribute: Any, value: int) -> None:
+    if not isinstance(value, int) or value < 1:
+        raise ValueError(f"{attribute.name} must be a positive number of bytes, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class Limits:
+    """How large the arguments and the result of one call may be (bytes of JSON)."""
+
+    max_argument_bytes: int = attrs.field(default=1_000_000, validator=_positive)
+    max_result_bytes: int = attrs.field(default=4_000_000, validator=_positive)
+
+
+def json_size(value: Any) -> int:
+    """Bytes of ``value`` as compact, ASCII-escaped JSON."""
+    return len(json.dumps(value, separators=(",", ":")))
+
+
+def admit(arguments: Any, limits: Limits) -> Any:
+    """``arguments`` if they fit, else the marker that records only their size."""
+    size = json_size(arguments)
+    return arguments if size <= limits.max_argument_bytes else {OVERSIZED: size}
+
+
+def oversized(arguments: Any) -> int | None:
+    """The size a marker records, or ``None`` for real arguments."""
+    if isinstance(arguments, dict) and len(arguments) == 1 and OVERSIZED in arguments:
+        size = arguments[OVERSIZED]
+        return size if isinstance(size, int) else None
+    return None
+
+
+def result_size(result: ToolResult) -> int:
+    """Bytes a result takes: its structured content as JSON plus its blocks' text and data."""
+    size = 0 if result.structured_content is None else json_size(result.structured_content)
+    for block in result.content:
+        if isinstance(block, TextContent):
+            size += len(block.text)
+        elif isinstance(block, (ImageContent, AudioContent)):
+            size += len(block.data)
+        elif isinstance(block, EmbeddedResource):
+            size += json_size(block.resource)
+        else:
+            size += len(block.uri) + len(block.name)
+    return size
