@@ -18,12 +18,12 @@ from rich.console import Console
 
 from events.errors import LogError
 
-from . import demo, fork, show, verify
+from . import demo, fork, replay, show, verify
 from ._common import PROG, UsageError
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (demo, show, fork, verify)
+COMMANDS = (demo, show, fork, verify, replay)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,178 @@
+"""``toolledger replay``: run each session of a log again and report where it now diverges.
+
+Exit status: 0 when nothing diverged, 1 when something did (the report says what), and 1 with
+one line on stderr for a mistake the user can fix (a missing file, a bad ``--setup``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable
+from functools import partial
+
+import trio
+import trio.testing
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from events.types import Record
+
+from ..replay import ReplayError, ReplayReport, ReplaySetup, ToolMode, redrive
+from ._common import UsageError, read_sessions
+
+__all__ = ["add_parser", "load_setup", "run"]
+
+#: A replay this long (sessions, or records in all) gets a progress bar on a terminal.
+LONG_REPLAY_SESSIONS = 5
+LONG_REPLAY_RECORDS = 500
+#: In recorded mode nothing waits for the world, so time is virtual: it jumps ahead whenever
+#: every task has waited this long (seconds), and a recorded timeout replays at once.
+AUTOJUMP_AFTER = 0.05
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare the command and its options."""
+    replay = commands.add_parser(
+        "replay",
+        help="run the sessions of a JSONL log again and report where they now diverge",
+        description=(
+            "Re-drive each session of a JSONL log: send its user messages again, answer the "
+            "model from its recorded messages and the approver from its recorded decisions, "
+            "and compare the calls and the transcript with the log. With --tools recorded (the "
+            "default) each call is answered from its recorded result, so it works on any log "
+            "without its code, and --setup can give today's handlers and policy to see what "
+            "they would decide about these calls. With --tools live the real tools run "
+            "(--setup must give them), to see where they now behave differently. The report "
+            "names the first divergence of each call. Exit status: 0 nothing diverged, "
+            "1 something did (or the log could not be replayed). The log is only read."
+        ),
+    )
+    replay.add_argument("log", metavar="LOG", help="path of the JSONL log file")
+    replay.add_argument(
+        "--session",
+        metavar="ID",
+        help="replay only this session (its full id, or a prefix that names one session)",
+    )
+    replay.add_argument(
+        "--tools",
+        choices=("recorded", "live"),
+        default="recorded",
+        help=(
+            "recorded: answer each call from its recorded result (default; needs no code); "
+            "live: run the real tools, which --setup must give (they act on the world again)"
+        ),
+    )
+    replay.add_argument(
+        "--setup",
+        metavar="MODULE:NAME",
+        help=(
+            "replay with what MODULE's NAME gives: a ReplaySetup (tools, handlers, "
+            "result_handlers, rules, max_depth) or a function of no arguments returning one. "
+            "What it leaves out is replayed as the log shows it"
+        ),
+    )
+    replay.add_argument("--json", action="store_true",
+                        help="print the reports as one JSON document")
+    replay.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    """Replay the sessions of the log; 0 if none diverged, else 1."""
+    setup = load_setup(args.setup) if args.setup else ReplaySetup()
+    mode: ToolMode = args.tools
+    if mode == "live" and not setup.tools:
+        raise UsageError(
+            "--tools live runs the real tools: give them with --setup MODULE:NAME "
+            "(a ReplaySetup whose tools are the log's tools)"
+        )
+    sessions = read_sessions(args.log, args.session)
+    total = sum(len(records) for records in sessions.values())
+    long = len(sessions) >= LONG_REPLAY_SESSIONS or total >= LONG_REPLAY_RECORDS
+    clock = None if mode == "live" else trio.testing.MockClock(autojump_threshold=AUTOJUMP_AFTER)
+    try:
+        if long and console.is_terminal and not args.json:
+            with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(),
+                          TextColumn("records"), TimeElapsedColumn(),
+                          console=console, transient=True) as bar:
+                task = bar.add_task("replay", total=total)
+                reports = trio.run(partial(_replay_all, sessions, mode, setup,
+                                           lambda done: bar.update(task, completed=done)),
+                                   clock=clock)
+        else:
+            reports = trio.run(partial(_replay_all, sessions, mode, setup, None), clock=clock)
+    except ReplayError as exc:
+        raise UsageError(f"{args.log}: {exc}") from exc
+    ok = all(report.ok for report in reports)
+    if args.json:
+        print(json.dumps({"log": args.log, "tools": mode, "ok": ok,
+                          "sessions": [report.to_json() for report in reports]},
+                         ensure_ascii=False), file=console.file)
+        return 0 if ok else 1
+    if not reports:
+        console.print(Text(f"{args.log} holds no sessions", style="dim"), soft_wrap=True)
+    for index, report in enumerate(reports):
+        if index:
+            console.print()
+        console.print(report, soft_wrap=True)
+    return 0 if ok else 1
+
+
+async def _replay_all(
+    sessions: dict[str, list[Record]],
+    mode: ToolMode,
+    setup: ReplaySetup,
+    progress: Callable[[int], None] | None,
+) -> list[ReplayReport]:
+    reports = []
+    done = 0
+    for records in sessions.values():
+        def report(covered: int, _total: int, before: int = done) -> None:
+            if progress is not None:
+                progress(before + covered)
+
+        reports.append(await redrive(
+            records, tools=setup.tools, tool_mode=mode, handlers=setup.handlers,
+            result_handlers=setup.result_handlers, rules=setup.rules,
+            max_depth=setup.max_depth, progress=report,
+        ))
+        done += len(records)
+    return reports
+
+
+def load_setup(spec: str) -> ReplaySetup:
+    """The :class:`ReplaySetup` that ``MODULE:NAME`` names (calling it if it is a function).
+    Any problem is a :class:`UsageError` saying which."""
+    module_name, _, name = spec.partition(":")
+    if not module_name or not name:
+        raise UsageError(f"--setup {spec!r}: expected MODULE:NAME, e.g. myproject.replay:setup")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like `python -m`: modules of this directory import
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            raise UsageError(f"--setup {spec}: no module named {exc.name!r} (run from the "
+                             f"directory that holds it, or install it)") from exc
+        raise UsageError(f"--setup {spec}: importing {module_name} failed: {exc}") from exc
+    except Exception as exc:
+        raise UsageError(f"--setup {spec}: importing {module_name} failed: "
+                         f"{type(exc).__name__}: {exc}") from exc
+    try:
+        value = getattr(module, name)
+    except AttributeError:
+        raise UsageError(f"--setup {spec}: module {module_name} has no {name!r}") from None
+    if not isinstance(value, ReplaySetup) and callable(value):
+        try:
+            value = value()
+        except Exception as exc:
+            raise UsageError(f"--setup {spec}: calling {name}() failed: "
+                             f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(value, ReplaySetup):
+        raise UsageError(f"--setup {spec}: {name} is a {type(value).__name__}, not a "
+                         f"ReplaySetup or a function that returns one")
+    return value

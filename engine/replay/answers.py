@@ -1,0 +1,185 @@
+"""Stand-ins that answer a replay from the log: the model, the approver and, unless today's
+are given, the handlers.
+
+- :class:`RecordedModel` answers each turn with the recorded assistant message of that turn,
+  and past the prompt's last recorded message raises :class:`RecordedTurnsEnded` (the
+  recorded prompt stopped there: it was cancelled, or the process stopped).
+- :class:`RecordedApprover` answers by the engine's call id with the recorded decision: granted
+  or refused, once or for the session, with the approver's edited arguments. A call that did
+  not ask then is refused (the divergence shows in the call's events). An answer the host
+  gave at a pause is "later" again; one the log never got waits.
+- :func:`recorded_call_handlers` and :func:`recorded_result_handlers` stand in for the
+  handlers the session had: each gives, call by call, the verdict the log holds under its
+  name (a rewrite, a block, a handler that raised), so the replay asks nobody's code about
+  handlers unless today's are given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from events.results import error_result
+from events.types import ToolCallCompleted, ToolCallFailed
+
+from ..approvals import LATER, ApprovalDecision, ApprovalRequest
+from ..handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolCallHandler, \
+    ToolResultEvent, ToolResultHandler
+from ..models import ModelMessage, ModelRequest
+from .recorded import RecordedPrompt, RecordedSession, RecordedTurn
+from .stubs import recorded_exception
+from .watch import Watch
+
+__all__ = [
+    "RecordedApprover",
+    "RecordedModel",
+    "RecordedTurnsEnded",
+    "recorded_call_handlers",
+    "recorded_result_handlers",
+    "sequencing_handler",
+]
+
+
+class RecordedTurnsEnded(Exception):
+    """The model was asked for a turn the recorded prompt does not have."""
+
+
+class RecordedModel:
+    """Answers each turn with the recorded assistant message (see the module docstring).
+
+    ``before_turn`` runs before a turn is answered: the driver replays there the session
+    changes (tools registered, active tools set) the log holds before that message.
+    """
+
+    def __init__(self, before_turn: Callable[[RecordedTurn], Awaitable[None]]) -> None:
+        self._before_turn = before_turn
+        self._turns: tuple[RecordedTurn, ...] = ()
+        self._next = 0
+
+    def begin(self, prompt: RecordedPrompt) -> None:
+        """The prompt whose turns come next."""
+        self._turns = prompt.turns
+        self._next = 0
+
+    async def complete(self, request: ModelRequest) -> ModelMessage:
+        """The next recorded message of the current prompt."""
+        if self._next >= len(self._turns):
+            raise RecordedTurnsEnded("the log has no more assistant messages in this prompt")
+        turn = self._turns[self._next]
+        self._next += 1
+        await self._before_turn(turn)
+        message = turn.message
+        return ModelMessage(text=message.text, tool_calls=message.tool_calls,
+                            stop_reason=message.stop_reason)
+
+
+class RecordedApprover:
+    """Answers approvals from the log (see the module docstring)."""
+
+    def __init__(self, book: RecordedSession, watch: Watch) -> None:
+        self._book = book
+        self._watch = watch
+
+    async def __call__(self, request: ApprovalRequest) -> bool | ApprovalDecision | Any:
+        call = self._book.calls.get(request.call_id)
+        if call is None or call.asked_seq is None or call.name != request.name:
+            return ApprovalDecision(
+                granted=False,
+                reason=f"replay: call {request.call_id} did not ask for approval in the log",
+            )
+        answer = call.answer
+        if answer is None:
+            if request.call_id not in self._book.waiters:
+                return LATER  # the log ends with this approval pending
+            self._watch.mark_waiting(request.call_id)
+            await trio.sleep_forever()
+        assert answer is not None
+        if answer.later:
+            return LATER
+        if answer.scope == "session":
+            await self._watch.until(lambda: self._watch.before_grant(request.call_id))
+        return ApprovalDecision(granted=answer.granted, scope=answer.scope,
+                                arguments=answer.arguments if answer.granted else None,
+                                reason=answer.reason)
+
+
+def recorded_call_handlers(book: RecordedSession) -> list[ToolCallHandler]:
+    """One stand-in per handler name the log holds verdicts from, in an order that keeps
+    every call's order of verdicts; each gives its recorded verdict about each call."""
+    cursor: dict[str, int] = {}
+
+    def stand_in(name: str) -> ToolCallHandler:
+        def handler(event: ToolCallEvent) -> Block | Rewrite | None:
+            call = book.calls.get(event.call_id)
+            if call is None:
+                return None
+            at = cursor.get(event.call_id, 0)
+            if at >= len(call.verdicts) or call.verdicts[at].by != name:
+                return None
+            cursor[event.call_id] = at + 1
+            verdict = call.verdicts[at]
+            if verdict.block is not None:
+                return Block(verdict.block)
+            return Rewrite(verdict.rewrite)
+
+        handler.__qualname__ = handler.__name__ = name
+        return handler
+
+    return [stand_in(name) for name in book.handler_names]
+
+
+def recorded_result_handlers(book: RecordedSession) -> list[ToolResultHandler]:
+    """Stand-ins for the ``tool_result`` handlers: one per name that raised in the log
+    (raising again, with the recorded type and message), then one that patches a result the
+    handlers changed into the recorded one, if it reaches them as it did then."""
+    cursor: dict[str, int] = {}
+
+    def failing(name: str) -> ToolResultHandler:
+        def handler(event: ToolResultEvent) -> ResultPatch | None:
+            call = book.calls.get(event.call_id)
+            if call is None:
+                return None
+            at = cursor.get(event.call_id, 0)
+            if at >= len(call.result_failures) or call.result_failures[at].handler != name:
+                return None
+            cursor[event.call_id] = at + 1
+            error = call.result_failures[at].error
+            raise recorded_exception(error.type, error.message)
+
+        handler.__qualname__ = handler.__name__ = name
+        return handler
+
+    def patch(event: ToolResultEvent) -> ResultPatch | None:
+        call = book.calls.get(event.call_id)
+        terminal = call.terminal if call is not None else None
+        if isinstance(terminal, ToolCallCompleted):
+            seen = terminal.returned
+        elif isinstance(terminal, ToolCallFailed) and terminal.result != error_result(
+            terminal.message
+        ):
+            seen = error_result(terminal.message)
+        else:
+            return None
+        if seen is None or event.result != seen:
+            return None
+        target = terminal.result
+        return ResultPatch(content=target.content, structured_content=target.structured_content,
+                           is_error=target.is_error)
+
+    patch.__qualname__ = patch.__name__ = "replay.recorded_result"
+    return [*(failing(name) for name in book.result_handler_names), patch]
+
+
+def sequencing_handler(watch: Watch) -> ToolCallHandler:
+    """A last ``tool_call`` handler that holds a nested call's policy decision until the
+    session-wide answers the log holds before it are given (it never returns a verdict)."""
+
+    async def hold(event: ToolCallEvent) -> None:
+        if not watch.before_decision(event.call_id):
+            await watch.until(lambda: watch.before_decision(event.call_id))
+        return None
+
+    hold.__qualname__ = hold.__name__ = "replay.sequence"
+    return hold

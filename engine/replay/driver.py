@@ -1,0 +1,375 @@
+"""Re-drive: run a recorded session again, answered from its log, and compare.
+
+:func:`redrive` opens a fresh session on a :class:`~events.MemoryStore` under the recorded
+session's id and metadata, registers the recorded tools (stand-ins that give back the recorded
+results, or the live ones), and sends each recorded user message as a ``prompt()``. The model
+answers from the log turn by turn; the approver by call id; the handlers and the policy are the
+ones the log shows, unless today's are given: that is the point of a replay, to ask today's
+handlers and policy about yesterday's calls. At a pause it answers what the host answered
+then and resumes. Then it compares the two logs (:mod:`engine.replay.compare`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from events.codec import converter
+from events.stores import MemoryStore
+from events.types import ActiveToolsSet, Record, ToolRegistered, ToolSnapshot
+
+from ..approvals import ApprovalRequest
+from ..handlers import ToolCallHandler, ToolResultHandler
+from ..policy import PolicyRules
+from ..reducers import LogInconsistency, fold
+from ..registry import Registry
+from ..session import PromptResult, Session
+from ..tools import ToolSpec
+from .answers import (
+    RecordedApprover,
+    RecordedModel,
+    RecordedTurnsEnded,
+    recorded_call_handlers,
+    recorded_result_handlers,
+    sequencing_handler,
+)
+from .compare import Divergence, compare_calls, compare_tools, compare_transcripts
+from .reading import read_log
+from .recorded import RecordedSession, RecordedTurn, ReplayError, SessionAction, Waiter
+from .report import ReplayReport, ToolMode
+from .stubs import RecordedTools
+from .watch import Watch
+
+__all__ = ["Progress", "ReplaySetup", "redrive"]
+
+#: Called as the replay goes: ``(records of the log covered so far, records in the log)``.
+Progress = Callable[[int, int], None]
+
+
+def _optional_tuple(value: Iterable[Any] | None) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class ReplaySetup:
+    """What to replay with instead of what the log shows: today's tools, handlers, policy.
+
+    ``None`` (the default of every field but ``tools``) means "as the log shows it": the
+    handlers' recorded verdicts, the policy rules the decisions name, the depth limit. A
+    ``--setup`` module exposes one of these, or a function that takes no arguments and
+    returns one (it may prepare what live tools need first, e.g. a scratch directory)::
+
+        from engine import PolicyRules
+        from engine.replay import ReplaySetup
+        from myproject.tools import all_tools
+        from myproject.guards import no_rm
+
+        def setup() -> ReplaySetup:
+            return ReplaySetup(tools=all_tools(), handlers=[no_rm],
+                               rules=PolicyRules(deny=["delete_*"]))
+    """
+
+    tools: tuple[ToolSpec, ...] = attrs.field(default=(), converter=tuple)
+    handlers: tuple[ToolCallHandler, ...] | None = attrs.field(default=None,
+                                                               converter=_optional_tuple)
+    result_handlers: tuple[ToolResultHandler, ...] | None = attrs.field(
+        default=None, converter=_optional_tuple)
+    rules: PolicyRules | None = None
+    max_depth: int | None = None
+
+
+async def redrive(
+    records: Iterable[Record],
+    *,
+    tools: Iterable[ToolSpec] = (),
+    tool_mode: ToolMode = "recorded",
+    handlers: Iterable[ToolCallHandler] | None = None,
+    result_handlers: Iterable[ToolResultHandler] | None = None,
+    rules: PolicyRules | None = None,
+    max_depth: int | None = None,
+    clock: Callable[[], float] | None = None,
+    progress: Progress | None = None,
+) -> ReplayReport:
+    """Run the session ``records`` hold again and report the first divergence per call.
+
+    ``tool_mode="recorded"`` answers every call from its recorded outcome (``tools``, if
+    given, supply today's declarations: schemas, annotations, exposure, mode, timeout);
+    ``"live"`` runs ``tools``, which must include every tool the log registered.
+    ``handlers``, ``result_handlers``, ``rules`` and ``max_depth`` are today's; ``None``
+    replays what the log shows (the handlers' recorded verdicts, the rules its decisions
+    name). ``clock`` stamps the replay's records (default ``time.time``); record times are
+    never compared. Runs in the caller's trio loop; raises :class:`ReplayError` if the
+    records are not one consistent session or a live tool is missing. Example::
+
+        report = await redrive(records, rules=PolicyRules(deny=["delete_file"]))
+        for divergence in report.divergences:
+            print(divergence.describe())
+    """
+    if tool_mode not in ("recorded", "live"):
+        raise ValueError(f"tool_mode must be 'recorded' or 'live', not {tool_mode!r}")
+    book = read_log(records)
+    replay = _Replay(
+        book, tools=list(tools), tool_mode=tool_mode,
+        handlers=None if handlers is None else list(handlers),
+        result_handlers=None if result_handlers is None else list(result_handlers),
+        rules=rules, max_depth=max_depth, clock=clock, progress=progress,
+    )
+    return await replay.run()
+
+
+class _Replay:
+    """One re-drive of one session."""
+
+    def __init__(
+        self,
+        book: RecordedSession,
+        *,
+        tools: list[ToolSpec],
+        tool_mode: ToolMode,
+        handlers: list[ToolCallHandler] | None,
+        result_handlers: list[ToolResultHandler] | None,
+        rules: PolicyRules | None,
+        max_depth: int | None,
+        clock: Callable[[], float] | None,
+        progress: Progress | None,
+    ) -> None:
+        self.book = book
+        self.tool_mode = tool_mode
+        self.today = {spec.name: spec for spec in tools}
+        if len(self.today) != len(tools):
+            raise ReplayError("two of the tools given have the same name")
+        if tool_mode == "live":
+            missing = [name for name in book.registered if name not in self.today]
+            if missing:
+                raise ReplayError(
+                    f"--tools live needs the code of every tool the log registered; none given "
+                    f"for: {', '.join(missing)}"
+                )
+        self.handlers = handlers
+        self.result_handlers = result_handlers
+        self.rules = rules if rules is not None else book.rules
+        self.max_depth = max_depth if max_depth is not None else book.max_depth
+        self.clock = clock or time.time
+        self.progress = progress
+        self.watch = Watch(book, self.concurrent)
+        self.timeouts: dict[str, float | None] = {}
+        self.modes: dict[str, str] = {}
+        self.stubs = RecordedTools(book, self.watch, self.timeouts)
+        self.found: list[Divergence] = []
+        self.notes: list[str] = []
+        self.reported_missing: set[str] = set()
+        self.session: Session | None = None
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def spec_for(self, snapshot: ToolSnapshot) -> ToolSpec | None:
+        """What to register for a recorded registration; ``None`` (reported) if it cannot be
+        registered now."""
+        name = snapshot.name
+        today = self.today.get(name)
+        if self.tool_mode == "recorded" and today is None and self.today and \
+                name not in self.reported_missing:
+            self.reported_missing.add(name)
+            self.found.append(Divergence(scope="tool", kind="not_given", subject=name,
+                                         recorded=converter.unstructure(snapshot)))
+        try:
+            if self.tool_mode == "live":
+                assert today is not None  # checked when the replay began
+                spec = today
+            else:
+                spec = self.stubs.body_for(today if today is not None else ToolSpec(
+                    name=snapshot.name, description=snapshot.description,
+                    input_schema=snapshot.input_schema, output_schema=snapshot.output_schema,
+                    annotations=snapshot.annotations, exposure=snapshot.exposure,
+                    execution_mode=snapshot.execution_mode, timeout=snapshot.timeout,
+                    execute=self.stubs.execute,
+                ))
+            Registry().check(spec)
+        except Exception as exc:
+            self.found.append(Divergence(scope="tool", kind="error", subject=name,
+                                         recorded=converter.unstructure(snapshot),
+                                         now=f"cannot be registered now: {exc}"))
+            return None
+        self.timeouts[name] = spec.timeout
+        self.modes[name] = spec.execution_mode
+        return spec
+
+    def concurrent(self, turn: int) -> bool:
+        """Whether the batch of ``turn`` can run its calls at once with today's declarations
+        (none of its tools is ``sequential``)."""
+        for prompt in self.book.prompts:
+            for recorded in prompt.turns:
+                if recorded.message.turn == turn:
+                    return all(self.modes.get(call.name) != "sequential"
+                               for call in recorded.message.tool_calls)
+        return True
+
+    async def apply(self, actions: Sequence[SessionAction]) -> None:
+        """Replay session changes: a tool registered, the active tools set."""
+        session = self.session
+        assert session is not None
+        for action in actions:
+            if isinstance(action, ToolRegistered):
+                spec = self.spec_for(action.spec)
+                if spec is not None:
+                    await session.register(spec)
+            elif isinstance(action, ActiveToolsSet):
+                try:
+                    await session.set_active_tools(action.names)
+                except ValueError as exc:
+                    self.found.append(Divergence(scope="session", kind="error",
+                                                 subject="set_active_tools", now=str(exc)))
+
+    async def before_turn(self, turn: RecordedTurn) -> None:
+        await self.apply(turn.before)
+        if self.progress is not None:
+            self.progress(turn.seq, len(self.book.records))
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(self) -> ReplayReport:
+        book = self.book
+        store = MemoryStore()
+        initial = [s for s in (self.spec_for(snap) for snap in book.initial_tools) if s]
+        model = RecordedModel(self.before_turn)
+        try:
+            async with Session.open(
+                store, model=model, tools=initial, approver=RecordedApprover(book, self.watch),
+                rules=self.rules, session_id=book.session_id, max_turns=book.max_turns,
+                max_depth=self.max_depth, clock=self.clock, metadata=book.metadata,
+            ) as session:
+                self.session = session
+                call_handlers = (self.handlers if self.handlers is not None
+                                 else recorded_call_handlers(book))
+                for handler in call_handlers:
+                    session.on_tool_call(handler)
+                if book.decision_deps:
+                    session.on_tool_call(sequencing_handler(self.watch))
+                result_handlers = (self.result_handlers if self.result_handlers is not None
+                                   else recorded_result_handlers(book))
+                for result_handler in result_handlers:
+                    session.on_tool_result(result_handler)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._follow, session)
+                    try:
+                        await self._prompts(session, model)
+                    finally:
+                        nursery.cancel_scope.cancel()
+        except Exception as exc:
+            self.found.append(Divergence(scope="session", kind="error", subject="replay",
+                                         now=f"the replay stopped: {_describe(exc)}"))
+        if self.progress is not None:
+            self.progress(len(book.records), len(book.records))
+        return self.report(await store.read(book.session_id))
+
+    async def _follow(self, session: Session) -> None:
+        async for record in session.follow():
+            self.watch.see(record)
+
+    async def _prompts(self, session: Session, model: RecordedModel) -> None:
+        for prompt in self.book.prompts:
+            await self.apply(prompt.before)
+            model.begin(prompt)
+            result = await self._step(session, lambda: session.prompt(prompt.text))
+            while result is not None and result.stop == "paused":
+                answers = self._answers_at_pause(result.pending)
+                if not answers:
+                    pending = ", ".join(r.call_id for r in result.pending)
+                    self.notes.append(f"the replay ends paused, waiting for approvals the log "
+                                      f"never answered: {pending}")
+                    return
+                for call_id in answers:
+                    answer = self.book.calls[call_id].answer
+                    assert answer is not None
+                    await session.resolve_approval(
+                        call_id, answer.granted, answer.scope, reason=answer.reason,
+                        arguments=answer.arguments if answer.granted else None)
+                result = await self._step(session, session.resume)
+        await self.apply(self.book.trailing)
+
+    def _answers_at_pause(self, pending: Sequence[ApprovalRequest]) -> list[str]:
+        """The pending calls the host answered together at the next recorded pause."""
+        answered = sorted(
+            ((call.answer.seq, call.answer.group, call.call_id) for request in pending
+             if (call := self.book.calls.get(request.call_id)) is not None
+             and call.answer is not None),
+        )
+        if not answered:
+            return []
+        group = answered[0][1]
+        return [call_id for _, g, call_id in answered if g == group]
+
+    async def _step(
+        self, session: Session, step: Callable[[], Any]
+    ) -> PromptResult | None:
+        """Run a prompt or a resume; stop it where the host stopped the recorded one.
+        ``None`` if it was stopped or ran out of recorded turns."""
+        result: PromptResult | None = None
+        with trio.CancelScope() as scope:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._stop_when_due, session, scope)
+                try:
+                    result = await step()
+                except RecordedTurnsEnded:
+                    result = None
+                nursery.cancel_scope.cancel()
+        return result
+
+    def _waiters_now(self, session: Session) -> tuple[Waiter, ...]:
+        waiters = self.book.host_waiters(session.state.turn)
+        if self.tool_mode == "live":  # live bodies run as they do; only approvals can wait
+            waiters = tuple(w for w in waiters if w.kind == "approval")
+        return waiters
+
+    async def _stop_when_due(self, session: Session, scope: trio.CancelScope) -> None:
+        def due() -> bool:
+            turn = session.state.turn
+            return self.watch.stop_due(self._waiters_now(session), self.book.ended(turn))
+
+        await self.watch.until(due)
+        scope.cancel()
+
+    # -- comparing --------------------------------------------------------------------------
+
+    def report(self, replayed: Sequence[Record]) -> ReplayReport:
+        book = self.book
+        cut = book.cut_turn
+        if cut is not None:
+            self.notes.append(
+                f"the log ends in the middle of turn {cut} (the session paused, or its process "
+                f"stopped): where the replay carried that turn's calls further, only what the "
+                f"log holds is compared")
+        unregistered = {d.subject for d in self.found if d.scope == "tool" and d.kind == "error"}
+        divergences = [*self.found,
+                       *(d for d in compare_tools(book.records, replayed)
+                         if d.subject not in unregistered),
+                       *compare_calls(book.records, replayed, cut_turn=cut)]
+        recorded_transcript = fold(book.records).transcript
+        try:
+            replayed_transcript = fold(replayed).transcript
+        except LogInconsistency as exc:  # an engine bug: say so, compare what can be
+            divergences.append(Divergence(scope="session", kind="error", subject="replay",
+                                          now=f"the replayed log is inconsistent: {exc}"))
+            replayed_transcript = fold(()).transcript
+        divergences.extend(compare_transcripts(recorded_transcript, replayed_transcript,
+                                               open_ended=cut is not None))
+        call_ids = {getattr(r.event, "call_id", None) for r in (*book.records, *replayed)}
+        call_ids.discard(None)
+        order = {"tool": 0, "call": 1, "transcript": 2, "session": 3}
+        divergences.sort(key=lambda d: order[d.scope])
+        return ReplayReport(
+            session_id=book.session_id, tool_mode=self.tool_mode,
+            divergences=tuple(divergences), notes=tuple(self.notes),
+            records=len(book.records), calls=len(call_ids),
+            transcript_entries=len(recorded_transcript), replayed=tuple(replayed),
+        )
+
+
+def _describe(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"

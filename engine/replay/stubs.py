@@ -1,0 +1,200 @@
+"""Recorded tools: a tool's declaration with a body that gives back what the log says.
+
+In ``--tools recorded`` mode every tool of the log is registered again (from its recorded
+snapshot, or from today's spec when one is given) with :meth:`RecordedTools.execute` as its
+body. For the call it is running, the body
+
+1. makes the call's recorded nested calls again, in order, with the arguments they were
+   requested with (``ctx.execute_tool``: so today's handlers and policy judge them again), and
+   reports the recorded progress in between;
+2. then ends as the call ended: returns what the tool returned (the terminal event's
+   ``returned`` if a result handler changed it, else its ``result``); raises an exception with
+   the recorded type name and message; sleeps until the tool's timeout fires; returns the
+   recorded invalid value; or waits where the recorded call was stopped from outside.
+
+A value that was not JSON is not in the log, only the message that said so; the body builds a
+value that makes the engine say the same thing again (:func:`not_json_value`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+import trio
+
+from events.results import ToolResult
+from events.types import ToolCallCompleted, ToolCallFailed, ToolCallRequested, ToolProgress
+
+from ..context import ToolContext
+from ..tools import ToolCall, ToolSpec
+from .recorded import RecordedCall, RecordedSession
+from .watch import Watch
+
+__all__ = ["NoRecordedResult", "RecordedTools", "not_json_value", "recorded_exception"]
+
+
+class NoRecordedResult(Exception):
+    """A recorded tool was asked to run a call whose body never ran in the log."""
+
+
+def recorded_exception(type_name: str, message: str) -> Exception:
+    """An exception whose type is named ``type_name`` and whose ``str`` is ``message``."""
+    cls = type(type_name, (Exception,), {"__str__": lambda self: message})
+    return cls(message)  # type: ignore[no-any-return]
+
+
+_PROBLEM = re.compile(
+    r"^(?P<path>\$\S*?): (?:a (?P<type>\S+) is not a JSON value"
+    r"|object key (?P<key>.+) is not a string|(?P<number>.+) is not a JSON number)$"
+)
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+class _Named:
+    """A key whose ``repr`` is given: rebuilds "object key 1 is not a string"."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __repr__(self) -> str:
+        return self._text
+
+
+def not_json_value(problem: str) -> Any:
+    """A value that :func:`engine.jsonvalues.ensure_json` refuses with ``problem``, e.g.
+    ``"$.n: a set is not a JSON value"``; an arbitrary non-JSON value if it cannot be rebuilt."""
+    match = _PROBLEM.match(problem)
+    if match is None:
+        return {"value": object()}
+    if match.group("type") is not None:
+        name = match.group("type")
+        bad: Any = type(name, (), {})() if name != "NoneType" else object()
+    elif match.group("number") is not None:
+        try:
+            bad = float(match.group("number"))
+        except ValueError:
+            return {"value": object()}
+    else:
+        bad = {_Named(match.group("key")): None}
+        # the key is reported at the path of the object that holds it
+    path = match.group("path")[1:]
+    steps = list(_STEP.finditer(path))
+    if "".join(s.group(0) for s in steps) != path:
+        return {"value": object()}
+    value = bad
+    for step in reversed(steps):
+        key, index = step.group(1), step.group(2)
+        value = {key: value} if key is not None else [None] * int(index) + [value]
+    return value
+
+
+def _nested_arguments(child: RecordedCall) -> Any:
+    """The arguments a nested call was requested with; for arguments that were not JSON (the
+    log holds ``null`` and the message), a value the engine refuses the same way."""
+    arguments = child.requested.arguments
+    terminal = child.terminal
+    if arguments is None and isinstance(terminal, ToolCallFailed) and \
+            terminal.kind == "invalid_arguments":
+        match = re.search(r": not JSON \((?P<problem>.*)\)$", terminal.message, re.S)
+        if match is not None:
+            return not_json_value(match.group("problem"))
+    return arguments
+
+
+class _NotAToolResult:
+    """Stands for a returned value that was not a ToolResult (its type name is rebuilt)."""
+
+
+class RecordedTools:
+    """The bodies of recorded tools, for one replay."""
+
+    def __init__(self, book: RecordedSession, watch: Watch, timeouts: dict[str, float | None]) -> None:
+        self.book = book
+        self.watch = watch
+        #: each tool's timeout in the replay, by name (a recorded timeout needs one)
+        self.timeouts = timeouts
+
+    def body_for(self, spec: ToolSpec) -> ToolSpec:
+        """``spec``'s declaration with the recorded body."""
+        return attrs.evolve(spec, execute=self.execute)
+
+    async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        """Redo the recorded call's nested calls and progress, then end as it ended."""
+        recorded = self.book.calls.get(call.call_id)
+        if recorded is None or recorded.name != call.name or not recorded.started:
+            raise NoRecordedResult(
+                f"{call.name} did not run as call {call.call_id} in the log, so the replay has "
+                f"no result to give (run it with --tools live to see what it does now)"
+            )
+        for step in recorded.body:
+            if isinstance(step, ToolProgress):
+                ctx.report_progress(step.message, step.data)
+            else:
+                await self._nested(ctx, recorded, step)
+        return await self._end(call, recorded)
+
+    async def _nested(self, ctx: ToolContext, parent: RecordedCall, step: ToolCallRequested) -> None:
+        child = self.book.calls[step.call_id]
+        arguments = _nested_arguments(child)
+        waiter = self.book.chain_waiter(child.call_id) if child.cancelled else None
+        if not child.cancelled or parent.cancelled or (
+            waiter is not None and waiter.cause != "scope"
+        ):
+            await ctx.execute_tool(step.name, arguments)
+            return
+        # the parent stopped this nested call itself (its own cancel scope) and went on: run
+        # it under a scope that is cancelled once it waits where it was stopped
+        scope = trio.CancelScope()
+        finished = False
+
+        async def run() -> None:
+            nonlocal finished
+            with scope:
+                await ctx.execute_tool(step.name, arguments)
+            finished = True
+            self.watch.poke()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(run)
+            if waiter is not None:
+                await self.watch.until(lambda: finished or self.watch.reached(waiter))
+            scope.cancel()
+
+    async def _end(self, call: ToolCall, recorded: RecordedCall) -> ToolResult:
+        terminal = recorded.terminal
+        if recorded.call_id in self.book.waiters:
+            self.watch.mark_waiting(call.call_id)
+            await trio.sleep_forever()
+        if terminal is None:
+            raise NoRecordedResult(
+                f"the log ends while call {call.call_id} ({call.name}) ran: it has no result")
+        if isinstance(terminal, ToolCallCompleted):
+            return terminal.returned if terminal.returned is not None else terminal.result
+        if isinstance(terminal, ToolCallFailed):
+            kind = terminal.kind
+            if kind == "raised" and terminal.error is not None:
+                raise recorded_exception(terminal.error.type, terminal.error.message)
+            if kind == "timeout":
+                if self.timeouts.get(call.name) is None:
+                    raise NoRecordedResult(
+                        f"{call.name} timed out in the log, and has no timeout now")
+                await trio.sleep_forever()
+            if kind == "invalid_output":
+                if terminal.returned is not None:
+                    return terminal.returned
+                match = re.search(r" returned (?P<type>\S+), not a ToolResult$", terminal.message)
+                if match is not None and match.group("type") == "NoneType":
+                    return None  # type: ignore[return-value]
+                name = match.group("type") if match is not None else "object"
+                return type(name, (_NotAToolResult,), {})()  # type: ignore[no-any-return]
+            if kind == "not_serialisable":
+                match = re.search(r" is not JSON: (?P<problem>.*)$", terminal.message, re.S)
+                problem = match.group("problem") if match is not None else ""
+                return ToolResult(structured_content=not_json_value(problem))
+        raise NoRecordedResult(
+            f"call {call.call_id} ({call.name}) ended as "
+            f"{type(terminal).__name__ if terminal else 'nothing'} in the log: the replay "
+            f"cannot make a body end that way"
+        )
