@@ -76,3 +76,14 @@ def test_show_plugin_that_does_not_import_is_one_clear_line(
     status, out, err = run(capsys, "show", str(CORPUS / "mixed.jsonl"), "--plugin", "no.such.mod")
     assert status == 1
     assert err.startswith("toolledger: error: --plugin:") and err.count("\n") == 1
+
+
+def test_demo_json_is_the_session_and_where_its_log_is(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    status, out, _ = run(capsys, "demo", "--approve", "none", "--workdir", str(tmp_path), "--json")
+    assert status == 0
+    session = json.loads(out)
+    assert session["log"] == str(tmp_path / "session.jsonl") and session["approve"] == "none"
+    statuses = {c["name"]: c["status"] for c in session["calls"] if c["parent_id"] is None}
+    assert statuses["write_file"] == "denied" and statuses["read_file"] == "completed"

@@ -27,6 +27,7 @@ from engine import (
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.reducers import ToolResultEntry
 from events import JsonlStore, MemoryStore
+from events.stores.jsonl import verify_jsonl
 from events.types import (
     ApprovalResolved,
     ToolCallFailed,
@@ -266,6 +267,8 @@ def test_a_session_paused_in_one_process_is_finished_by_another(tmp_path: Path) 
     assert resolved.granted
     state = fold(records)
     assert state.open_calls == () and state.pending_approvals == ()
+    chain = verify_jsonl(log)  # both processes wrote one unbroken chain
+    assert chain.ok and chain.chained == len(records) and chain.unchained == 0
 
 
 @pytest.mark.parametrize("flavour, status, runs", [
@@ -289,6 +292,7 @@ def test_a_call_killed_mid_body_reruns_only_if_idempotent(
     if flavour == "plain":
         assert isinstance(outcome, ToolCallFailed) and outcome.kind == "interrupted"
     assert state.open_calls == ()
+    assert verify_jsonl(log).ok
 
 
 def test_an_exception_in_the_hosts_block_comes_out_as_itself() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from functools import partial
 
@@ -12,6 +13,7 @@ from rich.text import Text
 
 from ..approvals import Approver, approve_all, deny_all, terminal_approver
 from ..demo import run_demo
+from ..export import session_json
 from ..render import load_renderers, print_session
 from ._common import PROG, UsageError
 
@@ -46,12 +48,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="toolledger-demo",
         help="where to write the project and its log (default: ./toolledger-demo)",
     )
+    demo.add_argument("--json", action="store_true",
+                      help="print the session as `show --json` does, plus the log's path")
     demo.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run the demo and print it."""
-    return _demo(console, args.approve, args.workdir)
+    return _demo(console, args.approve, args.workdir, as_json=args.json)
 
 
 def _approver(choice: str) -> Approver:
@@ -65,7 +69,7 @@ def _approver(choice: str) -> Approver:
     return terminal_approver()
 
 
-def _demo(console: Console, approve: str | None, workdir: str) -> int:
+def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool = False) -> int:
     note = ""
     if approve is None:
         approve = "ask" if sys.stdin.isatty() else "none"
@@ -73,6 +77,13 @@ def _demo(console: Console, approve: str | None, workdir: str) -> int:
             note = (": no terminal to ask at, so calls that need approval are refused; "
                     "--approve all grants them")
     approver = _approver(approve)
+    if as_json:
+        if approve == "ask":
+            raise UsageError("--json needs --approve all or none: the terminal is for the JSON")
+        run = trio.run(partial(run_demo, workdir, approver))
+        print(json.dumps({"log": str(run.log_path), "approve": approve,
+                          **session_json(run.projection)}, ensure_ascii=False))
+        return 0
     console.print(Text(f"Running the demo in {workdir} (approvals: {approve}{note})", style="dim"),
                   soft_wrap=True)
     console.print()
