@@ -14,7 +14,6 @@ comes. Cancelling the caller cancels the batch: every call of it is closed as ca
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import partial
 from typing import Literal
 
@@ -33,10 +32,15 @@ RUNNABLE = (CallState.ALLOWED, CallState.RUNNING)
 class Batch:
     """Runs the current batch of one session."""
 
-    def __init__(self, runner: CallRunner, nursery: trio.Nursery) -> None:
+    def __init__(self, runner: CallRunner) -> None:
         self._runner = runner
-        self._nursery = nursery
+        self._nursery: trio.Nursery | None = None
         self._scopes: set[trio.CancelScope] = set()
+        self._escaped = False  # an exception escaped a task of this batch's
+
+    def attach(self, nursery: trio.Nursery | None) -> None:
+        """Run calls in ``nursery`` (the session's), or in none once the session closed."""
+        self._nursery = nursery
 
     def _current(self) -> list[tuple[str, ModelToolCall]]:
         message = self._runner.recorder.projection.last_message
@@ -58,7 +62,7 @@ class Batch:
             return "done"
         calls = runner.recorder.projection.calls
         try:
-            await trio.lowlevel.checkpoint()  # a cancelled caller is cancelled here, always
+            await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller is cancelled here
             for call_id, call in batch:
                 if call_id not in calls:
                     runner.recorder.record(_request(call_id, call))
@@ -71,15 +75,36 @@ class Batch:
             runnable = [cid for cid, _ in batch
                         if calls[cid].state in RUNNABLE and cid not in runner.live]
             if runnable:
-                await self._nursery.start(self._run, runnable)
+                self._start(runnable)
             await runner.settled()
+            if self._escaped:
+                await self._stopping()
         except BaseException as exc:
             reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
                 f"interrupted by {type(exc).__name__}")
             with trio.CancelScope(shield=True):
                 await self.cancel(reason)
             raise
-        return "paused" if self.open() else "done"
+        return "paused" if any(not calls[cid].closed for cid, _ in batch) else "done"
+
+    async def _stopping(self) -> None:
+        """A call failed with a BaseException (not an Exception: those are its result). It is
+        on its way out of its task, and the session's nursery cancels everything when it gets
+        there, a few passes of the scheduler from now: wait for that, so that the prompt ends
+        here instead of asking the model again."""
+        self._escaped = False
+        nursery = self._nursery
+        for _ in range(1_000):
+            if nursery is None or nursery.cancel_scope.cancel_called:
+                break
+            await trio.lowlevel.checkpoint()
+        else:
+            return  # it stopped nothing after all (something caught it): carry on
+        await trio.lowlevel.checkpoint_if_cancelled()  # a prompt inside the session's block
+        raise RuntimeError(
+            "the session is closing: a tool call failed with an exception that stops the "
+            "session (the session's block raises it)"
+        )
 
     async def cancel(self, reason: str) -> None:
         """Cancel the batch: stop its running calls, then close every call of it, requesting
@@ -103,27 +128,37 @@ class Batch:
         for scope in self._scopes:
             scope.cancel()
 
-    async def _run(self, call_ids: list[str], *, task_status: trio.TaskStatus[None]) -> None:
+    def _start(self, call_ids: list[str]) -> None:
+        """Start the allowed calls in one task of the session's nursery. They count as
+        running from now on (``runner.live``), before the task is first scheduled, and its
+        cancel scope is known to :meth:`cancel` from now on too."""
         runner = self._runner
         specs = runner.registry.specs
         calls = runner.recorder.projection.calls
-        sequential = any(
+        sequential = len(call_ids) == 1 or any(
             (spec := specs.get(calls[cid].name)) is not None and spec.execution_mode == "sequential"
             for cid in call_ids
         )
-        with trio.CancelScope() as scope:
-            self._scopes.add(scope)
+        scope = trio.CancelScope()
+        self._scopes.add(scope)
+        if sequential:
+            runner.live[call_ids[0]] = None
+        else:
+            runner.live.update(dict.fromkeys(call_ids))
+        if self._nursery is None:
+            raise RuntimeError("the session is closed: open it again to run its calls")
+        self._nursery.start_soon(self._run, call_ids, scope, sequential)
+
+    async def _run(self, call_ids: list[str], scope: trio.CancelScope, sequential: bool) -> None:
+        runner = self._runner
+        with scope:
             try:
-                if sequential:
-                    runner.live[call_ids[0]] = None
-                    task_status.started()
+                if sequential:  # one call, or a batch with a sequential tool: no nursery
                     for index, call_id in enumerate(call_ids):
                         # the next call is live before this one ends: no gap a waiter could see
                         await self._run_one(call_id, next_id=call_ids[index + 1]
                                             if index + 1 < len(call_ids) else None)
                 else:
-                    runner.live.update(dict.fromkeys(call_ids))
-                    task_status.started()
                     async with trio.open_nursery() as nursery:
                         for call_id in call_ids:
                             nursery.start_soon(self._run_one, call_id)
@@ -138,6 +173,12 @@ class Batch:
         runner.live[call_id] = None
         try:
             await runner.guard(call_id, partial(runner.advance, call_id, wait=True))
+        except BaseException as exc:
+            # it will cancel the session's nursery once it is out of this task: settle() must
+            # give it that moment before it asks the model again
+            if _stops_session(exc):
+                self._escaped = True
+            raise
         finally:
             if next_id is not None:
                 runner.live[next_id] = None
@@ -158,7 +199,7 @@ class Batch:
                 f"'length'), so its arguments may be truncated",
             )
             return True
-        if Counter(c.id for _, c in batch)[call.id] > 1:
+        if len(batch) > 1 and sum(1 for _, c in batch if c.id == call.id) > 1:
             runner.fail(
                 call_id, "duplicate_call_id",
                 f"{call.name} was not run: the model used the call id {call.id!r} twice in one "
@@ -166,6 +207,16 @@ class Batch:
             )
             return True
         return False
+
+
+def _stops_session(exc: BaseException) -> bool:
+    """Whether ``exc``, leaving a call's task, will cancel the session's nursery: anything
+    but a cancellation (which the batch's own cancel scope takes)."""
+    if isinstance(exc, trio.Cancelled):
+        return False
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(trio.Cancelled)[1] is not None
+    return True
 
 
 def _request(call_id: str, call: ModelToolCall) -> ToolCallRequested:

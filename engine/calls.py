@@ -28,10 +28,10 @@ from events.results import ErrorInfo, ToolResult, error_result
 from events.types import FailureKind, ToolCallCancelled, ToolCallFailed, ToolCallRequested
 
 from .approvals import ApprovalDecision, Approver
-from .execution import execute
+from .execution import describe, execute
 from .gate import ask, deny_refused, gate, resolve
 from .handlers import ToolCallHandler, ToolResultHandler
-from .jsonvalues import copy_json, ensure_json
+from .jsonvalues import ensure_json, own_json
 from .lifecycle import CallState
 from .limits import Limits, admit
 from .policy import PolicyRules
@@ -42,11 +42,6 @@ from .tools import ToolCall
 __all__ = ["CallRunner"]
 
 T = TypeVar("T")
-
-
-def root_of(call_id: str) -> str:
-    """The top-level call a call belongs to: ``"2.0"`` for ``"2.0/1/0"``."""
-    return call_id.split("/", 1)[0]
 
 
 class CallRunner:
@@ -76,7 +71,9 @@ class CallRunner:
         #: set when the session closes with work in flight: leave the log as a stop would
         self.suspending = False
         self._waiters: dict[str, trio.Event] = {}
-        self._parked: dict[str, int] = {}
+        self._nested: dict[str, None] = {}  # nested calls being carried forward here
+        #: calls whose approver is deciding now (in this process): not pending for the host
+        self.asking: dict[str, None] = {}
         self._change = trio.Event()
 
     # -- ending a call ----------------------------------------------------------------------
@@ -120,7 +117,7 @@ class CallRunner:
         except BaseException as exc:
             if not self.suspending:
                 reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
-                    f"interrupted by {type(exc).__name__}: {exc}")
+                    f"interrupted by {describe(exc)}")
                 with trio.CancelScope(shield=True):
                     self.close_open(call_id, reason)
                     await self.recorder.flush()
@@ -177,6 +174,9 @@ class CallRunner:
     def resolve(self, call_id: str, decision: ApprovalDecision) -> None:
         """Answer a pending approval (the host's answer); wakes a nested call waiting for it."""
         view = self.recorder.projection.calls.get(call_id)
+        if call_id in self.asking:
+            raise ValueError(f"call {call_id}: its approver is still deciding; answer a "
+                             f"request only once it is pending (session.pending_approvals())")
         if view is None or view.state is not CallState.AWAITING:
             state = "unknown" if view is None else view.status
             raise ValueError(
@@ -194,8 +194,6 @@ class CallRunner:
     async def _park(self, call_id: str) -> None:
         waiter = trio.Event()
         self._waiters[call_id] = waiter
-        root = root_of(call_id)
-        self._parked[root] = self._parked.get(root, 0) + 1
         self.changed()
         try:
             await waiter.wait()
@@ -207,10 +205,6 @@ class CallRunner:
         # counted as moving again at once, not when its task next runs: whoever waits for the
         # batch to settle must not see it as still waiting in between
         waiter = self._waiters.pop(call_id)
-        root = root_of(call_id)
-        self._parked[root] -= 1
-        if not self._parked[root]:
-            del self._parked[root]
         self.changed()
         waiter.set()
 
@@ -223,10 +217,23 @@ class CallRunner:
         """Wait for the next change of which calls run or wait."""
         await self._change.wait()
 
+    def _quiet(self) -> bool:
+        running = (*self.live, *self._nested)
+        for call_id in running:
+            if call_id in self._waiters:
+                continue  # waits for an answer
+            below = call_id + "/"
+            if any(other.startswith(below) for other in running):
+                continue  # waits for a nested call of its own
+            return False  # runs, or its approver is still deciding
+        return True
+
     async def settled(self) -> None:
-        """Return once no call of this process can make progress on its own: every running
-        top-level call has finished, or waits (somewhere below it) for an approval."""
-        while not all(root in self._parked for root in self.live):
+        """Return once no call of this process can make progress on its own: every call
+        running here has finished, waits for an answer to its approval, or waits for a nested
+        call that does. (A tool body that waits for a nested call while it also does other work
+        in a task of its own counts as waiting.)"""
+        while not self._quiet():
             await self._change.wait()
 
     # -- nested calls -----------------------------------------------------------------------
@@ -247,8 +254,7 @@ class CallRunner:
             return await self.guard(call_id, partial(self._advance_nested, call_id))
         problem = None
         try:
-            ensure_json(arguments)
-            arguments = admit(copy_json(arguments), self.limits)
+            arguments = admit(own_json(arguments), self.limits)
         except ValueError as exc:
             problem, arguments = str(exc), None
         self.recorder.record(ToolCallRequested(call_id=call_id, name=str(name), arguments=arguments,
@@ -259,6 +265,11 @@ class CallRunner:
         return await self.guard(call_id, partial(self._advance_nested, call_id))
 
     async def _advance_nested(self, call_id: str) -> ToolResult:
-        result = await self.advance(call_id, wait=True)
+        self._nested[call_id] = None
+        try:
+            result = await self.advance(call_id, wait=True)
+        finally:
+            del self._nested[call_id]
+            self.changed()
         assert result is not None
         return result

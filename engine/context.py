@@ -85,13 +85,16 @@ class ToolContext:
     def report_progress(self, message: str | None = None, data: Any = None) -> None:
         """Record a progress update. Updates after the tool returned are dropped.
 
-        ``message`` is text or ``None``; ``data`` any JSON value (``ValueError`` otherwise)."""
+        ``message`` is text or ``None``; ``data`` any JSON value (``ValueError`` otherwise);
+        each may take up to the session's result size limit."""
         if message is not None and not isinstance(message, str):
             raise TypeError(f"a progress message is text, not {type(message).__name__}")
         ensure_json(data)
         limit = self._runner.limits.max_result_bytes
         if data is not None and json_size(data) > limit:
             raise ValueError(f"progress data over the size limit of {limit} bytes")
+        if message is not None and len(message) > limit:
+            raise ValueError(f"a progress message over the size limit of {limit} bytes")
         if self._open:
             self._runner.recorder.record(
                 ToolProgress(call_id=self.call_id, message=message, data=copy_json(data))

@@ -24,18 +24,45 @@ from .views import CallView
 if TYPE_CHECKING:
     from .calls import CallRunner
 
-__all__ = ["error_info", "execute"]
+__all__ = ["describe", "error_info", "execute"]
 
 Failure = tuple[FailureKind, str, "ErrorInfo | None"]
 
 
-def error_info(exc: BaseException) -> ErrorInfo:
-    """An exception as the log keeps it: type and message, and the traceback for people."""
-    return ErrorInfo(
-        type=type(exc).__name__,
-        message=str(exc),
-        traceback="".join(traceback.format_exception(exc)),
-    )
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters not kept)"
+
+
+def describe(exc: BaseException, limit: int = 2_000) -> str:
+    """``"Type: message"`` for an exception from code the engine does not control: its
+    ``str()`` may raise or be huge, and neither may break the session or flood the log."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<str() of the exception failed>"
+    return f"{type(exc).__name__}: {_clip(message, limit)}"
+
+
+def error_info(exc: BaseException, limit: int = 2_000) -> ErrorInfo:
+    """An exception as the log keeps it: type and message, and the traceback for people,
+    each cut to ``limit`` characters."""
+    try:
+        message = str(exc)
+    except Exception:
+        message = "<str() of the exception failed>"
+    try:
+        trace = "".join(traceback.format_exception(exc))
+    except Exception:
+        trace = "<the traceback could not be formatted>"
+    return ErrorInfo(type=type(exc).__name__, message=_clip(message, limit),
+                     traceback=_clip(trace, limit))
+
+
+def _text_limit(runner: CallRunner) -> int:
+    # one message appears up to four times in a failure (message, result, error, traceback)
+    return max(200, runner.limits.max_result_bytes // 4)
 
 
 async def execute(runner: CallRunner, view: CallView, *, again: bool = False) -> ToolResult:
@@ -53,13 +80,15 @@ async def execute(runner: CallRunner, view: CallView, *, again: bool = False) ->
     failure: Failure | None = None
     returned: Any = None
     try:
-        timeout = spec.timeout if spec.timeout is not None else float("inf")
-        with trio.move_on_after(timeout) as scope:
+        if spec.timeout is None:
             returned = await spec.execute(call, ctx)
-        if scope.cancelled_caught:
-            failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None)
+        else:
+            with trio.move_on_after(spec.timeout) as scope:
+                returned = await spec.execute(call, ctx)
+            if scope.cancelled_caught:
+                failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None)
     except Exception as exc:
-        error = error_info(exc)
+        error = error_info(exc, _text_limit(runner))
         failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error)
     finally:
         ctx.close()
@@ -76,7 +105,11 @@ async def execute(runner: CallRunner, view: CallView, *, again: bool = False) ->
         kind, message, info = failure
         result = await _result_handlers(runner, view, error_result(message))
         runner.fail(call_id, kind, message, error=info, returned=raw, result=result)
-    await runner.recorder.flush()
+    if view.parent_id is None:
+        # A nested call's end is written with its parent's next flush (its next nested call,
+        # or its own end): its result goes to the parent, inside this process. A top-level
+        # call's result is written now, before the model or the host can see it.
+        await runner.recorder.flush()
     return result
 
 
@@ -114,7 +147,9 @@ async def _result_handlers(runner: CallRunner, view: CallView, result: ToolResul
                                 result=own_result(result))
         try:
             patch = handler(event)
-            if inspect.isawaitable(patch):
+            if patch is not None and not isinstance(patch, ResultPatch) and inspect.isawaitable(
+                patch
+            ):
                 patch = await patch
             if patch is None:
                 continue
@@ -125,7 +160,8 @@ async def _result_handlers(runner: CallRunner, view: CallView, result: ToolResul
                 raise ValueError("the patched result is over the size limit")
         except Exception as exc:
             runner.recorder.record(ResultHandlerFailed(
-                call_id=view.call_id, handler=handler_name(handler), error=error_info(exc)))
+                call_id=view.call_id, handler=handler_name(handler),
+                error=error_info(exc, _text_limit(runner))))
             continue
         result = patched
     return result

@@ -22,6 +22,7 @@ from events.types import (
 )
 
 from .approvals import LATER, ApprovalDecision, ApprovalRequest, as_decision
+from .execution import describe
 from .handlers import Block, Rewrite, ToolCallEvent, handler_name
 from .jsonvalues import copy_json, ensure_json
 from .limits import admit, oversized
@@ -33,10 +34,6 @@ if TYPE_CHECKING:
     from .calls import CallRunner
 
 __all__ = ["ask", "gate", "resolve"]
-
-
-async def _maybe_await(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 async def gate(runner: CallRunner, view: CallView) -> None:
@@ -64,20 +61,26 @@ async def gate(runner: CallRunner, view: CallView) -> None:
         return
 
     for handler in runner.call_handlers:
-        by = handler_name(handler)
         event = ToolCallEvent(call_id=call_id, name=name, arguments=copy_json(arguments),
                               origin=view.origin, parent_id=view.parent_id)
         try:
-            verdict = await _maybe_await(handler(event))
+            verdict = handler(event)
             if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
-                raise TypeError(f"returned {verdict!r}; return None, Block or Rewrite")
+                if inspect.isawaitable(verdict):
+                    verdict = await verdict
+                if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
+                    raise TypeError(f"returned {verdict!r}; return None, Block or Rewrite")
             if isinstance(verdict, Rewrite):
                 ensure_json(verdict.arguments)
                 if oversized(admit(verdict.arguments, runner.limits)) is not None:
                     raise ValueError("the rewritten arguments are over the size limit")
         except Exception as exc:
-            _block(runner, view, f"the tool_call handler {by} failed ({type(exc).__name__}: {exc})", by)
+            by = handler_name(handler)
+            _block(runner, view, f"the tool_call handler {by} failed ({describe(exc)})", by)
             return
+        if verdict is None:
+            continue
+        by = handler_name(handler)
         if isinstance(verdict, Block):
             _block(runner, view, verdict.reason, by)
             return
@@ -110,6 +113,7 @@ async def ask(runner: CallRunner, view: CallView) -> None:
     request = ApprovalRequest(call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
                               reason=reason, annotations=spec.annotations,
                               origin=view.origin, parent_id=view.parent_id)
+    runner.asking[call_id] = None  # not pending for the host while its approver decides
     try:
         answer = await runner.approver(request)
         if answer is LATER:
@@ -119,8 +123,11 @@ async def ask(runner: CallRunner, view: CallView) -> None:
             ensure_json(decision.arguments)
     except Exception as exc:
         decision = ApprovalDecision(
-            granted=False, reason=f"the approver failed ({type(exc).__name__}: {exc})"
+            granted=False, reason=f"the approver failed ({describe(exc)})"
         )
+    finally:
+        del runner.asking[call_id]
+        runner.changed()
     resolve(runner, call_id, decision)
 
 
@@ -130,7 +137,8 @@ def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> Non
     whether the approver gave them or the host did later."""
     view = runner.recorder.projection.calls[call_id]
     edited = decision.granted and decision.arguments is not None
-    if edited:
+    size = oversized(admit(decision.arguments, runner.limits)) if edited else None
+    if edited and size is None:
         runner.recorder.record(ToolCallRewritten(
             call_id=call_id, arguments=copy_json(decision.arguments), by="approver"))
     runner.recorder.record(ApprovalResolved(call_id=call_id, granted=decision.granted,
@@ -138,6 +146,11 @@ def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> Non
     if not decision.granted:
         _deny(runner, view, decision.reason or "the approver refused", "approver",
               f"{view.name} was not approved")
+        return
+    if size is not None:  # the edit is not recorded: the call ends instead
+        runner.fail(call_id, "too_large", f"{view.name} was not run: the approver's edited "
+                    f"arguments take {size} bytes, over the limit of "
+                    f"{runner.limits.max_argument_bytes}")
         return
     spec = runner.registry.specs.get(view.name)
     if edited and spec is not None:

@@ -2,7 +2,11 @@
 
 Arguments and results cross from untrusted code (the model, a handler, a tool) into the log,
 so the engine checks them once and copies them where a callee could otherwise change what the
-log holds.
+log holds. :func:`own_json` does both in one pass (the hot path of every call);
+:func:`ensure_json` only checks, and names what is wrong and where.
+
+A value nested deeper than :data:`MAX_DEPTH` levels is refused: no JSON anyone means is that
+deep, and a value that contains itself (a list appended to itself) would otherwise never end.
 """
 
 from __future__ import annotations
@@ -12,29 +16,36 @@ from typing import Any
 
 from events.results import EmbeddedResource, ToolResult
 
-__all__ = ["copy_json", "ensure_json", "own_result"]
+__all__ = ["MAX_DEPTH", "copy_json", "ensure_json", "own_json", "own_result"]
+
+#: How deep a JSON value may nest (objects and arrays inside each other).
+MAX_DEPTH = 500
 
 
 def ensure_json(value: Any) -> None:
     """Raise ``ValueError`` unless ``value`` is plain JSON: dicts with string keys, lists,
-    strings, finite numbers, booleans and ``None``. Says what is wrong and where."""
-    stack: list[tuple[Any, str]] = [(value, "$")]
+    strings, finite numbers, booleans and ``None``, nested at most :data:`MAX_DEPTH` deep.
+    Says what is wrong and where."""
+    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
     while stack:
-        item, path = stack.pop()
+        item, path, depth = stack.pop()
         if item is None or isinstance(item, (str, bool, int)):
             continue
         if isinstance(item, float):
             if not math.isfinite(item):
                 raise ValueError(f"{path}: {item!r} is not a JSON number")
             continue
+        if isinstance(item, (list, tuple, dict)) and depth >= MAX_DEPTH:
+            raise ValueError(f"{path}: nested more than {MAX_DEPTH} levels deep (or contains "
+                             f"itself)")
         if isinstance(item, (list, tuple)):
-            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(item))
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
             continue
         if isinstance(item, dict):
             for key, child in item.items():
                 if not isinstance(key, str):
                     raise ValueError(f"{path}: object key {key!r} is not a string")
-                stack.append((child, f"{path}.{key}"))
+                stack.append((child, f"{path}.{key}", depth + 1))
             continue
         raise ValueError(f"{path}: a {type(item).__name__} is not a JSON value")
 
@@ -42,10 +53,54 @@ def ensure_json(value: Any) -> None:
 def copy_json(value: Any) -> Any:
     """A deep copy of a JSON value (tuples become lists), faster than ``copy.deepcopy``."""
     if isinstance(value, dict):
-        return {key: copy_json(child) for key, child in value.items()}
+        return {key: child if type(child) in _SCALARS else copy_json(child)
+                for key, child in value.items()}
     if isinstance(value, (list, tuple)):
-        return [copy_json(child) for child in value]
+        return [child if type(child) in _SCALARS else copy_json(child) for child in value]
     return value
+
+
+_SCALARS = frozenset({str, int, bool, float, type(None)})
+
+
+class _NotPlain(Exception):
+    """Raised inside :func:`_own` when a value needs the careful path."""
+
+
+_CHECKED = frozenset({str, int, bool, type(None)})  # scalars that need no check
+
+
+def _own(value: Any, depth: int) -> Any:
+    kind = type(value)
+    if kind in _CHECKED:
+        return value
+    if kind is dict:
+        if depth >= MAX_DEPTH:
+            raise _NotPlain
+        copied = {}
+        for key, child in value.items():
+            if type(key) is not str:
+                raise _NotPlain
+            copied[key] = child if type(child) in _CHECKED else _own(child, depth + 1)
+        return copied
+    if kind is list:
+        if depth >= MAX_DEPTH:
+            raise _NotPlain
+        return [child if type(child) in _CHECKED else _own(child, depth + 1) for child in value]
+    if kind is float and math.isfinite(value):
+        return value
+    raise _NotPlain
+
+
+def own_json(value: Any) -> Any:
+    """``ensure_json(value)`` then ``copy_json(value)``, in one pass: a private copy of a JSON
+    value, or ``ValueError`` naming what is not JSON."""
+    try:
+        return _own(value, 0)
+    except _NotPlain:
+        pass  # tuples, subclasses of str/int/dict/list, or something that is not JSON
+    ensure_json(value)
+    return copy_json(value)
 
 
 def own_result(result: ToolResult) -> ToolResult:
@@ -55,10 +110,21 @@ def own_result(result: ToolResult) -> ToolResult:
     ``tool_result`` handler sees or patches in, a nested outcome handed to its parent) goes
     through here, so nobody can change a result the log holds. Raises ``ValueError`` naming
     what is not JSON.
+
+    A result with nothing mutable in it (no structured content or a plain scalar, no embedded
+    resource: its blocks are frozen values) is its own copy: it is returned as it is.
     """
-    ensure_json(result.structured_content)
     content = result.content
-    if any(isinstance(block, EmbeddedResource) for block in content):
+    embedded = False
+    for block in content:
+        if isinstance(block, EmbeddedResource):
+            embedded = True
+            break
+    structured = result.structured_content
+    if not embedded and type(result) is ToolResult and type(structured) in _CHECKED:
+        return result
+    structured = own_json(structured)
+    if embedded:
         for block in content:
             if isinstance(block, EmbeddedResource):
                 ensure_json(block.resource)
@@ -68,8 +134,17 @@ def own_result(result: ToolResult) -> ToolResult:
             else block
             for block in content
         )
-    return ToolResult(
-        content=content,
-        structured_content=copy_json(result.structured_content),
-        is_error=result.is_error,
-    )
+    return _result(content, structured, result.is_error)
+
+
+_set = object.__setattr__
+
+
+def _result(content: tuple[Any, ...], structured: Any, is_error: bool) -> ToolResult:
+    """``ToolResult(content=..., structured_content=..., is_error=...)`` from the parts of
+    one that was built (and so checked) already: its validators need not run again."""
+    copied: ToolResult = object.__new__(ToolResult)
+    _set(copied, "content", content)
+    _set(copied, "structured_content", structured)
+    _set(copied, "is_error", is_error)
+    return copied

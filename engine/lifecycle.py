@@ -37,7 +37,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from events.codec import type_name
+from events.codec import EVENT_TYPES, type_name
 from events.types import ApprovalResolved, PolicyDecided
 
 __all__ = ["CallState", "LifecycleError", "TRANSITIONS", "diagram", "event_key", "next_state"]
@@ -107,8 +107,22 @@ def event_key(event: Any) -> str:
     return type_name(event)
 
 
+# The same table by (state, event class), for the classes whose key is their log name alone:
+# one dict lookup per event instead of building its key.
+# Keyed by the state's value: an Enum member hashes in Python, its value string in C.
+_BY_CLASS: Mapping[tuple[str, type[Any]], CallState] = {
+    (state._value_, EVENT_TYPES[key]): target
+    for state, moves in TRANSITIONS.items()
+    for key, target in moves.items()
+    if ":" not in key
+}
+
+
 def next_state(state: CallState, event: Any, *, call_id: str = "?") -> CallState:
     """The state after ``event``; raises :class:`LifecycleError` if the table forbids it."""
+    known = _BY_CLASS.get((state._value_, type(event)))
+    if known is not None:
+        return known
     key = event_key(event)
     try:
         return TRANSITIONS[state][key]

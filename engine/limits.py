@@ -11,13 +11,26 @@ ASCII-escaped JSON: an upper bound of the bytes a record spends on the value.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 
 from events.results import AudioContent, EmbeddedResource, ImageContent, TextContent, ToolResult
 
-__all__ = ["OVERSIZED", "Limits", "admit", "json_size", "oversized", "result_size"]
+__all__ = [
+    "MAX_NAME",
+    "OVERSIZED",
+    "Limits",
+    "admit",
+    "clip_name",
+    "json_size",
+    "oversized",
+    "result_size",
+]
+
+#: How long a model's tool name or call id may be in the log (MCP names are at most 128).
+MAX_NAME = 256
 
 #: The key of the marker that stands in for arguments too large to record.
 OVERSIZED = "$toolledger.oversized"
@@ -36,9 +49,32 @@ class Limits:
     max_result_bytes: int = attrs.field(default=4_000_000, validator=_positive)
 
 
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
+def _unknown(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# ``json.dumps`` makes a new C encoder on every call, which costs more than encoding a small
+# value: this one is made once. Same output as ``json.dumps(value, separators=(",", ":"))``,
+# circular references excepted (the values the engine sizes are checked JSON: no cycles).
+_MAKE = getattr(json.encoder, "c_make_encoder", None)
+_ENCODE: Callable[[Any, int], Sequence[str]] | None = (
+    None if _MAKE is None
+    else _MAKE(None, _unknown, json.encoder.encode_basestring_ascii, None, ":", ",", False, False,
+               True)
+)
+
+
 def json_size(value: Any) -> int:
     """Bytes of ``value`` as compact, ASCII-escaped JSON."""
-    return len(json.dumps(value, separators=(",", ":")))
+    if _ENCODE is None or isinstance(value, str):
+        return len(_COMPACT.encode(value))
+    try:
+        return sum(map(len, _ENCODE(value, 0)))
+    except RecursionError:
+        raise ValueError("the value is nested too deeply (or contains itself)") from None
 
 
 def admit(arguments: Any, limits: Limits) -> Any:
@@ -68,3 +104,11 @@ def result_size(result: ToolResult) -> int:
         else:
             size += len(block.uri) + len(block.name)
     return size
+
+
+def clip_name(value: str) -> str:
+    """A model's tool name or call id, cut to :data:`MAX_NAME` characters (a cut name names
+    no tool, so its call fails as unavailable)."""
+    if len(value) <= MAX_NAME:
+        return value
+    return f"{value[:MAX_NAME - 1]}…"

@@ -18,6 +18,7 @@ session-wide grant; an ask rule; the annotation rule. Deny beats everything so t
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from typing import Any
@@ -113,6 +114,13 @@ def decide(
         return Verdict(decision="allow", reason=f"{name} was approved for this session")
     if pattern := _match(rules.ask, name):
         return Verdict(decision="ask", reason=f"the rule {pattern!r} asks")
+    return _by_annotations(name, annotations)
+
+
+@functools.lru_cache(maxsize=1024)
+def _by_annotations(name: str, annotations: Annotations) -> Verdict:
+    """The annotation rule's verdict: the same for every call of a tool, so it is worked out
+    (and its reason written) once per tool and shared, not once per call."""
     if needs_approval(annotations):
         return Verdict(decision="ask", reason=f"{name} needs approval: {_describe(annotations)}")
     declared = ", ".join(

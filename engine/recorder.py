@@ -4,8 +4,16 @@
 session's projection (which checks it against the lifecycle table) and queues it; nothing is
 written yet. :meth:`Recorder.flush` writes the queue to the store as one atomic batch. The
 runtime flushes before anything leaves the process (before a tool body runs, before an
-approver is asked, when a call or a prompt ends), so the log is ahead of every side effect:
-write-ahead, with one store round-trip per step instead of one per event.
+approver is asked, before the model is asked, when a top-level call or a prompt ends), so the
+log is ahead of every side effect: write-ahead, with one store round-trip per step instead of
+one per event. A nested call's end rides with its parent's next flush: its result stays in the
+process, with the parent.
+
+A store that writes inline (:class:`~events.stores.base.InlineStore`: the memory and JSONL
+stores) is written through its ``append_nowait``: the write cannot be interrupted half-way, so
+it needs neither the lock that orders flushes nor a cancel shield, and a flush costs no trip
+through the event loop. A flush is a cancellation point either way: a cancelled task is
+cancelled before it writes, never during the write.
 
 Followers (:meth:`Recorder.follow`) read the in-memory history at their own pace; recording
 never waits for them.
@@ -18,6 +26,7 @@ from collections.abc import AsyncIterator, Callable
 import trio
 
 from events.stores import EventStore
+from events.stores.base import append_nowait
 from events.types import Event, Record
 
 from .reducers import Projection
@@ -47,6 +56,7 @@ class Recorder:
         self.history = history
         self._clock = clock
         self._outbox: list[Record] = []
+        self._append_nowait = append_nowait(store)
         self._lock = trio.Lock()
         self._wakeup: trio.Event | None = None
         self._closed = False
@@ -73,6 +83,15 @@ class Recorder:
     async def flush(self) -> None:
         """Write every queued record to the store, as one batch per call."""
         if not self._outbox:
+            return
+        if self._append_nowait is not None:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            batch, self._outbox = self._outbox, []
+            try:
+                self._append_nowait(self.session_id, batch, batch[0].seq - 1)
+            except BaseException as exc:
+                self._broken = exc
+                raise
             return
         async with self._lock:
             batch, self._outbox = self._outbox, []

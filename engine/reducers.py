@@ -22,8 +22,6 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-import attrs
-
 from events.types import (
     TERMINAL_EVENTS,
     ActiveToolsSet,
@@ -72,6 +70,9 @@ class Projection:
         self.turn = 0
         self._tools: dict[str, ToolSnapshot] = {}
         self._active: dict[str, None] = {}
+        # what the two change only with the tools: kept, not rebuilt on every turn
+        self._active_set: frozenset[str] = frozenset()
+        self._declared: tuple[ToolSnapshot, ...] = ()
         self._grants: dict[str, bool] = {}
         self._calls: dict[str, CallView] = {}
         self._children: dict[str, list[str]] = {}
@@ -95,7 +96,12 @@ class Projection:
     @property
     def active_tools(self) -> frozenset[str]:
         """Names of the active tools: the ones declared to the model."""
-        return frozenset(self._active)
+        return self._active_set
+
+    @property
+    def declared_tools(self) -> tuple[ToolSnapshot, ...]:
+        """The active tools' snapshots, in registration order: what the model is told."""
+        return self._declared
 
     @property
     def session_grants(self) -> Mapping[str, bool]:
@@ -142,7 +148,7 @@ class Projection:
             last_seq=self.last_seq,
             turn=self.turn,
             tools=dict(self._tools),
-            active_tools=frozenset(self._active),
+            active_tools=self._active_set,
             session_grants=dict(self._grants),
             calls=dict(self._calls),
             children={k: tuple(v) for k, v in self._children.items()},
@@ -156,25 +162,21 @@ class Projection:
     def apply(self, record: Record) -> None:
         """Fold one record in. Raises :class:`LogInconsistency` (state unchanged) if the
         record cannot follow the ones before it."""
-        where = f"record seq {record.seq} of session {record.session_id!r}"
         if record.seq != self.last_seq + 1:
-            raise LogInconsistency(f"{where}: expected seq {self.last_seq + 1}")
+            raise LogInconsistency(f"{_where(record)}: expected seq {self.last_seq + 1}")
         event = record.event
         if self.session_id is None:
             if not isinstance(event, SessionStarted):
-                raise LogInconsistency(f"{where}: a session must start with session_started")
+                raise LogInconsistency(
+                    f"{_where(record)}: a session must start with session_started")
         elif record.session_id != self.session_id:
-            raise LogInconsistency(f"{where}: belongs to another session")
+            raise LogInconsistency(f"{_where(record)}: belongs to another session")
         elif isinstance(event, SessionStarted):
-            raise LogInconsistency(f"{where}: the session has already started")
+            raise LogInconsistency(f"{_where(record)}: the session has already started")
         try:
-            handler = _HANDLERS[type(event)]
-        except KeyError:
-            handler = Projection._call_event
-        try:
-            handler(self, event)
+            _HANDLERS.get(type(event), Projection._call_event)(self, event)
         except LifecycleError as exc:
-            raise LogInconsistency(f"{where}: {exc}") from None
+            raise LogInconsistency(f"{_where(record)}: {exc}") from None
         self.session_id = record.session_id
         self.last_seq = record.seq
 
@@ -190,6 +192,7 @@ class Projection:
         elif not known and active_on_registration(spec.exposure):
             # a new version of a known tool keeps its place in the active set
             self._active[spec.name] = None
+        self._tools_changed()
 
     def _active_tools_set(self, event: ActiveToolsSet) -> None:
         for name in event.names:
@@ -197,6 +200,11 @@ class Projection:
             if spec is None or spec.exposure == "hidden":
                 raise LifecycleError(f"{name!r} is not a registered tool that can be active")
         self._active = dict.fromkeys(event.names)
+        self._tools_changed()
+
+    def _tools_changed(self) -> None:
+        self._active_set = frozenset(self._active)
+        self._declared = tuple(spec for name, spec in self._tools.items() if name in self._active)
 
     def _user_message(self, event: UserMessage) -> None:
         self._transcript.append(event)
@@ -251,31 +259,51 @@ class Projection:
         if view is None:
             raise LifecycleError(f"call {call_id} was never requested")
         state = next_state(view.state, event, call_id=call_id)
-        changes: dict[str, Any] = {"state": state}
-        if isinstance(event, ToolCallRewritten):
-            changes["arguments"] = event.arguments
-            changes["rewrites"] = (*view.rewrites, event)
-        elif isinstance(event, PolicyDecided):
-            changes["verdict"] = event
+        # a new frozen view per event: what was handed out before never changes
+        arguments, rewrites, verdict, approval = (view.arguments, view.rewrites, view.verdict,
+                                                  view.approval)
+        started, count, progress, outcome = (view.started, view.progress_count,
+                                             view.last_progress, view.outcome)
+        if isinstance(event, PolicyDecided):
+            verdict = event
+        elif isinstance(event, ToolExecutionStarted):
+            started = True
+        elif isinstance(event, TERMINAL_EVENTS):
+            outcome = event
+            self._open.pop(call_id, None)
+            self._pending.pop(call_id, None)
+        elif isinstance(event, ToolProgress):
+            count += 1
+            progress = event
+        elif isinstance(event, ToolCallRewritten):
+            arguments = event.arguments
+            rewrites = (*rewrites, event)
         elif isinstance(event, ApprovalRequested):
             self._pending[call_id] = None
         elif isinstance(event, ApprovalResolved):
-            changes["approval"] = event
+            approval = event
             self._pending.pop(call_id, None)
             if event.scope == "session":
                 self._grants[view.name] = event.granted
-        elif isinstance(event, ToolExecutionStarted):
-            changes["started"] = True
-        elif isinstance(event, ToolProgress):
-            changes["progress_count"] = view.progress_count + 1
-            changes["last_progress"] = event
-        elif isinstance(event, TERMINAL_EVENTS):
-            changes["outcome"] = event
-            self._open.pop(call_id, None)
-            self._pending.pop(call_id, None)
-        view = attrs.evolve(view, **changes)
+        view = CallView(
+            call_id=call_id,
+            name=view.name,
+            arguments=arguments,
+            requested_arguments=view.requested_arguments,
+            origin=view.origin,
+            parent_id=view.parent_id,
+            model_call_id=view.model_call_id,
+            state=state,
+            rewrites=rewrites,
+            verdict=verdict,
+            approval=approval,
+            started=started,
+            progress_count=count,
+            last_progress=progress,
+            outcome=outcome,
+        )
         self._calls[call_id] = view
-        if view.outcome is not None and view.parent_id is None:
+        if outcome is not None and view.parent_id is None:
             self._enter_result(view)
 
     def _enter_result(self, view: CallView) -> None:
@@ -301,6 +329,10 @@ _HANDLERS: dict[type[Any], Any] = {
     AssistantMessage: Projection._assistant_message,
     ToolCallRequested: Projection._call_requested,
 }
+
+
+def _where(record: Record) -> str:
+    return f"record seq {record.seq} of session {record.session_id!r}"
 
 
 def fold(records: Iterable[Record]) -> Projection:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .schemas import SchemaValidator, compile_schema
+from .jsonvalues import ensure_json
+from .schemas import SchemaError, SchemaValidator, compile_schema
 from .tools import ToolSpec
 
 __all__ = ["Registry"]
@@ -20,6 +21,14 @@ class Registry:
         """Compile the spec's schemas; raises ``SchemaError`` naming the tool and keyword."""
         if not isinstance(spec, ToolSpec):
             raise TypeError(f"{spec!r} is not a tool: decorate it with @tool")
+        for role, schema in (("input", spec.input_schema), ("output", spec.output_schema)):
+            try:
+                ensure_json(schema)
+            except ValueError as exc:
+                raise SchemaError(
+                    f"tool {spec.name!r} {role}_schema is not plain JSON ({exc}): the log could "
+                    f"not hold it as written"
+                ) from None
         inputs = compile_schema(
             spec.input_schema, role="input", where=f"tool {spec.name!r} input_schema"
         )

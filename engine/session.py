@@ -29,6 +29,7 @@ from events.types import (
     ActiveToolsSet,
     Annotations,
     AssistantMessage,
+    ModelToolCall,
     Record,
     SessionStarted,
     ToolRegistered,
@@ -40,8 +41,8 @@ from .approvals import ApprovalDecision, ApprovalRequest, Approver, deny_all
 from .batch import Batch
 from .calls import CallRunner
 from .handlers import ToolCallHandler, ToolResultHandler
-from .jsonvalues import copy_json, ensure_json
-from .limits import Limits, admit
+from .jsonvalues import copy_json, own_json
+from .limits import Limits, admit, clip_name
 from .models import Model, ModelMessage, ModelRequest
 from .policy import PolicyRules
 from .recorder import Recorder
@@ -67,10 +68,10 @@ def _admissible(arguments: Any, limits: Limits) -> Any:
     """A private copy of a model's arguments; ``None`` if they are not JSON (the call then
     fails validation: the log holds only JSON), a size marker if they are too large."""
     try:
-        ensure_json(arguments)
+        arguments = own_json(arguments)
     except ValueError:
         return None
-    return admit(copy_json(arguments), limits)
+    return admit(arguments, limits)
 
 
 def _new_session_id() -> str:
@@ -85,13 +86,12 @@ class Session:
         recorder: Recorder,
         runner: CallRunner,
         model: Model,
-        nursery: trio.Nursery,
         *,
         max_turns: int,
     ) -> None:
         self._recorder = recorder
         self._runner = runner
-        self._batch = Batch(runner, nursery)
+        self._batch = Batch(runner)
         self._model = model
         self._max_turns = max_turns
         self._prompting = False
@@ -138,15 +138,16 @@ class Session:
         recorder = Recorder(store, sid, projection, history, clock)
         runner = CallRunner(recorder, registry, approver=approver, rules=rules,
                             max_depth=max_depth, limits=limits)
+        session = cls(recorder, runner, model, max_turns=max_turns)
+        if not history:
+            recorder.record(SessionStarted(metadata=copy_json(dict(metadata or {}))))
+        for spec in specs:
+            session._register(spec)
+        await recorder.flush()
         raised: BaseException | None = None
         try:
             async with trio.open_nursery() as nursery:
-                session = cls(recorder, runner, model, nursery, max_turns=max_turns)
-                if not history:
-                    recorder.record(SessionStarted(metadata=copy_json(dict(metadata or {}))))
-                for spec in specs:
-                    session._register(spec)
-                await recorder.flush()
+                session._batch.attach(nursery)
                 try:
                     yield session
                 except BaseException as exc:
@@ -156,6 +157,7 @@ class Session:
                     # calls still in flight (waiting for an approval) stop here without a
                     # word in the log, as if the process had stopped: resume() takes them up
                     await session._batch.suspend()
+                    session._batch.attach(None)
                     recorder.close()
                     with trio.CancelScope(shield=True):
                         await recorder.flush()
@@ -243,8 +245,7 @@ class Session:
 
     def declared_tools(self) -> tuple[ToolSnapshot, ...]:
         """The tools declared to the model now: the active ones, in registration order."""
-        active = self.state.active_tools
-        return tuple(spec for name, spec in self.state.tools.items() if name in active)
+        return self.state.declared_tools
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -300,10 +301,13 @@ class Session:
         await self._recorder.flush()
 
     def pending_approvals(self) -> tuple[ApprovalRequest, ...]:
-        """The approval requests waiting for an answer, in the order they were asked."""
+        """The approval requests waiting for an answer, in the order they were asked (not
+        those whose approver is deciding right now)."""
         state = self.state
         requests = []
         for call_id in state.pending_approvals:
+            if call_id in self._runner.asking:
+                continue
             view = state.calls[call_id]
             snapshot = state.tools.get(view.name)
             requests.append(ApprovalRequest(
@@ -338,14 +342,16 @@ class Session:
             ):
                 return PromptResult(stop="end_turn", turns=0, text=last.text)
             request = ModelRequest(transcript=self.transcript, tools=self.declared_tools())
+            await self._recorder.flush()  # what the model is about to read is in the log
             reply = await self._model.complete(request)
             if not isinstance(reply, ModelMessage):
                 raise TypeError(f"the model returned {reply!r}, not a ModelMessage")
             turns += 1
+            limits = self._runner.limits
             self._recorder.record(AssistantMessage(
                 turn=self.state.turn + 1, text=reply.text, stop_reason=reply.stop_reason,
-                tool_calls=tuple(attrs.evolve(call, arguments=_admissible(call.arguments,
-                                                                          self._runner.limits))
+                tool_calls=tuple(ModelToolCall(id=clip_name(call.id), name=clip_name(call.name),
+                                               arguments=_admissible(call.arguments, limits))
                                  for call in reply.tool_calls),
             ))
             if not reply.tool_calls:

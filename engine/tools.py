@@ -18,6 +18,8 @@ import attrs
 from events.results import ToolResult
 from events.types import Annotations, ExecutionMode, Exposure, Origin, ToolSnapshot
 
+from .jsonvalues import copy_json
+
 if TYPE_CHECKING:
     from .context import ToolContext
 
@@ -89,8 +91,9 @@ class ToolSpec:
         return ToolSnapshot(
             name=self.name,
             description=self.description,
-            input_schema=dict(self.input_schema),
-            output_schema=None if self.output_schema is None else dict(self.output_schema),
+            # as JSON (tuples become lists), so the log holds what it will read back
+            input_schema=copy_json(self.input_schema),
+            output_schema=None if self.output_schema is None else copy_json(self.output_schema),
             annotations=self.annotations,
             exposure=self.exposure,
             execution_mode=self.execution_mode,

@@ -28,7 +28,8 @@ from .lifecycle import CallState
 __all__ = ["CallView", "SessionState", "ToolResultEntry", "TranscriptEntry", "TranscriptView"]
 
 
-@attrs.frozen(kw_only=True)
+# One of each per call, kept for the session's life: no ``__weakref__`` slot (8 bytes each).
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class CallView:
     """One call as the log tells it so far: a node of the call tree (its children are
     :meth:`Projection.children`)."""
@@ -67,7 +68,7 @@ class CallView:
         return type(self.outcome).__name__.removeprefix("ToolCall").lower()
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolResultEntry:
     """A top-level call's result in the transcript, paired by the model's own call id."""
 

@@ -23,6 +23,14 @@ records carry ``"hash"``.
 
 Decoding is strict: an unknown event type, a newer version than this code writes, a missing
 or unexpected field is a :class:`CodecError` that says which, never a silent skip.
+
+Speed. Rebuilding a session folds every line of its log, so decoding is a hot path. The events
+a call writes (requested, policy, started, completed, failed, ...) are first tried by a
+hand-written reader (:data:`_FAST`) that takes only the exact shape :func:`encode_record`
+writes, with the strict types, and builds the event directly; anything else, valid or not,
+goes to the converter, which decides (and says what is wrong). So the fast path can only
+accept what the converter accepts, and it is disabled for a class whose fields no longer
+match the names it was written for.
 """
 
 from __future__ import annotations
@@ -30,22 +38,29 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
+import attrs
 import cattrs
 from cattrs.preconf.json import make_converter
 
 from .errors import CodecError
+from .results import ErrorInfo, TextContent, ToolResult
 from .types import (
     SCHEMA_VERSION,
     ActiveToolsSet,
     ApprovalRequested,
     ApprovalResolved,
     AssistantMessage,
+    Decision,
     Event,
+    FailureKind,
+    ModelToolCall,
+    Origin,
     PolicyDecided,
     Record,
     ResultHandlerFailed,
+    Scope,
     SessionStarted,
     ToolCallBlocked,
     ToolCallCancelled,
@@ -68,6 +83,7 @@ __all__ = [
     "decode_record",
     "decode_stored_line",
     "encode_line",
+    "encode_line_bytes",
     "encode_record",
     "type_name",
     "upcast",
@@ -191,16 +207,17 @@ def decode_record(obj: Any) -> Record:
     if not isinstance(obj, dict):
         raise CodecError(f"a record must be a JSON object, not {type(obj).__name__}")
     version = obj.get("v")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise CodecError("the record has no valid schema version 'v' (an integer from 1)")
-    if version > SCHEMA_VERSION:
-        raise CodecError(
-            f"the record has schema version {version}, newer than this toolledger "
-            f"understands ({SCHEMA_VERSION}): upgrade toolledger to read this log"
-        )
-    obj = upcast(obj)
-    extra = sorted(set(obj) - _ENVELOPE)
-    if extra:
+    if type(version) is not int or version != SCHEMA_VERSION:  # else: today's format
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            raise CodecError("the record has no valid schema version 'v' (an integer from 1)")
+        if version > SCHEMA_VERSION:
+            raise CodecError(
+                f"the record has schema version {version}, newer than this toolledger "
+                f"understands ({SCHEMA_VERSION}): upgrade toolledger to read this log"
+            )
+        obj = upcast(obj)
+    if not obj.keys() <= _ENVELOPE:
+        extra = sorted(set(obj) - _ENVELOPE)
         raise CodecError(f"the record has unexpected field(s) {', '.join(map(repr, extra))}")
     digest = obj.get("hash")
     if "hash" in obj and not (isinstance(digest, str) and _HASH.fullmatch(digest)):
@@ -209,18 +226,244 @@ def decode_record(obj: Any) -> Record:
     cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
         raise CodecError(f"unknown event type {kind!r}")
+    data = obj.get("data")
+    if not isinstance(data, dict):
+        raise CodecError(f"malformed {kind!r} record: 'data' must be an object, "
+                         f"not {type(data).__name__}")
     try:
-        event = converter.structure(obj.get("data"), cls)
+        event = _structure(data, cls)
         session_id = obj["session_id"]
         seq = obj["seq"]
         time = obj["time"]
     except (cattrs.BaseValidationError, KeyError, TypeError, ValueError) as exc:
         raise CodecError(f"malformed {kind!r} record: {_describe(exc)}") from exc
-    if not isinstance(session_id, str) or not isinstance(seq, int) or isinstance(seq, bool):
-        raise CodecError(f"malformed {kind!r} record: bad session_id or seq")
-    if not isinstance(time, (int, float)) or isinstance(time, bool):
-        raise CodecError(f"malformed {kind!r} record: bad time")
-    return Record(session_id=session_id, seq=seq, time=float(time), event=event, version=version)
+    if type(session_id) is not str or type(seq) is not int or type(time) is not float:
+        if not isinstance(session_id, str) or not isinstance(seq, int) or isinstance(seq, bool):
+            raise CodecError(f"malformed {kind!r} record: bad session_id or seq")
+        if not isinstance(time, (int, float)) or isinstance(time, bool):
+            raise CodecError(f"malformed {kind!r} record: bad time")
+        time = float(time)
+    return Record(session_id=session_id, seq=seq, time=time, event=event, version=version)
+
+
+# -- the fast path for decoding (see the module docstring) -----------------------------------
+
+
+class _Fallback(Exception):
+    """The fast reader cannot vouch for a value: the converter decides."""
+
+
+_set = object.__setattr__
+
+
+_FALLBACK = _Fallback()
+
+
+def _structure(data: Any, cls: type[Any]) -> Any:
+    fast = _FAST.get(cls)
+    if fast is not None:
+        try:
+            return fast(data)
+        except _Fallback:
+            pass
+    return converter.structure(data, cls)
+
+
+def _fields(data: Any, names: frozenset[str]) -> None:
+    if type(data) is not dict or data.keys() != names:
+        raise _FALLBACK
+
+
+def _str(value: Any) -> str:
+    if type(value) is not str:
+        raise _FALLBACK
+    return value
+
+
+def _opt_str(value: Any) -> str | None:
+    if value is not None and type(value) is not str:
+        raise _FALLBACK
+    return value
+
+
+def _one_of(value: Any, allowed: frozenset[str]) -> Any:
+    if type(value) is not str or value not in allowed:
+        raise _FALLBACK
+    return value
+
+
+def _names(cls: type[Any]) -> frozenset[str]:
+    return frozenset(field.name for field in attrs.fields(cls))
+
+
+_ORIGINS = frozenset(get_args(Origin))
+_DECISIONS = frozenset(get_args(Decision))
+_SCOPES = frozenset(get_args(Scope))
+_KINDS = frozenset(get_args(FailureKind))
+_TEXT, _RESULT, _ERROR, _CALL = (_names(TextContent), _names(ToolResult), _names(ErrorInfo),
+                                 _names(ModelToolCall))
+
+
+def _result(data: Any) -> ToolResult:
+    _fields(data, _RESULT)
+    blocks = data["content"]
+    if type(blocks) is not list or type(data["is_error"]) is not bool:
+        raise _FALLBACK
+    content = []
+    for block in blocks:  # text blocks only; any other kind goes to the converter
+        _fields(block, _TEXT)
+        if type(block["type"]) is not str or block["type"] != "text":
+            raise _FALLBACK
+        content.append(TextContent(text=_str(block["text"])))
+    # what ToolResult's validators check is checked above (a tuple of blocks, a real bool):
+    # build it without running them again
+    result: ToolResult = object.__new__(ToolResult)
+    _set(result, "content", tuple(content))
+    _set(result, "structured_content", data["structured_content"])
+    _set(result, "is_error", data["is_error"])
+    return result
+
+
+def _opt_result(data: Any) -> ToolResult | None:
+    return None if data is None else _result(data)
+
+
+def _requested(data: Any) -> ToolCallRequested:
+    _fields(data, _REQUESTED)
+    return ToolCallRequested(
+        call_id=_str(data["call_id"]), name=_str(data["name"]), arguments=data["arguments"],
+        origin=_one_of(data["origin"], _ORIGINS), parent_id=_opt_str(data["parent_id"]),
+        model_call_id=_opt_str(data["model_call_id"]),
+    )
+
+
+def _policy(data: Any) -> PolicyDecided:
+    _fields(data, _POLICY)
+    return PolicyDecided(call_id=_str(data["call_id"]),
+                         decision=_one_of(data["decision"], _DECISIONS),
+                         reason=_str(data["reason"]))
+
+
+def _started(data: Any) -> ToolExecutionStarted:
+    _fields(data, _STARTED)
+    return ToolExecutionStarted(call_id=_str(data["call_id"]))
+
+
+def _completed(data: Any) -> ToolCallCompleted:
+    _fields(data, _COMPLETED)
+    return ToolCallCompleted(call_id=_str(data["call_id"]), result=_result(data["result"]),
+                             returned=_opt_result(data["returned"]))
+
+
+def _error(data: Any) -> ErrorInfo | None:
+    if data is None:
+        return None
+    _fields(data, _ERROR)
+    return ErrorInfo(type=_str(data["type"]), message=_str(data["message"]),
+                     traceback=_str(data["traceback"]))
+
+
+def _failed(data: Any) -> ToolCallFailed:
+    _fields(data, _FAILED)
+    return ToolCallFailed(
+        call_id=_str(data["call_id"]), kind=_one_of(data["kind"], _KINDS),
+        message=_str(data["message"]), result=_result(data["result"]),
+        error=_error(data["error"]), returned=_opt_result(data["returned"]),
+    )
+
+
+def _assistant(data: Any) -> AssistantMessage:
+    _fields(data, _ASSISTANT)
+    turn, calls = data["turn"], data["tool_calls"]
+    if type(turn) is not int or type(calls) is not list:
+        raise _FALLBACK
+    tool_calls = []
+    for call in calls:
+        _fields(call, _CALL)
+        tool_calls.append(ModelToolCall(id=_str(call["id"]), name=_str(call["name"]),
+                                        arguments=call["arguments"]))
+    return AssistantMessage(turn=turn, text=_str(data["text"]), tool_calls=tuple(tool_calls),
+                            stop_reason=_str(data["stop_reason"]))
+
+
+def _approval_requested(data: Any) -> ApprovalRequested:
+    _fields(data, _ASKED)
+    return ApprovalRequested(call_id=_str(data["call_id"]), reason=_str(data["reason"]))
+
+
+def _approval_resolved(data: Any) -> ApprovalResolved:
+    _fields(data, _RESOLVED)
+    granted = data["granted"]
+    if type(granted) is not bool:
+        raise _FALLBACK
+    return ApprovalResolved(call_id=_str(data["call_id"]), granted=granted,
+                            scope=_one_of(data["scope"], _SCOPES),
+                            reason=_opt_str(data["reason"]))
+
+
+def _rewritten(data: Any) -> ToolCallRewritten:
+    _fields(data, _REWRITTEN)
+    return ToolCallRewritten(call_id=_str(data["call_id"]), arguments=data["arguments"],
+                             by=_str(data["by"]))
+
+
+# class -> (the field names its reader was written for, the reader)
+_READERS: dict[type[Any], tuple[tuple[str, ...], Callable[[Any], Any]]] = {
+    ToolCallRequested: (("call_id", "name", "arguments", "origin", "parent_id",
+                         "model_call_id"), _requested),
+    PolicyDecided: (("call_id", "decision", "reason"), _policy),
+    ToolExecutionStarted: (("call_id",), _started),
+    ToolCallCompleted: (("call_id", "result", "returned"), _completed),
+    ToolCallFailed: (("call_id", "kind", "message", "result", "error", "returned"), _failed),
+    AssistantMessage: (("turn", "text", "tool_calls", "stop_reason"), _assistant),
+    ApprovalRequested: (("call_id", "reason"), _approval_requested),
+    ApprovalResolved: (("call_id", "granted", "scope", "reason"), _approval_resolved),
+    ToolCallRewritten: (("call_id", "arguments", "by"), _rewritten),
+}
+(_REQUESTED, _POLICY, _STARTED, _COMPLETED, _FAILED, _ASSISTANT, _ASKED, _RESOLVED,
+ _REWRITTEN) = (frozenset(names) for names, _ in _READERS.values())
+
+#: The fast readers in use: those whose class still has exactly the fields they know, and
+#: whose nested classes do too.
+_FAST: dict[type[Any], Callable[[Any], Any]] = (
+    {
+        cls: reader
+        for cls, (names, reader) in _READERS.items()
+        if tuple(field.name for field in attrs.fields(cls)) == names
+    }
+    if (_TEXT, _RESULT, _ERROR, _CALL) == (
+        frozenset({"text", "type"}),
+        frozenset({"content", "structured_content", "is_error"}),
+        frozenset({"type", "message", "traceback"}),
+        frozenset({"id", "name", "arguments"}),
+    )
+    else {}
+)
+
+
+def _unknown(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# ``json.dumps`` builds a new encoder for every call, which costs as much as encoding a small
+# record: this one is built once. Same output as ``json.dumps(obj, ensure_ascii=False,
+# separators=(",", ":"), allow_nan=False)``; a value that contains itself is a ValueError, as
+# there, though found by its depth rather than by a mark.
+_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
+_ENCODE_TEXT: Callable[[Any, int], Any] | None = (
+    None if _MAKE_ENCODER is None
+    else _MAKE_ENCODER(None, _unknown, json.encoder.encode_basestring, None, ":", ",", False,
+                       False, False)
+)
+
+
+def _dumps(obj: dict[str, Any]) -> str:
+    if _ENCODE_TEXT is None:
+        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    try:
+        return "".join(_ENCODE_TEXT(obj, 0))
+    except RecursionError:
+        raise ValueError("the record is nested too deeply (or contains itself)") from None
 
 
 def encode_line(record: Record) -> str:
@@ -231,13 +474,19 @@ def encode_line(record: Record) -> str:
     (a lone surrogate, as ``os.fsdecode`` makes of a non-UTF-8 file name) switches that line to
     ``\\u`` escapes, which decode to the very same string.
     """
+    return encode_line_bytes(record)[0]
+
+
+def encode_line_bytes(record: Record) -> tuple[str, bytes]:
+    """:func:`encode_line`, and the line as UTF-8 (which checking that it encodes makes)."""
     obj = encode_record(record)
-    line = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    line = _dumps(obj)
     try:
-        line.encode("utf-8")
+        data = line.encode("utf-8")
     except UnicodeEncodeError:
         line = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    return line
+        data = line.encode("utf-8")
+    return line, data
 
 
 def decode_line(line: str | bytes) -> Record:
@@ -245,10 +494,47 @@ def decode_line(line: str | bytes) -> Record:
     return decode_stored_line(line)[0]
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+# ``json.loads(line, parse_constant=...)`` builds a new decoder for every line: built once.
+_STRICT = json.JSONDecoder(parse_constant=_no_constant)
+# the decoder's scanner: one value from an index (typeshed does not declare the attribute)
+_SCAN: Callable[[str, int], tuple[Any, int]] = getattr(_STRICT, "scan_once")
+
+
+def loads_strict(line: str | bytes) -> Any:
+    """``json.loads`` that accepts only JSON: no ``NaN``/``Infinity`` (which ``json`` allows
+    by default), and a line nested too deeply to parse is a ``ValueError``, not a crash."""
+    try:
+        if type(line) is bytes and line[:2] == b'{"':
+            # a record as stores write it: UTF-8 (what json.detect_encoding makes of bytes that
+            # start so), one object, then nothing or a newline; anything else the long way
+            text = line.decode("utf-8", "surrogatepass")
+            try:
+                obj, end = _SCAN(text, 0)
+            except StopIteration as err:
+                raise json.JSONDecodeError("Expecting value", text, err.value) from None
+            if end == len(text) or (end == len(text) - 1 and text[end] == "\n"):
+                return obj
+            return _STRICT.decode(text)
+        if isinstance(line, str):
+            if line.startswith("\ufeff"):  # as json.loads says of a str
+                raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)",
+                                           line, 0)
+            return _STRICT.decode(line)
+        if not isinstance(line, (bytes, bytearray)):
+            raise TypeError(f"a line is str or bytes, not {type(line).__name__}")
+        return _STRICT.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
+
+
 def decode_stored_line(line: str | bytes) -> tuple[Record, str | None]:
     """A record from one stored line, and the line's chain hash (``None`` if it has none)."""
     try:
-        obj = json.loads(line)
+        obj = loads_strict(line)
     except ValueError as exc:
         raise CodecError(f"not valid JSON: {exc}") from exc
     record = decode_record(obj)

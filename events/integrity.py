@@ -27,14 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
 
 import attrs
 
-from .codec import decode_record
+from .codec import decode_record, loads_strict
 from .errors import CodecError
 
 __all__ = [
@@ -242,16 +241,16 @@ class ChainVerifier:
         self._lines = number
         obj: Any = None
         try:
-            line = raw[:-1] if raw.endswith(b"\n") else raw
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise _Broken(f"not valid JSON: {exc}") from exc
             if not raw.endswith(b"\n"):
                 raise _Broken(
                     "the line has no newline at its end: a torn write (a crash during an "
                     "append; a store opening the log drops it) or a changed byte"
                 )
+            line = raw[:-1]
+            try:
+                obj = loads_strict(line)
+            except ValueError as exc:
+                raise _Broken(f"not valid JSON: {exc}") from exc
             self._check(line, obj)
         except _Broken as exc:
             session, seq = _where(obj)

@@ -15,11 +15,11 @@ stores lines chains them the same way and one verifier checks them all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
-from ..codec import decode_line, encode_line
+from ..codec import decode_line, encode_line_bytes
 from ..errors import CodecError, ConflictError
 from ..integrity import GENESIS, seal_bytes
 from ..types import SCHEMA_VERSION, Record
@@ -27,6 +27,8 @@ from ..types import SCHEMA_VERSION, Record
 __all__ = [
     "ClosingStore",
     "EventStore",
+    "InlineStore",
+    "append_nowait",
     "check_batch",
     "check_conflict",
     "encode_batch",
@@ -92,6 +94,34 @@ class ClosingStore:
         self.close()
 
 
+class InlineStore(ClosingStore):
+    """A store whose ``append`` does all its work inline, without awaiting: it only calls
+    :meth:`append_nowait`, the same append as a plain function.
+
+    A writer that holds such a store may call :meth:`append_nowait` itself (see
+    :func:`append_nowait`): no trip through the event loop, and no need to shield the write
+    from cancellation, since nothing in it can be interrupted. A subclass that overrides
+    ``append`` (to wait for something, or to watch the writes) is written through ``append``
+    again, as any store.
+    """
+
+    def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+        """:meth:`EventStore.append`, done now."""
+        raise NotImplementedError
+
+    async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+        """Append a batch, all or nothing; see :meth:`EventStore.append`."""
+        self.append_nowait(session_id, records, expected_seq)
+
+
+def append_nowait(store: object) -> Callable[[str, Sequence[Record], int], None] | None:
+    """The store's :meth:`InlineStore.append_nowait` if its ``append`` is just that one
+    (an :class:`InlineStore` whose ``append`` no subclass replaced); ``None`` otherwise."""
+    if isinstance(store, InlineStore) and type(store).append is InlineStore.append:
+        return store.append_nowait
+    return None
+
+
 def check_batch(session_id: str, records: Sequence[Record], expected_seq: int) -> None:
     """Raise ``ValueError`` unless ``records`` may follow ``expected_seq`` in ``session_id``.
 
@@ -150,14 +180,13 @@ def encode_bodies(records: Sequence[Record]) -> list[bytes]:
                 )
             )
         try:
-            text = encode_line(record)
-            data = text.encode("utf-8")
+            text, data = encode_line_bytes(record)
         except (KeyError, TypeError, ValueError) as exc:
             # KeyError: not an event class; TypeError/ValueError: not JSON (NaN, a set);
             # UnicodeEncodeError (a ValueError): a lone surrogate in a string.
             raise CodecError(f"{where} cannot be encoded: {exc!r}") from exc
         try:
-            decode_line(data)
+            decode_line(text)  # the same JSON as the bytes, without decoding them again
         except CodecError as exc:
             raise CodecError(f"{where} would not read back: {exc}") from exc
         bodies.append(data)

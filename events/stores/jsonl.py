@@ -40,7 +40,7 @@ from ..codec import decode_stored_line
 from ..errors import CodecError, CorruptLogError
 from ..integrity import GENESIS, Anchor, ChainVerifier, VerifyReport
 from ..types import Record
-from .base import ClosingStore, check_batch, check_conflict, encode_bodies, seal_lines
+from .base import InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 
 __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
@@ -64,7 +64,7 @@ class _SessionIndex:
         self.head = GENESIS  # the hash of the last line; GENESIS if it has none
 
 
-class JsonlStore(ClosingStore):
+class JsonlStore(InlineStore):
     """An :class:`~events.stores.EventStore` in one JSON Lines file at ``path``.
 
     The file is opened (created if missing) and scanned in ``__init__``, so a corrupt log is
@@ -73,9 +73,10 @@ class JsonlStore(ClosingStore):
 
     The methods are ``async`` but do plain blocking file I/O inline: local appends and
     indexed reads are short, and handing them to a thread would cost more than it saves.
-    No method awaits, so tasks in one event loop never see a half-done change; the store is
-    not thread-safe. If another process holds the lock, the loop waits for it (briefly:
-    locks are held only while indexing a tail and writing one batch).
+    No method awaits (a session writes through :meth:`append_nowait`), so tasks in one event
+    loop never see a half-done change; the store is not thread-safe. If another process holds
+    the lock, the loop waits for it (briefly: locks are held only while indexing a tail and
+    writing one batch).
 
     Durability: every batch goes to the OS in one unbuffered ``write`` (no user-space buffer
     to flush), so it survives a crash of this process. With ``durable=True`` each append also
@@ -116,7 +117,7 @@ class JsonlStore(ClosingStore):
             raise
         self._fd = fd
 
-    async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+    def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
         """Append a batch, all or nothing; see :meth:`EventStore.append`."""
         fd = self._ensure_open()
         check_batch(session_id, records, expected_seq)

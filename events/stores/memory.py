@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..types import Record
-from .base import ClosingStore, check_batch, check_conflict, encode_batch
+from .base import InlineStore, check_batch, check_conflict, encode_batch
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore(ClosingStore):
+class MemoryStore(InlineStore):
     """Keeps each session's :class:`~events.types.Record`\\ s in a list, by session id.
 
     Records are frozen, so the store keeps the caller's objects and hands them back as they
@@ -22,7 +22,7 @@ class MemoryStore(ClosingStore):
     only for speed, when the records are known to be good.
 
     The methods never await, so each one runs to completion without other tasks seeing a
-    half-done change. Not thread-safe: use it from one thread (one event loop).
+    half-done change (and a session calls :meth:`append_nowait` directly). Not thread-safe: use it from one thread (one event loop).
 
     There is no hash chain here: the records are objects in this process, not bytes anyone
     could edit later, and nothing of them outlives it (see ``docs/integrity.md``).
@@ -33,7 +33,7 @@ class MemoryStore(ClosingStore):
         self._sessions: dict[str, list[Record]] = {}
         self._closed = False
 
-    async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+    def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
         """Append a batch, all or nothing; see :meth:`EventStore.append`."""
         self._ensure_open()
         check_batch(session_id, records, expected_seq)
