@@ -9,14 +9,41 @@ of the stored log equals the live state, so every test that uses it also checks 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
+
+import pytest
+from hypothesis import HealthCheck, settings
 
 from engine import Session, ToolSpec, fold
 from engine.handlers import ToolCallHandler, ToolResultHandler
 from engine.models import FauxModel, FauxStep
 from engine.reducers import Projection
 from events import MemoryStore, Record
+
+# -- Hypothesis profiles ---------------------------------------------------------------------
+# ``ci`` (the default) keeps the whole suite under a few minutes on a small machine; ``nightly``
+# runs many more examples. Choose with TOOLLEDGER_HYPOTHESIS_PROFILE=ci|nightly (docs/testing.md).
+# A test whose @settings names max_examples itself keeps its own count under either profile.
+
+HYPOTHESIS_PROFILE_VARIABLE = "TOOLLEDGER_HYPOTHESIS_PROFILE"
+HYPOTHESIS_PROFILES = ("ci", "nightly")
+settings.register_profile(
+    "ci", max_examples=50, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile(
+    "nightly", max_examples=1_000, deadline=None, print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+HYPOTHESIS_PROFILE = os.environ.get(HYPOTHESIS_PROFILE_VARIABLE, "").strip() or "ci"
+if HYPOTHESIS_PROFILE not in HYPOTHESIS_PROFILES:
+    raise pytest.UsageError(
+        f"{HYPOTHESIS_PROFILE_VARIABLE}={HYPOTHESIS_PROFILE!r} is not a Hypothesis profile of "
+        f"this suite: use one of {', '.join(HYPOTHESIS_PROFILES)}"
+    )
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 SESSION_ID = "test-session"
 
