@@ -1,0 +1,525 @@
+"""A Hypothesis state machine that drives a live :class:`~engine.Session` step by step.
+
+:class:`SessionMachine` keeps one session open on a store between steps and, at each step,
+does what a host does: prompt with a scripted batch (calls drawn from the tools' own input
+schemas, valid and invalid, unknown tools, nested plans, parallel batches), cancel a prompt
+part-way (after a drawn number of records), resolve a pending approval (granted or refused,
+once or for the session, sometimes with edited arguments), resume, change the active tools,
+register a new version of a tool (other annotations, maybe another exposure), try what must
+be refused (a prompt while paused, an answer to a call that waits for nothing), and restart
+(close the session and open it again from its log). After every step it checks every
+invariant of :mod:`engine.testing.invariants` on the store's log and the live session.
+
+Subclass it with your own tools, handlers, policy and approver; a few class attributes do::
+
+    class NotesMachine(SessionMachine):
+        tools = note_tools({})
+        call_handlers = [guard_secrets]
+        policy = PolicyRules(allow=["read_note"])
+
+    TestNotes = NotesMachine.TestCase
+
+Without tools of its own the machine runs the catalogue of :mod:`engine.testing.catalogue`,
+with drawn annotations, policy rules and handlers.
+
+How it drives trio: the machine is synchronous, the session lives in a trio loop in a helper
+thread (:class:`~engine.testing.loop.LoopThread`); each step hands one async function to the
+loop and returns once the loop is idle again, so the state machine reads the session with no
+race. Time is virtual (``MockClock``), and moves only during steps.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
+from functools import partial
+from typing import Any, ClassVar, Literal, TypeVar
+
+import attrs
+import trio
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from events.stores import EventStore, MemoryStore
+from events.types import Annotations, Record
+
+from ..approvals import LATER, ApprovalDecision, ApprovalRequest, Approver
+from ..handlers import ToolCallHandler, ToolResultHandler
+from ..models import FauxModel, FauxStep, FauxToolCall, ModelMessage, ModelRequest, faux_text
+from ..policy import PolicyRules
+from ..session import PromptResult, Session
+from ..tools import EXPOSURES, ToolSpec
+from .arguments import invalid_arguments, valid_arguments, weighted
+from .catalogue import TOOL_NAMES, NestRecord, catalogue_tools, nest_tool
+from .invariants import check_log, check_stored
+from .loop import LoopThread
+from .scripts import (
+    call_handler_specs,
+    make_call_handler,
+    make_result_handler,
+    policy_rules,
+    result_handler_specs,
+)
+from .strategies import tool_calls
+from .tools import BodyRuns, counted, counting_clock
+
+__all__ = ["MACHINE_ANSWERS", "ScriptModel", "SessionMachine"]
+
+T = TypeVar("T")
+
+SCOPES: tuple[Literal["once", "session"], ...] = ("once", "session")
+
+#: what the machine's own approver may answer (drawn per tool at each prompt)
+MACHINE_ANSWERS: tuple[str, ...] = (
+    "grant", "grant_session", "deny", "deny_session", "later", "later", "raise", "edit",
+)
+
+
+class ScriptModel:
+    """The machine's model: replays the script of the current prompt (a
+    :class:`~engine.models.FauxModel`, ``faux`` to begin with), then ends each turn with text
+    once it runs out, so a prompt after a cancelled one always gets an answer."""
+
+    def __init__(self, faux: FauxModel | None = None) -> None:
+        self._faux = faux if faux is not None else FauxModel([])
+        #: every request received, in order
+        self.requests: list[ModelRequest] = []
+
+    def load(self, steps: Sequence[FauxStep]) -> None:
+        """The script for what follows (replacing what is left of the last one)."""
+        self._faux = FauxModel(steps)
+
+    async def complete(self, request: ModelRequest) -> ModelMessage:
+        """The next scripted message, or a text message when the script is used up."""
+        self.requests.append(request)
+        if self._faux.remaining:
+            return await self._faux.complete(request)
+        return ModelMessage(text="(end of script)")
+
+
+def _static(cls: type, name: str) -> Any:
+    """A class attribute as written (a function stays a function, not a bound method)."""
+    value = inspect.getattr_static(cls, name)
+    return value.__func__ if isinstance(value, (staticmethod, classmethod)) else value
+
+
+class SessionMachine(RuleBasedStateMachine):
+    """Drives a :class:`~engine.Session` step by step and checks every invariant after each
+    step. Subclass it; set what you need:
+
+    ``tools``
+        Your :class:`~engine.ToolSpec`\\ s (each body is counted). Empty: the catalogue.
+    ``call_handlers`` / ``result_handlers``
+        ``tool_call`` and ``tool_result`` handlers, installed in order.
+    ``policy``
+        The session's :class:`~engine.PolicyRules` (the invariants recompute the policy
+        with them).
+    ``approver``
+        An approver; ``None`` (default): one that answers as each prompt step drew it per
+        tool (grant, deny, once or for the session, edit the arguments, raise, or
+        :data:`~engine.LATER`, which leaves the approval to the resolve step).
+    ``nest_tool_name``
+        The name of a tool the machine adds that makes nested calls to your tools (from a
+        drawn plan); ``None``: no such tool.
+
+    Or override the hooks: :meth:`make_tools` (fresh tools per run), :meth:`make_store`,
+    :meth:`setup_session` (called after each open), :meth:`model_calls` (what the model
+    calls). Add rules and invariants of your own with Hypothesis' decorators; inside them,
+    :meth:`run` runs an async function in the session's loop, and ``self.session``,
+    ``self.store``, ``self.runs`` (body runs) and ``self.records`` (the log at the last
+    check) are there to read.
+    """
+
+    tools: ClassVar[Sequence[ToolSpec]] = ()
+    call_handlers: ClassVar[Sequence[ToolCallHandler]] = ()
+    result_handlers: ClassVar[Sequence[ToolResultHandler]] = ()
+    policy: PolicyRules = PolicyRules()
+    approver: ClassVar[Approver | None] = None
+    nest_tool_name: ClassVar[str | None] = "nest"
+    #: what the machine's own approver may answer, drawn per tool at each prompt
+    answers: ClassVar[tuple[str, ...]] = MACHINE_ANSWERS
+    #: calls in one assistant message, and messages with calls in one prompt
+    max_calls: ClassVar[int] = 3
+    max_turns: ClassVar[int] = 2
+    #: how deep the nesting tool's plans go
+    nest_depth: ClassVar[int] = 2
+    max_depth: ClassVar[int] = 8
+    session_id: ClassVar[str] = "machine-session"
+    virtual_time: ClassVar[bool] = True
+    step_timeout: ClassVar[float] = 600.0
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs = BodyRuns()
+        self.asked: list[str] = []
+        self.records: tuple[Record, ...] = ()
+        self.session: Session | None = None
+        self.store: EventStore = self.make_store()
+        self.model = ScriptModel()
+        self.nested = NestRecord()
+        self._loop = LoopThread(virtual_time=self.virtual_time, step_timeout=self.step_timeout)
+        self._clock = counting_clock()
+        self._specs: list[ToolSpec] = []
+        self._answers: dict[str, str] = {}
+        self._edits: dict[str, Any] = {}
+        self._closed_log = True
+        self._closing: trio.Event | None = None
+        self._gone: trio.Event | None = None
+        self._session_error: BaseException | None = None
+        self._call_handlers: list[ToolCallHandler] = list(self.call_handlers)
+        self._result_handlers: list[ToolResultHandler] = list(self.result_handlers)
+
+    # -- hooks ------------------------------------------------------------------------------
+
+    def make_tools(self) -> Sequence[ToolSpec]:
+        """The tools to register (default: the class attribute ``tools``). Override to build
+        fresh ones for each run, e.g. tools that share a fake file system."""
+        return list(self.tools)
+
+    def make_store(self) -> EventStore:
+        """The store the session writes to (default: a new :class:`~events.MemoryStore`)."""
+        return MemoryStore()
+
+    def setup_session(self, session: Session) -> None:
+        """Called after each open of the session (the first, and each restart): installs the
+        handlers."""
+        for handler in self._call_handlers:
+            session.on_tool_call(handler)
+        for result_handler in self._result_handlers:
+            session.on_tool_result(result_handler)
+
+    def model_calls(self) -> st.SearchStrategy[FauxToolCall]:
+        """What the model calls: the tools with arguments drawn from their input schemas
+        (mostly valid), an unknown tool, and plans for the nesting tool."""
+        plain = [spec for spec in self._specs if spec.name != self.nest_tool_name]
+        simple = tool_calls(plain)
+        if self.nest_tool_name is None or not any(s.name == self.nest_tool_name
+                                                  for s in self._specs):
+            return simple
+        nest = self.nest_tool_name
+        levels = simple
+        for _ in range(self.nest_depth):
+            inner = levels
+            plans = st.lists(inner.map(lambda c: {"name": c.name, "arguments": c.arguments}),
+                             max_size=3)
+            levels = weighted((3, simple),
+                              (1, plans.map(lambda p: FauxToolCall(name=nest,
+                                                                   arguments={"plan": p}))))
+        return levels
+
+    # -- running things in the session's loop ----------------------------------------------------
+
+    def run(self, function: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Run ``await function(*args)`` in the session's trio loop as one step (it returns
+        once every task there waits again)."""
+        return self._loop.step(function, *args, name=getattr(function, "__name__", "step"))
+
+    @property
+    def live(self) -> Session:
+        """The open session."""
+        assert self.session is not None, "the session is not open"
+        return self.session
+
+    async def _hold(self, *, task_status: trio.TaskStatus[None]) -> None:
+        closing, gone = trio.Event(), trio.Event()
+        self._closing, self._gone = closing, gone
+        approver = self._approver()
+
+        async def asked(request: ApprovalRequest) -> Any:
+            self.asked.append(request.call_id)
+            return await approver(request)
+
+        try:
+            async with Session.open(self.store, model=self.model, tools=self._specs,
+                                    approver=asked, rules=self.policy,
+                                    session_id=self.session_id, clock=self._clock,
+                                    max_depth=self.max_depth) as session:
+                self.session = session
+                self.setup_session(session)
+                task_status.started()
+                await closing.wait()
+        except BaseException as exc:  # reported by the step that closes the session
+            self._session_error = exc
+            if not closing.is_set():
+                raise
+        finally:
+            self.session = None
+            gone.set()
+
+    async def _open(self) -> None:
+        await self._loop.nursery.start(self._hold)
+
+    async def _close(self) -> None:
+        if self._closing is None or self._gone is None:
+            return
+        self._closing.set()
+        await self._gone.wait()
+        self._closing = self._gone = None
+        if self._session_error is not None:
+            error, self._session_error = self._session_error, None
+            raise error
+
+    def _approver(self) -> Approver:
+        given = _static(type(self), "approver")
+        if given is not None:
+            return given  # type: ignore[no-any-return]
+        return self._scripted_approver
+
+    async def _scripted_approver(self, request: ApprovalRequest) -> Any:
+        answer = self._answers.get(request.name, "later")
+        if answer == "later":
+            return LATER
+        if answer == "raise":
+            raise RuntimeError(f"the approver crashed on {request.name}")
+        if answer == "edit":
+            return ApprovalDecision(granted=True, arguments=self._edits.get(request.name, {}),
+                                    reason="edited")
+        if answer.endswith("_session"):
+            return ApprovalDecision(granted=answer == "grant_session", scope="session")
+        return answer == "grant"
+
+    # -- what the machine knows ---------------------------------------------------------------
+
+    def batch_open(self) -> bool:
+        """Whether the current batch has calls without their terminal event (the session is
+        paused, or a nested call resumed by an answer is still on its way)."""
+        if self.session is None:
+            return False
+        state = self.session.state
+        message = state.last_message
+        if message is None:
+            return False
+        calls = state.calls
+        return any(f"{message.turn}.{i}" not in calls or not calls[f"{message.turn}.{i}"].closed
+                   for i in range(len(message.tool_calls)))
+
+    def pending(self) -> tuple[ApprovalRequest, ...]:
+        """The approval requests waiting for an answer."""
+        return () if self.session is None else self.session.pending_approvals()
+
+    def _schema(self, name: str) -> Mapping[str, Any]:
+        snapshot = self.live.state.tools.get(name)
+        return snapshot.input_schema if snapshot is not None else {"type": "object"}
+
+    def _arguments(self, name: str) -> st.SearchStrategy[Any]:
+        schema = self._schema(name)
+        try:
+            bad = invalid_arguments(schema)
+        except ValueError:
+            return valid_arguments(schema)
+        return weighted((2, valid_arguments(schema)), (1, bad))
+
+    # -- rules --------------------------------------------------------------------------------
+
+    @initialize(data=st.data())
+    def open_session(self, data: st.DataObject) -> None:
+        """Build the tools (the catalogue, with drawn annotations, rules and handlers, when
+        the subclass brings none) and open the session."""
+        tools = list(self.make_tools())
+        if tools:
+            self._specs = [counted(spec, self.runs) for spec in tools]
+            if self.nest_tool_name is not None and all(s.name != self.nest_tool_name
+                                                      for s in tools):
+                self._specs.append(nest_tool(self.runs, name=self.nest_tool_name,
+                                             record=self.nested))
+        else:
+            hints = st.sampled_from([None, True, False])
+            notes = st.builds(lambda r, d, o, i: Annotations(read_only=r, destructive=d,
+                                                             open_world=o, idempotent=i),
+                              hints, hints, hints, hints)
+            drawn = data.draw(st.fixed_dictionaries({name: notes for name in TOOL_NAMES}),
+                              label="annotations")
+            self._specs = catalogue_tools(drawn, self.runs, record=self.nested)
+            self.policy = data.draw(policy_rules(), label="policy")
+            self._call_handlers = [make_call_handler(i, spec) for i, spec in enumerate(
+                data.draw(st.lists(call_handler_specs, max_size=2), label="call handlers"))]
+            self._result_handlers = [make_result_handler(spec) for spec in data.draw(
+                st.lists(result_handler_specs, max_size=1), label="result handlers")]
+        self._calls = self.model_calls()
+        self.run(self._open)
+
+    @precondition(lambda self: not self.batch_open())
+    @rule(data=st.data())
+    def prompt(self, data: st.DataObject) -> None:
+        """Prompt with a script of one or more batches, maybe cancelled part-way."""
+        turns = data.draw(st.lists(st.lists(self._calls, min_size=1, max_size=self.max_calls),
+                                   min_size=1, max_size=self.max_turns), label="batches")
+        self._draw_answers(data)
+        cancel_at = self._draw_cancel(data)
+        steps: list[FauxStep] = [*turns, faux_text("done")]
+        self.model.load(steps)
+        self._drive(lambda: self.live.prompt("go"), cancel_at)
+
+    @rule(data=st.data())
+    def resume(self, data: st.DataObject) -> None:
+        """Resume: finish the batch with what the log holds, then go on with the script."""
+        cancel_at = self._draw_cancel(data)
+        self._drive(self.live.resume, cancel_at)
+
+    @precondition(lambda self: bool(self.pending()))
+    @rule(data=st.data())
+    def resolve(self, data: st.DataObject) -> None:
+        """Answer one pending approval, as a host does."""
+        request = data.draw(st.sampled_from(self.pending()), label="request")
+        granted = data.draw(st.booleans(), label="granted")
+        scope = data.draw(st.sampled_from(SCOPES), label="scope")
+        arguments = data.draw(st.one_of(st.none(), st.none(), self._arguments(request.name)),
+                              label="edited arguments") if granted else None
+        self.run(partial(self.live.resolve_approval, request.call_id, granted, scope,
+                         arguments=arguments))
+
+    @precondition(lambda self: bool(self.batch_open()))
+    @rule()
+    def prompt_while_paused_is_refused(self) -> None:
+        """A prompt while a batch is open is refused, and records nothing."""
+        before = len(self.live.records)
+
+        async def attempt() -> None:
+            try:
+                await self.live.prompt("too soon")
+            except RuntimeError:
+                return
+            raise AssertionError("a prompt was accepted while the last batch was open")
+
+        self.run(attempt)
+        assert len(self.live.records) == before, "a refused prompt recorded something"
+
+    @rule(data=st.data())
+    def answer_what_waits_for_nothing(self, data: st.DataObject) -> None:
+        """An answer to a call that waits for no approval is refused, and records nothing."""
+        waiting = {request.call_id for request in self.pending()}
+        known = [c for c in self.live.state.calls if c not in waiting]
+        call_id = data.draw(st.sampled_from([*known, "9.9", "no-such-call"]), label="call id")
+        before = len(self.live.records)
+
+        async def attempt() -> None:
+            try:
+                await self.live.resolve_approval(call_id, True)
+            except ValueError:
+                return
+            raise AssertionError(f"an answer to {call_id}, which waits for nothing, was accepted")
+
+        self.run(attempt)
+        assert len(self.live.records) == before, "a refused answer recorded something"
+
+    @rule(data=st.data())
+    def set_active_tools(self, data: st.DataObject) -> None:
+        """Replace the active tools with a drawn list (hidden ones included, which are
+        ignored); a list with an unknown name is refused and changes nothing."""
+        names = [spec.name for spec in self._specs]
+        chosen = data.draw(st.lists(st.sampled_from(names), max_size=len(names)), label="names")
+        unknown = data.draw(st.sampled_from([False] * 5 + [True]), label="with an unknown name")
+        if unknown:
+            chosen = [*chosen, "no_such_tool"]
+        before = len(self.live.records)
+
+        async def change() -> None:
+            try:
+                await self.live.set_active_tools(chosen)
+            except ValueError:
+                if unknown:
+                    return
+                raise
+            if unknown:
+                raise AssertionError("set_active_tools accepted an unknown name")
+
+        self.run(change)
+        if unknown:
+            assert len(self.live.records) == before, (
+                "a refused set_active_tools recorded something")
+
+    @rule(data=st.data())
+    def register_a_new_version(self, data: st.DataObject) -> None:
+        """Register a new version of a tool: other annotations, maybe another exposure (the
+        policy and the exposure rules must follow the new version from then on)."""
+        index = data.draw(st.integers(0, len(self._specs) - 1), label="tool")
+        spec = self._specs[index]
+        hints = st.sampled_from([None, True, False])
+        notes = data.draw(st.builds(Annotations, read_only=hints, destructive=hints,
+                                    open_world=hints, idempotent=hints), label="annotations")
+        exposure = data.draw(st.sampled_from([spec.exposure] * 3 + list(EXPOSURES)),
+                             label="exposure")
+        newer = attrs.evolve(spec, annotations=notes, exposure=exposure)
+        self._specs[index] = newer  # a restart registers this version too
+        self.run(self.live.register, newer)
+
+    @rule()
+    def restart(self) -> None:
+        """Close the session (calls in flight stop without a word, as if the process stopped)
+        and open it again from its log."""
+        self.run(self._close)
+        self.run(self._open)
+
+    def _draw_answers(self, data: st.DataObject) -> None:
+        if _static(type(self), "approver") is not None:
+            return
+        names = [spec.name for spec in self._specs]
+        self._answers = data.draw(st.fixed_dictionaries(
+            {name: st.sampled_from(self.answers) for name in names}), label="approver")
+        self._edits = {name: data.draw(self._arguments(name), label=f"edit of {name}")
+                       for name, answer in self._answers.items() if answer == "edit"}
+
+    def _draw_cancel(self, data: st.DataObject) -> int | None:
+        return data.draw(st.one_of(st.none(), st.none(), st.integers(0, 25)),
+                         label="cancel after records")
+
+    def _drive(self, action: Callable[[], Awaitable[PromptResult]], cancel_at: int | None) -> None:
+        async def drive() -> bool:
+            session = self.live
+            start = session.state.last_seq
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+                    if cancel_at is not None:
+                        nursery.start_soon(self._cancel_after, session, start + cancel_at, scope)
+                    result = await action()
+                    nursery.cancel_scope.cancel()
+                assert result.stop in ("end_turn", "max_turns", "paused"), result
+                return result.stop != "paused"
+            return True  # cancelled: the engine closed every call of the batch
+
+        self._closed_log = self.run(drive)
+
+    @staticmethod
+    async def _cancel_after(session: Session, seq: int, scope: trio.CancelScope) -> None:
+        records: AsyncIterator[Record] = session.follow(after=seq)
+        async with aclosing(records) as stream:  # type: ignore[type-var]
+            async for _ in stream:
+                scope.cancel()
+                return
+
+    # -- invariants ---------------------------------------------------------------------------
+
+    @invariant()
+    def log_invariants_hold(self) -> None:
+        """Every invariant of :mod:`engine.testing.invariants`, on the store's log and the
+        live session: the fold equals the live state, one terminal event per call (none open
+        once a prompt ended or was cancelled), nesting, the transcript, the bodies that ran,
+        availability, approvals, and the codec and store round trips."""
+        if self.session is None:
+            return
+        self.run(self._check)
+
+    async def _check(self) -> None:
+        session = self.live
+        stored = tuple(await self.store.read(session.session_id))
+        check_stored(session.records, stored)
+        check_log(stored, state=session.state, transcript=session.transcript,
+                  body_runs=self.runs, rules=self.policy, asked=self.asked,
+                  closed=self._closed_log)
+        assert self.nested.raised == [], f"ctx.execute_tool raised {self.nested.raised!r}"
+        calls = session.state.calls
+        for call_id, outcome in self.nested.outcomes.items():
+            logged = calls[call_id].result
+            assert outcome.result == logged, (
+                f"ctx.execute_tool gave {call_id}'s parent {outcome.result!r}; the log says "
+                f"{logged!r}")
+        self.records = stored
+
+    def teardown(self) -> None:
+        """Close the session and stop its loop."""
+        try:
+            if self.session is not None:
+                self.run(self._close)
+        finally:
+            self._loop.close()

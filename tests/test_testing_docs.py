@@ -1,0 +1,48 @@
+"""docs/testing.md's examples run as a user's project runs them: each block marked
+``<!-- example file: NAME -->`` is written to NAME in a fresh directory, and pytest runs them
+there in a subprocess, with the plugin installed through its entry point and trio mode on."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.test_testing_plugin import install_entry_point
+
+pytest_plugins = ["pytester"]
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "testing.md"
+EXAMPLE = re.compile(r"<!-- example file: (\S+) -->\n```python\n(.*?)```", re.S)
+
+
+def examples() -> dict[str, str]:
+    return dict(EXAMPLE.findall(DOC.read_text()))
+
+
+def test_the_docs_have_the_examples_this_test_runs() -> None:
+    files = examples()
+    assert {"calc.py", "test_calc.py", "test_calc_arguments.py", "test_policy.py",
+            "test_store.py", "notes.py", "test_notes_machine.py"} <= set(files)
+    # the state machine example subclasses SessionMachine and runs as a test case
+    assert "class NotesMachine(SessionMachine):" in files["test_notes_machine.py"]
+    assert "TestNotes = NotesMachine.TestCase" in files["test_notes_machine.py"]
+
+
+def test_the_docs_examples_pass_as_a_users_tests(pytester: pytest.Pytester,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    install_entry_point(pytester, monkeypatch)
+    files = examples()
+    for name, source in files.items():
+        (pytester.path / name).write_text(source)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-v")
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) == 0 and outcomes.get("errors", 0) == 0, result.stdout.str()
+    tests = [name for name in files if name.startswith("test_")]
+    # every example test file ran, and every test in it passed
+    for name in tests:
+        result.stdout.fnmatch_lines([f"{name}::* PASSED*"])
+    result.stdout.fnmatch_lines(["test_notes_machine.py::TestNotes::runTest PASSED*"])
+    result.stdout.fnmatch_lines(["test_calc.py::test_add_answers_the_model PASSED*"])
+    assert outcomes["passed"] >= len(tests) + 27  # 27: the parametrized policy test
