@@ -25,7 +25,14 @@ from typing import Any, TypeVar
 import trio
 
 from events.results import ErrorInfo, ToolResult, error_result
-from events.types import FailureKind, ToolCallCancelled, ToolCallFailed, ToolCallRequested
+from events.types import (
+    FailureKind,
+    ToolCallCancelled,
+    ToolCallFailed,
+    ToolCallRequested,
+    ToolExecutionStarted,
+    ToolRegistered,
+)
 
 from .approvals import ApprovalDecision, Approver
 from .execution import describe, execute
@@ -162,7 +169,8 @@ class CallRunner:
         tool is idempotent (its nested calls are answered from the log), else end it."""
         view = self.recorder.projection.calls[call_id]
         spec = self.registry.specs.get(view.name)
-        if spec is not None and spec.annotations.idempotent is True:
+        if (spec is not None and spec.annotations.idempotent is True
+                and self._idempotent_when_started(call_id, view.name)):
             return await execute(self, view, again=True)
         self.close_open(call_id, "interrupted", include_root=False)
         return self.fail(
@@ -170,6 +178,19 @@ class CallRunner:
             f"{view.name} was interrupted: the process stopped while it ran, and it was not "
             f"run again because it is not declared idempotent",
         )
+
+    def _idempotent_when_started(self, call_id: str, name: str) -> bool:
+        """Whether the version of the tool that started the call declared itself idempotent:
+        a new version cannot make an old, half-run call safe to run again. (Only a restart
+        asks, so reading the log backwards costs nothing that matters.)"""
+        started = False
+        for record in reversed(self.recorder.history):
+            event = record.event
+            if not started:
+                started = isinstance(event, ToolExecutionStarted) and event.call_id == call_id
+            elif isinstance(event, ToolRegistered) and event.spec.name == name:
+                return event.spec.annotations.idempotent is True
+        return False
 
     def resolve(self, call_id: str, decision: ApprovalDecision) -> None:
         """Answer a pending approval (the host's answer); wakes a nested call waiting for it."""

@@ -383,12 +383,12 @@ def test_the_invariants_read_a_jsonl_log_as_well(sample: Sample, tmp_path: Path)
 
 
 @pytest.mark.parametrize("idempotent", [True, None])
-def test_a_call_re_entered_under_a_newer_idempotent_version_may_run_again(
+def test_a_newer_version_cannot_make_a_half_run_call_safe_to_run_again(
     idempotent: bool | None,
 ) -> None:
     # the first process starts `nest` (not idempotent), whose nested call waits for approval;
-    # the next process registers a new version of `nest` and resumes: the call is re-entered
-    # (its body runs again) only if that version is idempotent, and check_bodies accepts both
+    # the next process registers a new version of `nest` and resumes: whatever the new version
+    # says, the call started under a version that was not idempotent, so it is not run again
     from engine import LATER
     from engine.testing import nest_tool
     from engine.testing.machine import ScriptModel
@@ -420,10 +420,9 @@ def test_a_call_re_entered_under_a_newer_idempotent_version_may_run_again(
 
     records = trio.run(main)
     check_log(records, body_runs=runs)
-    assert runs["1.0"] == (2 if idempotent else 1)
-    once = BodyRuns()
-    once.record(_call("1.0"))
-    once.record(_call("1.0"))
-    if not idempotent:
-        with pytest.raises(AssertionError, match="ran its body 2 times"):
-            check_bodies(records, once)
+    assert runs["1.0"] == 1
+    twice = BodyRuns()
+    twice.record(_call("1.0"))
+    twice.record(_call("1.0"))
+    with pytest.raises(AssertionError, match="ran its body 2 times"):
+        check_bodies(records, twice)

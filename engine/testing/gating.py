@@ -7,7 +7,6 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from events.types import (
-    TERMINAL_EVENTS,
     ActiveToolsSet,
     Annotations,
     ApprovalRequested,
@@ -38,28 +37,19 @@ NEVER_RAN = frozenset({"unavailable", "invalid_arguments", "duplicate_call_id", 
 def check_bodies(records: Sequence[Record], body_runs: Mapping[str, int]) -> None:
     """A call's body ran (``body_runs[call_id] > 0``) only if the log requested and started
     it, never if it was blocked, denied or failed before running; a body runs again only if
-    the tool, in a version registered while the call was open, is ``idempotent`` (a process
-    that restarts re-enters the call under the version it registers)."""
+    the version of its tool that started it is ``idempotent`` (a newer version cannot make a
+    half-run call safe to run again)."""
     requests = _requests(records)
     ends = _terminals(records)
     started = {r.event.call_id for r in records if isinstance(r.event, ToolExecutionStarted)}
-    # whether a version of the call's tool registered while the call was open declared it
-    # idempotent: a process that restarts re-enters a call under the version it registers
     idempotent: dict[str, bool] = {}
     may_rerun: dict[str, bool] = {}
-    open_by_tool: dict[str, set[str]] = {}
     for record in records:
         event = record.event
         if isinstance(event, ToolRegistered):
-            name = event.spec.name
-            idempotent[name] = event.spec.annotations.idempotent is True
-            for call_id in open_by_tool.get(name, ()):
-                may_rerun[call_id] = may_rerun[call_id] or idempotent[name]
-        elif isinstance(event, ToolCallRequested):
-            may_rerun[event.call_id] = idempotent.get(event.name, False)
-            open_by_tool.setdefault(event.name, set()).add(event.call_id)
-        elif isinstance(event, TERMINAL_EVENTS) and event.call_id in requests:
-            open_by_tool.get(requests[event.call_id].name, set()).discard(event.call_id)
+            idempotent[event.spec.name] = event.spec.annotations.idempotent is True
+        elif isinstance(event, ToolExecutionStarted) and event.call_id in requests:
+            may_rerun[event.call_id] = idempotent.get(requests[event.call_id].name, False)
     for call_id, runs in body_runs.items():
         if not runs:
             continue
