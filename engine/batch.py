@@ -36,7 +36,7 @@ class Batch:
         self._runner = runner
         self._nursery: trio.Nursery | None = None
         self._scopes: set[trio.CancelScope] = set()
-        self._escaped = False  # an exception escaped a task of this batch's
+        self._escaped = False  # a call failed with a BaseException: see _stopping
 
     def attach(self, nursery: trio.Nursery | None) -> None:
         """Run calls in ``nursery`` (the session's), or in none once the session closed."""
@@ -132,6 +132,8 @@ class Batch:
         """Start the allowed calls in one task of the session's nursery. They count as
         running from now on (``runner.live``), before the task is first scheduled, and its
         cancel scope is known to :meth:`cancel` from now on too."""
+        if self._nursery is None:
+            raise RuntimeError("the session is closed: open it again to run its calls")
         runner = self._runner
         specs = runner.registry.specs
         calls = runner.recorder.projection.calls
@@ -145,8 +147,6 @@ class Batch:
             runner.live[call_ids[0]] = None
         else:
             runner.live.update(dict.fromkeys(call_ids))
-        if self._nursery is None:
-            raise RuntimeError("the session is closed: open it again to run its calls")
         self._nursery.start_soon(self._run, call_ids, scope, sequential)
 
     async def _run(self, call_ids: list[str], scope: trio.CancelScope, sequential: bool) -> None:

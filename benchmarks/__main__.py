@@ -1,0 +1,91 @@
+"""Run toolledger's benchmarks and print the table.
+
+``python -m benchmarks [--quick] [--json | --markdown] [--clock wall|cpu] [--repeat N]
+[--only GROUP ...]``; ``python -m benchmarks --render RUN.json [--markdown]`` prints a saved
+run again. docs/performance.md says what each figure includes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from rich.console import Console
+
+from . import GROUPS, run
+from .harness import Row, Settings, row_from_json
+from .report import machine, markdown, print_table, to_json
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes and two repetitions: checks that everything runs")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser.add_argument("--repeat", type=int, default=7, help="repetitions per figure (7)")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="wall time (default), or the process's CPU time, which a busy "
+                             "neighbour on a shared machine does not inflate")
+    parser.add_argument("--render", metavar="FILE",
+                        help="print the table of a run saved with --json, without running")
+    parser.add_argument("--only", nargs="+", choices=sorted(GROUPS), metavar="GROUP",
+                        help=f"run only these groups: {', '.join(GROUPS)}")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    if args.render:
+        return render(args.render, as_markdown=args.markdown)
+    settings = Settings(quick=args.quick, repeat=args.repeat, clock_name=args.clock)
+    started = time.perf_counter()
+    progress = Console(stderr=True)
+    rows = []
+    for name in GROUPS:
+        if args.only and name not in args.only:
+            continue
+        with progress.status(f"running {name}…"):
+            rows.extend(run(settings, [name]))
+    took = time.perf_counter() - started
+    about = machine()
+    if args.json:
+        out = to_json(rows, settings={"quick": args.quick, "repeat": args.repeat,
+                                      "clock": args.clock, "seconds": round(took, 1)})
+        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    show(rows, title(about, quick=args.quick, seconds=took, clock=args.clock),
+         as_markdown=args.markdown)
+    return 0
+
+
+def title(about: dict[str, Any], *, quick: bool, seconds: float, clock: str = "wall") -> str:
+    return (f"toolledger benchmarks{' (quick)' if quick else ''}: {about['cpus']} CPUs, "
+            f"{about['cpu']}, {about['implementation']} {about['python']}; {clock} clock; "
+            f"{seconds:.0f} s")
+
+
+def show(rows: list[Row], heading: str, *, as_markdown: bool) -> None:
+    if as_markdown:
+        print(f"{heading}\n\n{markdown(rows)}")
+    else:
+        print_table(rows, title=heading)
+
+
+def render(path: str, *, as_markdown: bool) -> int:
+    """Print the table of a saved ``--json`` run."""
+    with open(path, encoding="utf-8") as file:
+        saved = json.load(file)
+    rows = [row_from_json(row) for row in saved["rows"]]
+    settings = saved.get("settings", {})
+    heading = title(saved["machine"], quick=bool(settings.get("quick")),
+                    seconds=float(settings.get("seconds", 0)),
+                    clock=str(settings.get("clock", "wall")))
+    show(rows, heading, as_markdown=as_markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,116 @@
+"""Fold: rebuild a session's state, transcript and call tree from its JSONL log.
+
+The log is written once per run by a real session (model calls, each of them making one nested
+call, so the call tree has depth; a ``tool_call`` handler rewrites some arguments). The
+figure decodes each stored line (JSON, the envelope and version checks, the event's strict
+structuring) and folds the record into a fresh :class:`~engine.Projection` (the lifecycle
+table checks each call event); the baseline is ``json.loads`` over the same lines. A second
+figure reads the file through :class:`~events.JsonlStore` first (its index, ``pread``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import trio
+
+from engine import (
+    Annotations,
+    Rewrite,
+    Session,
+    ToolCallEvent,
+    ToolContext,
+    ToolResult,
+    approve_all,
+    fold,
+    text,
+    tool,
+)
+from engine.tools import ToolCall
+from events import JsonlStore, decode_line
+
+from .harness import Figure, Row, Settings, interleave, paired
+from .workload import ARGS, ScriptModel, echo
+
+__all__ = ["run", "write_log"]
+
+
+@tool(annotations=Annotations(read_only=True))
+async def relay(call: ToolCall, ctx: ToolContext) -> ToolResult:
+    """Echo through a nested call."""
+    outcome = await ctx.execute_tool("echo", ARGS)
+    return ToolResult(content=(text(outcome.result.text),), structured_content={"n": 1})
+
+
+def write_log(path: str, calls: int) -> str:
+    """Run a session of ``calls`` model calls into a JSONL store at ``path``; its id."""
+
+    def rewrite(event: ToolCallEvent) -> Rewrite | None:
+        if event.name == "echo" and event.call_id.endswith("7.0"):
+            return Rewrite({"text": "rewritten"})
+        return None
+
+    async def main() -> None:
+        with JsonlStore(path) as store:
+            model = ScriptModel(calls, [("echo", ARGS), ("relay", {})])
+            async with Session.open(store, model=model, tools=[echo, relay],
+                                    approver=approve_all, session_id="fold",
+                                    max_turns=calls + 1) as session:
+                session.on_tool_call(rewrite)
+                await session.prompt("go")
+
+    trio.run(main)
+    return "fold"
+
+
+def run(settings: Settings) -> list[Row]:
+    calls = settings.size(5_000, 300)
+    clock = settings.clock
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "log.jsonl")
+        session_id = write_log(path, calls)
+        with open(path, "rb") as file:
+            lines = file.readlines()
+        events = len(lines)
+
+        def loads() -> float:
+            start = clock()
+            for line in lines:
+                json.loads(line)
+            return events / (clock() - start)
+
+        def decode_and_fold() -> float:
+            start = clock()
+            projection = fold(decode_line(line) for line in lines)
+            projection.transcript, projection.calls  # noqa: B018 (what a reader asks for)
+            elapsed = clock() - start
+            assert projection.last_seq == events
+            return events / elapsed
+
+        def from_file() -> float:
+            start = clock()
+            with JsonlStore(path) as store:
+                records = trio.run(store.read, session_id)
+            projection = fold(records)
+            elapsed = clock() - start
+            assert projection.last_seq == events
+            return events / elapsed
+
+        decode_and_fold()  # warm up
+        samples = interleave(settings.reps(), [decode_and_fold, loads, from_file])
+    baseline = Figure(name="json.loads over the same lines", unit="events/s",
+                      samples=tuple(samples[1]), better="higher")
+    rows = []
+    for name, values, target in (
+        (f"fold {events:,} lines (decode + reduce)", samples[0], True),
+        ("open JsonlStore, read, fold", samples[2], False),
+    ):
+        figure = Figure(name=name, unit="events/s", samples=tuple(values), better="higher")
+        ratio = paired(figure, baseline, lambda a, b: a / b)
+        rows.append(Row(group="fold", figure=figure, baseline=baseline,
+                        comparison=f"{ratio:.2f}×",
+                        target="≥ 0.33× json.loads" if target else "",
+                        met=ratio >= 1 / 3 if target else None))
+    return rows

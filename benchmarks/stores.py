@@ -1,0 +1,132 @@
+"""Stores: appends per second, one record per append, for each store and durability setting.
+
+The records are the four of a typical call (requested, policy decided, started, completed),
+repeated. Each ``append`` is a whole batch: the checks every store makes (shape, seq
+conflict), and for the file store the encoding, the read-back check, the hash chain, the
+``flock`` and one ``write`` (``fsync`` too when durable). The baselines write the same lines,
+already encoded and sealed, with a bare ``os.write`` (and ``os.fsync``); for the memory store,
+a bare ``list.append`` of the record.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+
+import trio
+
+from events import JsonlStore, MemoryStore, Record
+from events.results import TextContent, ToolResult
+from events.stores.base import EventStore, encode_batch
+from events.types import Event, PolicyDecided, ToolCallCompleted, ToolCallRequested, ToolExecutionStarted
+
+from .harness import Figure, Row, Settings, interleave, paired
+from .workload import ARGS
+
+__all__ = ["run"]
+
+
+def call_records(session_id: str, count: int) -> list[Record]:
+    """``count`` records of one session, the events of one call after another."""
+    result = ToolResult(content=(TextContent(text="hello"),), structured_content={"echo": "hello"})
+    records = []
+    for seq in range(1, count + 1):
+        call_id = f"{(seq - 1) // 4 + 1}.0"
+        kind = (seq - 1) % 4
+        event: Event
+        if kind == 0:
+            event = ToolCallRequested(call_id=call_id, name="echo", arguments=ARGS,
+                                      model_call_id="call_1")
+        elif kind == 1:
+            event = PolicyDecided(call_id=call_id, decision="allow", reason="read-only")
+        elif kind == 2:
+            event = ToolExecutionStarted(call_id=call_id)
+        else:
+            event = ToolCallCompleted(call_id=call_id, result=result)
+        records.append(Record(session_id=session_id, seq=seq, time=1_767_225_600.0 + seq,
+                              event=event))
+    return records
+
+
+def store_rate(
+    make: Callable[[str], EventStore], count: int, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """Appends per second into a fresh store."""
+    records = call_records("bench", count)
+    with tempfile.TemporaryDirectory() as directory:
+        store = make(os.path.join(directory, "log.jsonl"))
+
+        async def main() -> float:
+            append = store.append
+            start = clock()
+            for record in records:
+                await append("bench", (record,), record.seq - 1)
+            return clock() - start
+
+        try:
+            elapsed = trio.run(main)
+        finally:
+            store.close()
+    return count / elapsed
+
+
+def write_rate(count: int, *, durable: bool, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Bare ``os.write`` (and ``os.fsync``) of the same sealed lines, per second."""
+    lines, _ = encode_batch(call_records("bench", count))
+    with tempfile.TemporaryDirectory() as directory:
+        fd = os.open(os.path.join(directory, "log.jsonl"),
+                     os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            start = clock()
+            for line in lines:
+                os.write(fd, line)
+                if durable:
+                    os.fsync(fd)
+            elapsed = clock() - start
+        finally:
+            os.close(fd)
+    return count / elapsed
+
+
+def list_rate(count: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    records = call_records("bench", count)
+    kept: list[Record] = []
+    start = clock()
+    for record in records:
+        kept.append(record)
+    return count / (clock() - start)
+
+
+def run(settings: Settings) -> list[Row]:
+    fast = settings.size(40_000, 400)
+    slow = settings.size(400, 20)
+    clock = settings.clock
+    plans: list[tuple[str, Callable[[], float], str, Callable[[], float]]] = [
+        ("MemoryStore(check_encodable=False)",
+         lambda: store_rate(lambda _: MemoryStore(check_encodable=False), fast, clock),
+         "list.append", lambda: list_rate(fast, clock)),
+        ("MemoryStore() (checks encoding)",
+         lambda: store_rate(lambda _: MemoryStore(), fast, clock),
+         "list.append", lambda: list_rate(fast, clock)),
+        ("JsonlStore(durable=False)",
+         lambda: store_rate(lambda path: JsonlStore(path), fast, clock),
+         "os.write of the same lines", lambda: write_rate(fast, durable=False, clock=clock)),
+        # waiting for the disk is not CPU time: wall time here, whatever the clock
+        ("JsonlStore(durable=True)",
+         lambda: store_rate(lambda path: JsonlStore(path, durable=True), slow),
+         "os.write + os.fsync", lambda: write_rate(slow, durable=True)),
+    ]
+    rows = []
+    reps = settings.reps(5, 2)
+    for name, measure, baseline_name, baseline_measure in plans:
+        ours, theirs = interleave(reps, [measure, baseline_measure])
+        figure = Figure(name=name, unit="appends/s", samples=tuple(ours), better="higher")
+        baseline = Figure(name=baseline_name, unit="appends/s", samples=tuple(theirs),
+                          better="higher")
+        ratio = paired(figure, baseline, lambda a, b: a / b)
+        rows.append(Row(group="stores", figure=figure, baseline=baseline,
+                        comparison=f"{ratio:.3f}×" if ratio < 0.1 else f"{ratio:.2f}×",
+                        note=f"{1e6 / figure.median:.1f} µs per append"))
+    return rows

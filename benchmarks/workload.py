@@ -1,0 +1,143 @@
+"""What the benchmarks run: one small tool, its baselines, handlers, and scripted models.
+
+The tool is ``echo``: a JSON-Schema input (one required string) and output (one required
+string), read-only, so the policy allows it without asking. Its body returns a result built
+once, outside the timed code, and so do the baselines' bodies: the figures measure what the
+engine does around a tool, not the work of building a result (which any stack would pay the
+same; building a ``ToolResult`` from scratch costs about 1.5 µs more).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import fastjsonschema
+
+from engine import (
+    Annotations,
+    ResultPatch,
+    ToolCallEvent,
+    ToolContext,
+    ToolResult,
+    ToolResultEvent,
+    text,
+    tool,
+)
+from engine.models import ModelMessage, ModelRequest
+from engine.tools import ToolCall, ToolSpec
+from events.types import ModelToolCall
+
+__all__ = [
+    "ARGS",
+    "ECHO_INPUT",
+    "RESULT",
+    "ScriptModel",
+    "call_handlers",
+    "driver",
+    "echo",
+    "plain_echo",
+    "plain_validator",
+    "result_handlers",
+]
+
+ECHO_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"text": {"type": "string"}},
+    "required": ["text"],
+    "additionalProperties": False,
+}
+ECHO_OUTPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"echo": {"type": "string"}},
+    "required": ["echo"],
+}
+ARGS: dict[str, Any] = {"text": "hello"}
+RESULT = ToolResult(content=(text("hello"),), structured_content={"echo": "hello"})
+
+
+@tool(input_schema=ECHO_INPUT, output_schema=ECHO_OUTPUT, annotations=Annotations(read_only=True))
+async def echo(call: ToolCall, ctx: ToolContext) -> ToolResult:
+    """Say the text back."""
+    return RESULT
+
+
+async def plain_echo(text: str) -> ToolResult:
+    """The same tool as a bare coroutine: the baseline of a dispatch."""
+    return RESULT
+
+
+def plain_validator() -> Callable[[Any], Any]:
+    """fastjsonschema's compiled validator for echo's input."""
+    return fastjsonschema.compile(ECHO_INPUT)
+
+
+def driver(calls: int, laps: list[float], clock: Callable[[], float]) -> ToolSpec:
+    """A tool that dispatches ``calls`` nested calls of ``echo`` and notes how long they took.
+
+    A nested call takes the whole path of one call (availability, input validation,
+    ``tool_call`` handlers, policy, execution, output validation, ``tool_result`` handlers,
+    every event through the reducers into the store), without a model turn around it.
+    """
+
+    @tool(name="drive", annotations=Annotations(read_only=True))
+    async def drive(call: ToolCall, ctx: ToolContext) -> ToolResult:
+        errors = 0
+        start = clock()
+        for _ in range(calls):
+            outcome = await ctx.execute_tool("echo", ARGS)
+            errors += outcome.is_error
+        laps.append(clock() - start)
+        if errors:
+            raise RuntimeError(f"{errors} of {calls} echo calls failed: the benchmark is broken")
+        return RESULT
+
+    return drive
+
+
+def call_handlers(count: int) -> list[Callable[[ToolCallEvent], None]]:
+    """``count`` ``tool_call`` handlers that look at the call and let it through."""
+
+    def make(index: int) -> Callable[[ToolCallEvent], None]:
+        def look(event: ToolCallEvent) -> None:
+            if event.name == f"never-{index}":
+                raise AssertionError("unreachable")
+
+        return look
+
+    return [make(i) for i in range(count)]
+
+
+def result_handlers(count: int) -> list[Callable[[ToolResultEvent], ResultPatch | None]]:
+    """``count`` ``tool_result`` handlers that look at the result and keep it."""
+
+    def make(index: int) -> Callable[[ToolResultEvent], ResultPatch | None]:
+        def look(event: ToolResultEvent) -> ResultPatch | None:
+            if event.result.is_error and index < 0:
+                raise AssertionError("unreachable")
+            return None
+
+        return look
+
+    return [make(i) for i in range(count)]
+
+
+class ScriptModel:
+    """A scripted model that keeps nothing: ``calls`` turns with one tool call each, then a
+    text message. The calls cycle through ``steps`` (tool name, arguments), ``echo`` by
+    default. For the memory, fold and concurrency benchmarks, where the faux model's record of
+    every request would be counted as the session's."""
+
+    def __init__(self, calls: int, steps: Sequence[tuple[str, Any]] = (("echo", ARGS),)) -> None:
+        self._left = calls
+        self._turn = 0
+        self._steps = list(steps)
+
+    async def complete(self, request: ModelRequest) -> ModelMessage:
+        self._turn += 1
+        if self._left <= 0:
+            return ModelMessage(text="done")
+        self._left -= 1
+        name, arguments = self._steps[(self._turn - 1) % len(self._steps)]
+        call = ModelToolCall(id=f"call_{self._turn}", name=name, arguments=arguments)
+        return ModelMessage(tool_calls=(call,))

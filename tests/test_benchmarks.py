@@ -1,0 +1,132 @@
+"""The benchmarks run, and their table has every benchmark (no timing is asserted here).
+
+``python -m benchmarks --quick --json`` runs once, in a subprocess, as documented in
+docs/performance.md; its JSON is then checked for every group and every figure, each with its
+samples and, where the issue sets one, a baseline and a target; and the saved run is rendered
+as the rich table and as Markdown, which must name every figure too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import GROUPS
+from benchmarks.__main__ import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# group -> the figures it must have (a name, or the start of one whose end depends on sizes)
+EXPECTED: dict[str, list[str]] = {
+    "dispatch": [
+        "engine call, no handlers",
+        "engine call, 3 tool_call handlers",
+        "engine call, 3 tool_call + 3 tool_result handlers",
+        "engine call, no handlers, store checks encoding",
+        "fastjsonschema validate, then await",
+    ],
+    "agent loop": [
+        "agent loop, 20 calls",
+        "agent loop, 200 calls",
+        "agent loop, 2,000 calls",
+        "agent loop, last 200 of 2,000 calls",
+        "agent loop, 20 calls, cyclic GC off",
+        "agent loop, 2,000 calls, cyclic GC off",
+    ],
+    "fold": ["fold ", "open JsonlStore, read, fold"],
+    "stores": [
+        "MemoryStore(check_encodable=False)",
+        "MemoryStore() (checks encoding)",
+        "JsonlStore(durable=False)",
+        "JsonlStore(durable=True)",
+    ],
+    "memory": ["live session, ", "projection folded from the log"],
+    "concurrency": ["50 sessions × 10 calls, one trio loop"],
+}
+# figures the issue sets a target for, and the baseline each is measured against
+TARGETS = {
+    "engine call, no handlers": "bare await tool(**args)",
+    "agent loop, 20 calls": None,
+    "agent loop, 2,000 calls": "agent loop, 20 calls",
+    "fold ": "json.loads over the same lines",
+    "live session, ": "the JSONL log's bytes",
+}
+
+
+def _named(rows: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    found = [row for row in rows if row["figure"]["name"] == name
+             or (name.endswith(" ") and row["figure"]["name"].startswith(name))]
+    assert len(found) == 1, f"{name!r}: {len(found)} rows in {[r['figure']['name'] for r in rows]}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """One quick run of the documented command, its JSON parsed and saved."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--json"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    saved = tmp_path_factory.mktemp("benchmarks") / "quick.json"
+    saved.write_text(done.stdout, encoding="utf-8")
+    return json.loads(done.stdout), saved
+
+
+def test_the_quick_run_has_every_benchmark(quick_run: tuple[dict[str, Any], Path]) -> None:
+    result, _ = quick_run
+    rows = result["rows"]
+    assert result["settings"]["quick"] is True
+    assert {"cpus", "cpu", "python"} <= set(result["machine"])
+    assert [row["group"] for row in rows] == sorted(
+        (row["group"] for row in rows), key=list(GROUPS).index)
+    assert set(EXPECTED) == set(GROUPS) == {row["group"] for row in rows}
+    for group, names in EXPECTED.items():
+        in_group = [row for row in rows if row["group"] == group]
+        for name in names:
+            _named(in_group, name)
+        assert len(in_group) == len(names), [row["figure"]["name"] for row in in_group]
+
+
+def test_every_figure_has_samples_and_a_baseline_where_the_issue_asks(
+    quick_run: tuple[dict[str, Any], Path],
+) -> None:
+    rows = quick_run[0]["rows"]
+    for row in rows:
+        figure = row["figure"]
+        assert figure["samples"], figure["name"]
+        assert all(isinstance(value, (int, float)) and value > 0 for value in figure["samples"])
+        assert figure["min"] <= figure["median"] <= figure["max"]
+        if row["baseline"] is not None:
+            assert row["baseline"]["samples"] and row["comparison"], figure["name"]
+    for name, baseline in TARGETS.items():
+        row = _named(rows, name)
+        assert row["target"] and isinstance(row["met"], bool), name
+        if baseline is not None:
+            assert row["baseline"]["name"] == baseline, name
+    for row in rows:
+        if row["group"] == "dispatch":
+            assert row["baseline"]["name"] == "bare await tool(**args)"
+
+
+def test_a_saved_run_renders_as_a_table_and_as_markdown(
+    quick_run: tuple[dict[str, Any], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    result, saved = quick_run
+    names = [row["figure"]["name"] for row in result["rows"]]
+    assert main(["--render", str(saved), "--markdown"]) == 0
+    table = capsys.readouterr().out
+    lines = [line for line in table.splitlines() if line.startswith("| ")]
+    assert len(lines) == 1 + len(names)  # the header, then one line per figure
+    for name, line in zip(names, lines[1:]):
+        assert f"| {name} |" in line
+    assert main(["--render", str(saved)]) == 0
+    terminal = capsys.readouterr().out
+    assert "toolledger benchmarks (quick)" in terminal
+    for group in GROUPS:
+        assert group in terminal
