@@ -65,11 +65,6 @@ def turn_of(call_id: str) -> int:
     return int(call_id.split(".", 1)[0])
 
 
-def parent_of(call_id: str) -> str | None:
-    """The parent's id: ``"2.0/1"`` for ``"2.0/1/0"``; ``None`` for a top-level call."""
-    return call_id.rsplit("/", 1)[0] if "/" in call_id else None
-
-
 @attrs.frozen(kw_only=True)
 class RecordedTurn:
     """One assistant message, and the session changes the log holds just before it."""
