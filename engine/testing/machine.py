@@ -139,6 +139,9 @@ class SessionMachine(RuleBasedStateMachine):
     nest_tool_name: ClassVar[str | None] = "nest"
     #: what the machine's own approver may answer, drawn per tool at each prompt
     answers: ClassVar[tuple[str, ...]] = MACHINE_ANSWERS
+    #: whether the approver and the host may edit arguments when they grant: an edit is the
+    #: approver's own decision, validated again but not put to the ``tool_call`` handlers
+    edits: ClassVar[bool] = True
     #: calls in one assistant message, and messages with calls in one prompt
     max_calls: ClassVar[int] = 3
     max_turns: ClassVar[int] = 2
@@ -365,7 +368,7 @@ class SessionMachine(RuleBasedStateMachine):
         granted = data.draw(st.booleans(), label="granted")
         scope = data.draw(st.sampled_from(SCOPES), label="scope")
         arguments = data.draw(st.one_of(st.none(), st.none(), self._arguments(request.name)),
-                              label="edited arguments") if granted else None
+                              label="edited arguments") if granted and self.edits else None
         self.run(partial(self.live.resolve_approval, request.call_id, granted, scope,
                          arguments=arguments))
 
@@ -456,7 +459,8 @@ class SessionMachine(RuleBasedStateMachine):
             return
         names = [spec.name for spec in self._specs]
         self._answers = data.draw(st.fixed_dictionaries(
-            {name: st.sampled_from(self.answers) for name in names}), label="approver")
+            {name: st.sampled_from([a for a in self.answers if self.edits or a != "edit"])
+             for name in names}), label="approver")
         self._edits = {name: data.draw(self._arguments(name), label=f"edit of {name}")
                        for name, answer in self._answers.items() if answer == "edit"}
 
