@@ -50,7 +50,7 @@ class Batch:
 
     def open(self) -> bool:
         """Whether the current batch has calls without their terminal event."""
-        calls = self._runner.recorder.projection.calls
+        calls = self._runner.recorder.projection.live_calls
         return any(cid not in calls or not calls[cid].closed for cid, _ in self._current())
 
     async def settle(self) -> Literal["done", "paused"]:
@@ -60,7 +60,7 @@ class Batch:
         batch = self._current()
         if not batch:
             return "done"
-        calls = runner.recorder.projection.calls
+        calls = runner.recorder.projection.live_calls
         try:
             await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller is cancelled here
             for call_id, call in batch:
@@ -114,7 +114,7 @@ class Batch:
             scope.cancel()
         while runner.live:
             await runner.next_change()
-        calls = runner.recorder.projection.calls
+        calls = runner.recorder.projection.live_calls
         for call_id, call in self._current():
             if call_id not in calls:
                 runner.recorder.record(_request(call_id, call))
@@ -136,7 +136,7 @@ class Batch:
             raise RuntimeError("the session is closed: open it again to run its calls")
         runner = self._runner
         specs = runner.registry.specs
-        calls = runner.recorder.projection.calls
+        calls = runner.recorder.projection.live_calls
         sequential = len(call_ids) == 1 or any(
             (spec := specs.get(calls[cid].name)) is not None and spec.execution_mode == "sequential"
             for cid in call_ids

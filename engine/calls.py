@@ -108,7 +108,7 @@ class CallRunner:
         prefix = root + "/"
         for call_id in reversed(projection.open_calls):
             if (include_root and call_id == root) or call_id.startswith(prefix):
-                name = projection.calls[call_id].name
+                name = projection.live_calls[call_id].name
                 self.recorder.record(ToolCallCancelled(
                     call_id=call_id, reason=reason,
                     result=error_result(f"{name} was cancelled ({reason})"),
@@ -140,7 +140,7 @@ class CallRunner:
         (a batch gates every call before running any). With ``wait``, a pending approval is
         awaited in this task (a nested call: its parent is parked until the host answers).
         """
-        calls = self.recorder.projection.calls
+        calls = self.recorder.projection.live_calls
         while True:
             view = calls[call_id]
             state = view.state
@@ -167,7 +167,7 @@ class CallRunner:
     async def _again(self, call_id: str) -> ToolResult:
         """A body that started in an earlier process and has no result: run it again if its
         tool is idempotent (its nested calls are answered from the log), else end it."""
-        view = self.recorder.projection.calls[call_id]
+        view = self.recorder.projection.live_calls[call_id]
         spec = self.registry.specs.get(view.name)
         if (spec is not None and spec.annotations.idempotent is True
                 and self._idempotent_when_started(call_id, view.name)):
@@ -194,7 +194,7 @@ class CallRunner:
 
     def resolve(self, call_id: str, decision: ApprovalDecision) -> None:
         """Answer a pending approval (the host's answer); wakes a nested call waiting for it."""
-        view = self.recorder.projection.calls.get(call_id)
+        view = self.recorder.projection.live_calls.get(call_id)
         if call_id in self.asking:
             raise ValueError(f"call {call_id}: its approver is still deciding; answer a "
                              f"request only once it is pending (session.pending_approvals())")
@@ -264,7 +264,7 @@ class CallRunner:
         if it is cancelled. A call the log already has under this id (the parent runs again
         after a restart) continues from its state: never run twice."""
         call_id = f"{parent.call_id}/{index}"
-        known = self.recorder.projection.calls.get(call_id)
+        known = self.recorder.projection.live_calls.get(call_id)
         if known is not None:
             if known.name != name:
                 return error_result(

@@ -19,7 +19,7 @@ from .handlers import ResultPatch, ToolResultEvent, handler_name
 from .jsonvalues import copy_json, own_result
 from .limits import result_size
 from .tools import ToolCall, ToolSpec
-from .views import CallView
+from .views import LiveCall
 
 if TYPE_CHECKING:
     from .calls import CallRunner
@@ -65,7 +65,7 @@ def _text_limit(runner: CallRunner) -> int:
     return max(200, runner.limits.max_result_bytes // 4)
 
 
-async def execute(runner: CallRunner, view: CallView, *, again: bool = False) -> ToolResult:
+async def execute(runner: CallRunner, view: LiveCall, *, again: bool = False) -> ToolResult:
     """Run the body of an allowed call and end it. ``again``: the body started in an earlier
     process and never finished; it runs again (only idempotent tools are) without a second
     ``started`` event."""
@@ -139,7 +139,7 @@ def _check_output(runner: CallRunner, spec: ToolSpec, returned: Any) -> tuple[To
     return result, None
 
 
-async def _result_handlers(runner: CallRunner, view: CallView, result: ToolResult) -> ToolResult:
+async def _result_handlers(runner: CallRunner, view: LiveCall, result: ToolResult) -> ToolResult:
     for handler in runner.result_handlers:
         event = ToolResultEvent(call_id=view.call_id, name=view.name,
                                 arguments=copy_json(view.arguments),

@@ -1,6 +1,6 @@
 """Steps 2 to 5 of a call: availability, arguments, ``tool_call`` handlers, policy, approval.
 
-Each function takes the call as the log knows it (a :class:`~engine.views.CallView`), records
+Each function takes the call as the log knows it (its :class:`~engine.views.LiveCall`), records
 what it decides and returns; :meth:`engine.calls.CallRunner.advance` calls the next step from
 the state the log is in. So a call that was interrupted half-way (a crash, a pause) continues
 from the last fact the log holds: a verdict recorded is never asked for again.
@@ -28,7 +28,7 @@ from .jsonvalues import copy_json, ensure_json
 from .limits import admit, oversized
 from .policy import decide
 from .tools import ToolSpec, may_call
-from .views import CallView
+from .views import LiveCall
 
 if TYPE_CHECKING:
     from .calls import CallRunner
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["ask", "gate", "resolve"]
 
 
-async def gate(runner: CallRunner, view: CallView) -> None:
+async def gate(runner: CallRunner, view: LiveCall) -> None:
     """Steps 2-4 for a requested call: end it, or record the policy's decision on it."""
     call_id, name = view.call_id, view.name
     projection = runner.recorder.projection
@@ -99,7 +99,7 @@ async def gate(runner: CallRunner, view: CallView) -> None:
         _deny(runner, view, verdict_.reason, "policy", f"{name} was denied: {verdict_.reason}")
 
 
-async def ask(runner: CallRunner, view: CallView) -> None:
+async def ask(runner: CallRunner, view: LiveCall) -> None:
     """Step 5: ask the approver about a call the policy said ask for.
 
     An answer is recorded at once (:func:`resolve`); :data:`~engine.approvals.LATER` leaves
@@ -135,7 +135,7 @@ def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> Non
     """Record the answer to a pending approval: the approver's edit (a rewrite, validated
     again), the resolution, and the denial if it refuses. The one place answers are written,
     whether the approver gave them or the host did later."""
-    view = runner.recorder.projection.calls[call_id]
+    view = runner.recorder.projection.live_calls[call_id]
     edited = decision.granted and decision.arguments is not None
     size = oversized(admit(decision.arguments, runner.limits)) if edited else None
     if edited and size is None:
@@ -169,19 +169,19 @@ def valid_arguments(
     return False
 
 
-def deny_refused(runner: CallRunner, view: CallView) -> None:
+def deny_refused(runner: CallRunner, view: LiveCall) -> None:
     """End a call whose refusal is recorded but whose denial is not (an interrupted write)."""
     reason = (view.approval.reason if view.approval is not None else None) or "the approver refused"
     _deny(runner, view, reason, "approver", f"{view.name} was not approved")
 
 
-def _block(runner: CallRunner, view: CallView, reason: str, by: str) -> None:
+def _block(runner: CallRunner, view: LiveCall, reason: str, by: str) -> None:
     runner.recorder.record(ToolCallBlocked(
         call_id=view.call_id, reason=reason, by=by,
         result=error_result(f"{view.name} was blocked: {reason}"),
     ))
 
 
-def _deny(runner: CallRunner, view: CallView, reason: str, by: Any, text: str) -> None:
+def _deny(runner: CallRunner, view: LiveCall, reason: str, by: Any, text: str) -> None:
     runner.recorder.record(ToolCallDenied(call_id=view.call_id, reason=reason, by=by,
                                           result=error_result(text)))

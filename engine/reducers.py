@@ -43,7 +43,15 @@ from events.types import (
 
 from .lifecycle import CallState, LifecycleError, next_state
 from .tools import active_on_registration
-from .views import CallView, SessionState, ToolResultEntry, TranscriptEntry, TranscriptView
+from .views import (
+    CallsView,
+    CallView,
+    LiveCall,
+    SessionState,
+    ToolResultEntry,
+    TranscriptEntry,
+    TranscriptView,
+)
 
 __all__ = [
     "CallView",
@@ -74,7 +82,9 @@ class Projection:
         self._active_set: frozenset[str] = frozenset()
         self._declared: tuple[ToolSnapshot, ...] = ()
         self._grants: dict[str, bool] = {}
-        self._calls: dict[str, CallView] = {}
+        self._calls: dict[str, LiveCall] = {}
+        self._calls_view = CallsView(self._calls)
+        self._live_view = MappingProxyType(self._calls)
         self._children: dict[str, list[str]] = {}
         self._open: dict[str, None] = {}
         self._pending: dict[str, None] = {}
@@ -111,7 +121,14 @@ class Projection:
     @property
     def calls(self) -> Mapping[str, CallView]:
         """Every call by id, nested ones included; the tree is in ``parent_id``/``children``."""
-        return MappingProxyType(self._calls)
+        return self._calls_view
+
+    @property
+    def live_calls(self) -> Mapping[str, LiveCall]:
+        """The reducers' own record of each call, which changes as events arrive: for the
+        runtime, which carries calls forward from it. Read it, never write it; hold on to a
+        :attr:`calls` view instead if you need the call as it was."""
+        return self._live_view
 
     @property
     def open_calls(self) -> tuple[str, ...]:
@@ -139,7 +156,7 @@ class Projection:
 
     def roots(self) -> list[CallView]:
         """The top-level calls (the model's), in the order they were requested."""
-        return [c for c in self._calls.values() if c.parent_id is None]
+        return [c.view() for c in self._calls.values() if c.parent_id is None]
 
     def snapshot(self) -> SessionState:
         """Everything derived, as one comparable value."""
@@ -150,7 +167,7 @@ class Projection:
             tools=dict(self._tools),
             active_tools=self._active_set,
             session_grants=dict(self._grants),
-            calls=dict(self._calls),
+            calls={call_id: call.view() for call_id, call in self._calls.items()},
             children={k: tuple(v) for k, v in self._children.items()},
             open_calls=tuple(self._open),
             pending_approvals=tuple(self._pending),
@@ -242,77 +259,49 @@ class Projection:
             if not call_id.startswith(f"{event.parent_id}/"):
                 raise LifecycleError(f"nested call {call_id} is not named after its parent")
             self._children.setdefault(parent.call_id, []).append(call_id)
-        self._calls[call_id] = CallView(
-            call_id=call_id,
-            name=event.name,
-            arguments=event.arguments,
-            requested_arguments=event.arguments,
-            origin=event.origin,
-            parent_id=event.parent_id,
-            model_call_id=event.model_call_id,
-        )
+        self._calls[call_id] = LiveCall(call_id, event.name, event.arguments, event.origin,
+                                        event.parent_id, event.model_call_id)
         self._open[call_id] = None
 
     def _call_event(self, event: Any) -> None:
         call_id = event.call_id
-        view = self._calls.get(call_id)
-        if view is None:
+        call = self._calls.get(call_id)
+        if call is None:
             raise LifecycleError(f"call {call_id} was never requested")
-        state = next_state(view.state, event, call_id=call_id)
-        # a new frozen view per event: what was handed out before never changes
-        arguments, rewrites, verdict, approval = (view.arguments, view.rewrites, view.verdict,
-                                                  view.approval)
-        started, count, progress, outcome = (view.started, view.progress_count,
-                                             view.last_progress, view.outcome)
+        # the table first: a record it refuses changes nothing
+        call.state = next_state(call.state, event, call_id=call_id)
+        call._view = None  # views handed out keep the call as it was
         if isinstance(event, PolicyDecided):
-            verdict = event
+            call.verdict = event
         elif isinstance(event, ToolExecutionStarted):
-            started = True
+            call.started = True
         elif isinstance(event, TERMINAL_EVENTS):
-            outcome = event
+            call.outcome = event
             self._open.pop(call_id, None)
             self._pending.pop(call_id, None)
+            if call.parent_id is None:
+                self._enter_result(call)
         elif isinstance(event, ToolProgress):
-            count += 1
-            progress = event
+            call.progress_count += 1
+            call.last_progress = event
         elif isinstance(event, ToolCallRewritten):
-            arguments = event.arguments
-            rewrites = (*rewrites, event)
+            call.arguments = event.arguments
+            call.rewrites = (*call.rewrites, event)
         elif isinstance(event, ApprovalRequested):
             self._pending[call_id] = None
         elif isinstance(event, ApprovalResolved):
-            approval = event
+            call.approval = event
             self._pending.pop(call_id, None)
             if event.scope == "session":
-                self._grants[view.name] = event.granted
-        view = CallView(
-            call_id=call_id,
-            name=view.name,
-            arguments=arguments,
-            requested_arguments=view.requested_arguments,
-            origin=view.origin,
-            parent_id=view.parent_id,
-            model_call_id=view.model_call_id,
-            state=state,
-            rewrites=rewrites,
-            verdict=verdict,
-            approval=approval,
-            started=started,
-            progress_count=count,
-            last_progress=progress,
-            outcome=outcome,
-        )
-        self._calls[call_id] = view
-        if outcome is not None and view.parent_id is None:
-            self._enter_result(view)
+                self._grants[call.name] = event.granted
 
-    def _enter_result(self, view: CallView) -> None:
-        assert view.outcome is not None
-        self._batch_results[view.call_id] = ToolResultEntry(
-            call_id=view.call_id,
-            model_call_id=view.model_call_id,
-            name=view.name,
-            result=view.outcome.result,
+    def _enter_result(self, call: LiveCall) -> None:
+        assert call.outcome is not None
+        self._batch_results[call.call_id] = ToolResultEntry(
+            call_id=call.call_id,
+            model_call_id=call.model_call_id,
+            name=call.name,
+            result=call.outcome.result,
         )
         # results enter in the assistant's order, whatever order the calls finished in
         order, results = self._batch_order, self._batch_results

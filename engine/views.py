@@ -25,7 +25,15 @@ from events.types import (
 
 from .lifecycle import CallState
 
-__all__ = ["CallView", "SessionState", "ToolResultEntry", "TranscriptEntry", "TranscriptView"]
+__all__ = [
+    "CallView",
+    "CallsView",
+    "LiveCall",
+    "SessionState",
+    "ToolResultEntry",
+    "TranscriptEntry",
+    "TranscriptView",
+]
 
 
 # One of each per call, kept for the session's life: no ``__weakref__`` slot (8 bytes each).
@@ -66,6 +74,114 @@ class CallView:
         if self.outcome is None:
             return self.state.value
         return type(self.outcome).__name__.removeprefix("ToolCall").lower()
+
+
+class LiveCall:
+    """The projection's own record of one call, changed in place as its events are folded in.
+
+    Only the reducers write it; the runtime reads it to carry the call forward (it has the
+    same fields as :class:`CallView`). Everyone else is handed :meth:`view`: a frozen
+    :class:`CallView` of the call as it is now, built when first asked for and kept until the
+    call's next event, so a view handed out never changes and a call nobody looks at costs no
+    view at all.
+    """
+
+    __slots__ = (
+        "call_id", "name", "arguments", "requested_arguments", "origin", "parent_id",
+        "model_call_id", "state", "rewrites", "verdict", "approval", "started",
+        "progress_count", "last_progress", "outcome", "_view",
+    )
+
+    def __init__(self, call_id: str, name: str, arguments: Any, origin: Origin,
+                 parent_id: str | None, model_call_id: str | None) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.arguments = arguments
+        self.requested_arguments = arguments
+        self.origin = origin
+        self.parent_id = parent_id
+        self.model_call_id = model_call_id
+        self.state = CallState.REQUESTED
+        self.rewrites: tuple[ToolCallRewritten, ...] = ()
+        self.verdict: PolicyDecided | None = None
+        self.approval: ApprovalResolved | None = None
+        self.started = False
+        self.progress_count = 0
+        self.last_progress: ToolProgress | None = None
+        self.outcome: TerminalEvent | None = None
+        self._view: CallView | None = None
+
+    @property
+    def closed(self) -> bool:
+        """Whether the call has its terminal event."""
+        return self.outcome is not None
+
+    @property
+    def result(self) -> ToolResult | None:
+        """The result the caller got, once the call is closed."""
+        return None if self.outcome is None else self.outcome.result
+
+    @property
+    def status(self) -> str:
+        """As :attr:`CallView.status`."""
+        if self.outcome is None:
+            return self.state.value
+        return type(self.outcome).__name__.removeprefix("ToolCall").lower()
+
+    def changed(self) -> None:
+        """An event was folded in: the next :meth:`view` is a new one."""
+        self._view = None
+
+    def view(self) -> CallView:
+        """The call as it is now, as a frozen value."""
+        view = self._view
+        if view is None:
+            view = self._view = CallView(
+                call_id=self.call_id,
+                name=self.name,
+                arguments=self.arguments,
+                requested_arguments=self.requested_arguments,
+                origin=self.origin,
+                parent_id=self.parent_id,
+                model_call_id=self.model_call_id,
+                state=self.state,
+                rewrites=self.rewrites,
+                verdict=self.verdict,
+                approval=self.approval,
+                started=self.started,
+                progress_count=self.progress_count,
+                last_progress=self.last_progress,
+                outcome=self.outcome,
+            )
+        return view
+
+    def __repr__(self) -> str:
+        return f"LiveCall({self.call_id!r}, {self.name!r}, {self.status})"
+
+
+class CallsView(Mapping[str, CallView]):
+    """Every call by id, as frozen :class:`CallView`\\ s: a read-only view over the
+    projection's live records (no copy is made; each call's view is built when asked for)."""
+
+    __slots__ = ("_calls",)
+
+    def __init__(self, calls: Mapping[str, LiveCall]) -> None:
+        self._calls = calls
+
+    def __getitem__(self, call_id: str) -> CallView:
+        return self._calls[call_id].view()
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self._calls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._calls)
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+    def __repr__(self) -> str:
+        return f"CallsView({dict(self)!r})"
 
 
 @attrs.frozen(kw_only=True, weakref_slot=False)
