@@ -19,7 +19,7 @@ from events.types import (
     ToolProgress,
 )
 
-from .test_lifecycle import _requested, started_with_batch
+from tests.test_lifecycle import _requested, started_with_batch
 
 RESULT = error_result("x")
 
