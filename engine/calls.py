@@ -19,7 +19,6 @@ which is decided in :mod:`engine.lifecycle`, which the recorder enforces.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from functools import partial
 from typing import Any, TypeVar
 
 import trio
@@ -81,7 +80,7 @@ class CallRunner:
         self._nested: dict[str, None] = {}  # nested calls being carried forward here
         #: calls whose approver is deciding now (in this process): not pending for the host
         self.asking: dict[str, None] = {}
-        self._change = trio.Event()
+        self._change: trio.Event | None = None  # made when someone waits for a change
 
     # -- ending a call ----------------------------------------------------------------------
 
@@ -122,13 +121,17 @@ class CallRunner:
         try:
             return await step()
         except BaseException as exc:
-            if not self.suspending:
-                reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
-                    f"interrupted by {describe(exc)}")
-                with trio.CancelScope(shield=True):
-                    self.close_open(call_id, reason)
-                    await self.recorder.flush()
+            await self._escaped(call_id, exc)
             raise
+
+    async def _escaped(self, call_id: str, exc: BaseException) -> None:
+        """``exc`` escapes the call: close its subtree (unless the session is suspending)."""
+        if not self.suspending:
+            reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
+                f"interrupted by {describe(exc)}")
+            with trio.CancelScope(shield=True):
+                self.close_open(call_id, reason)
+                await self.recorder.flush()
 
     # -- carrying a call forward --------------------------------------------------------------
 
@@ -230,12 +233,15 @@ class CallRunner:
         waiter.set()
 
     def changed(self) -> None:
-        """Wake whoever waits in :meth:`settled`."""
-        self._change.set()
-        self._change = trio.Event()
+        """Wake whoever waits in :meth:`settled` or :meth:`next_change`."""
+        if self._change is not None:
+            self._change.set()
+            self._change = None
 
     async def next_change(self) -> None:
         """Wait for the next change of which calls run or wait."""
+        if self._change is None:
+            self._change = trio.Event()
         await self._change.wait()
 
     def _quiet(self) -> bool:
@@ -255,7 +261,7 @@ class CallRunner:
         call that does. (A tool body that waits for a nested call while it also does other work
         in a task of its own counts as waiting.)"""
         while not self._quiet():
-            await self._change.wait()
+            await self.next_change()
 
     # -- nested calls -----------------------------------------------------------------------
 
@@ -272,23 +278,25 @@ class CallRunner:
                     f"{name} now: {parent.name} does not repeat its nested calls, so this one "
                     f"was not run"
                 )
-            return await self.guard(call_id, partial(self._advance_nested, call_id))
-        problem = None
-        try:
-            arguments = admit(own_json(arguments), self.limits)
-        except ValueError as exc:
-            problem, arguments = str(exc), None
-        self.recorder.record(ToolCallRequested(call_id=call_id, name=str(name), arguments=arguments,
-                                               origin="nested", parent_id=parent.call_id))
-        if problem is not None:
-            return self.fail(call_id, "invalid_arguments",
-                             f"Invalid arguments for {name}: not JSON ({problem})")
-        return await self.guard(call_id, partial(self._advance_nested, call_id))
-
-    async def _advance_nested(self, call_id: str) -> ToolResult:
+        else:
+            problem = None
+            try:
+                arguments = admit(own_json(arguments), self.limits)
+            except ValueError as exc:
+                problem, arguments = str(exc), None
+            self.recorder.record(ToolCallRequested(call_id=call_id, name=str(name),
+                                                   arguments=arguments, origin="nested",
+                                                   parent_id=parent.call_id))
+            if problem is not None:
+                return self.fail(call_id, "invalid_arguments",
+                                 f"Invalid arguments for {name}: not JSON ({problem})")
+        # guard() written out, one coroutine less on every nested call's path
         self._nested[call_id] = None
         try:
             result = await self.advance(call_id, wait=True)
+        except BaseException as exc:
+            await self._escaped(call_id, exc)
+            raise
         finally:
             del self._nested[call_id]
             self.changed()

@@ -100,7 +100,8 @@ async def execute(runner: CallRunner, view: LiveCall, *, again: bool = False) ->
         assert raw is not None
         result = await _result_handlers(runner, view, raw)
         runner.recorder.record(ToolCallCompleted(
-            call_id=call_id, result=result, returned=None if result == raw else raw))
+            call_id=call_id, result=result,
+            returned=None if result is raw or result == raw else raw))
     else:
         kind, message, info = failure
         result = await _result_handlers(runner, view, error_result(message))

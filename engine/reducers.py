@@ -82,6 +82,7 @@ class Projection:
         self._active_set: frozenset[str] = frozenset()
         self._declared: tuple[ToolSnapshot, ...] = ()
         self._grants: dict[str, bool] = {}
+        self._grants_view = MappingProxyType(self._grants)
         self._calls: dict[str, LiveCall] = {}
         self._calls_view = CallsView(self._calls)
         self._live_view = MappingProxyType(self._calls)
@@ -116,7 +117,7 @@ class Projection:
     @property
     def session_grants(self) -> Mapping[str, bool]:
         """The approver's "for the session" answers by tool name (True granted)."""
-        return MappingProxyType(self._grants)
+        return self._grants_view
 
     @property
     def calls(self) -> Mapping[str, CallView]:

@@ -75,7 +75,7 @@ FailureKind = Literal[
 ]
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, cache_hash=True)  # the policy looks verdicts up by it
 class Annotations:
     """MCP's hints about a tool's behaviour; ``None`` means "not declared".
 
