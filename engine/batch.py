@@ -7,9 +7,13 @@ allowed ones in the session's nursery (together, or one after another if any of 
 is ``sequential``) and returns once nothing can move without an approval. A call that fails
 becomes that call's own error result: it never cancels its siblings.
 
-The running calls live in the session's nursery, not in the caller's task, so a prompt can
-return "paused" while a nested call waits for the host's answer, and the call goes on when it
-comes. Cancelling the caller cancels the batch: every call of it is closed as cancelled.
+The running calls live in a nursery of the session's (the *calls nursery*, held open by a task
+of the session's nursery), not in the caller's task, so a prompt can return "paused" while a
+nested call waits for the host's answer, and the call goes on when it comes. Cancelling the
+caller cancels the batch: every call of it is closed as cancelled. Every running call belongs
+to the current batch, so cancelling the batch is cancelling the calls nursery, whose one cancel
+scope serves every batch of the session (a cancel scope per batch cost a tenth of a turn); a
+new calls nursery is opened for the next batch.
 """
 
 from __future__ import annotations
@@ -35,12 +39,46 @@ class Batch:
     def __init__(self, runner: CallRunner) -> None:
         self._runner = runner
         self._nursery: trio.Nursery | None = None
-        self._scopes: set[trio.CancelScope] = set()
+        self._calls: trio.Nursery | None = None  # the calls nursery, while it is open
         self._escaped = False  # a call failed with a BaseException: see _stopping
 
     def attach(self, nursery: trio.Nursery | None) -> None:
-        """Run calls in ``nursery`` (the session's), or in none once the session closed."""
+        """Run calls under ``nursery`` (the session's), or under none once the session closed."""
         self._nursery = nursery
+
+    async def _calls_nursery(self) -> trio.Nursery:
+        """The open calls nursery; opened (in a task of the session's nursery) if there is
+        none."""
+        if self._calls is None:
+            if self._nursery is None:
+                raise RuntimeError("the session is closed: open it again to run its calls")
+            await self._nursery.start(self._hold)
+        assert self._calls is not None
+        return self._calls
+
+    async def _hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Hold the calls nursery open until it is cancelled (:meth:`_stop_calls`)."""
+        nursery: trio.Nursery | None = None
+        try:
+            async with trio.open_nursery() as nursery:
+                self._calls = nursery
+                task_status.started()
+                await trio.sleep_forever()
+        except BaseExceptionGroup as group:
+            # what a call's task raised (a BaseException: an Exception is the call's result)
+            # reaches the session's nursery as it would from a task of its own
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+        finally:
+            if self._calls is nursery:
+                self._calls = None
+
+    def _stop_calls(self) -> None:
+        """Cancel every running call (they all belong to the current batch)."""
+        if self._calls is not None:
+            self._calls.cancel_scope.cancel()
+            self._calls = None
 
     def _current(self) -> list[tuple[str, ModelToolCall]]:
         message = self._runner.recorder.projection.last_message
@@ -75,7 +113,7 @@ class Batch:
             runnable = [cid for cid, _ in batch
                         if calls[cid].state in RUNNABLE and cid not in runner.live]
             if runnable:
-                self._start(runnable)
+                await self._start(runnable)
             await runner.settled()
             if self._escaped:
                 await self._stopping()
@@ -110,8 +148,7 @@ class Batch:
         """Cancel the batch: stop its running calls, then close every call of it, requesting
         the ones gating never reached, so the transcript has a result for each."""
         runner = self._runner
-        for scope in self._scopes:
-            scope.cancel()
+        self._stop_calls()
         while runner.live:
             await runner.next_change()
         calls = runner.recorder.projection.live_calls
@@ -125,15 +162,12 @@ class Batch:
         """The session is closing with calls in flight: stop them without recording
         anything, so the log reads as if the process had stopped here (resumable)."""
         self._runner.suspending = True
-        for scope in self._scopes:
-            scope.cancel()
+        self._stop_calls()
 
-    def _start(self, call_ids: list[str]) -> None:
-        """Start the allowed calls in one task of the session's nursery. They count as
-        running from now on (``runner.live``), before the task is first scheduled, and its
-        cancel scope is known to :meth:`cancel` from now on too."""
-        if self._nursery is None:
-            raise RuntimeError("the session is closed: open it again to run its calls")
+    async def _start(self, call_ids: list[str]) -> None:
+        """Start the allowed calls in one task of the calls nursery. They count as running
+        from now on (``runner.live``), before the task is first scheduled."""
+        nursery = await self._calls_nursery()
         runner = self._runner
         specs = runner.registry.specs
         calls = runner.recorder.projection.live_calls
@@ -141,32 +175,28 @@ class Batch:
             (spec := specs.get(calls[cid].name)) is not None and spec.execution_mode == "sequential"
             for cid in call_ids
         )
-        scope = trio.CancelScope()
-        self._scopes.add(scope)
         if sequential:
             runner.live[call_ids[0]] = None
         else:
             runner.live.update(dict.fromkeys(call_ids))
-        self._nursery.start_soon(self._run, call_ids, scope, sequential)
+        nursery.start_soon(self._run, call_ids, sequential)
 
-    async def _run(self, call_ids: list[str], scope: trio.CancelScope, sequential: bool) -> None:
+    async def _run(self, call_ids: list[str], sequential: bool) -> None:
         runner = self._runner
-        with scope:
-            try:
-                if sequential:  # one call, or a batch with a sequential tool: no nursery
-                    for index, call_id in enumerate(call_ids):
-                        # the next call is live before this one ends: no gap a waiter could see
-                        await self._run_one(call_id, next_id=call_ids[index + 1]
-                                            if index + 1 < len(call_ids) else None)
-                else:
-                    async with trio.open_nursery() as nursery:
-                        for call_id in call_ids:
-                            nursery.start_soon(self._run_one, call_id)
-            finally:
-                self._scopes.discard(scope)
-                for call_id in call_ids:
-                    runner.live.pop(call_id, None)
-                runner.changed()
+        try:
+            if sequential:  # one call, or a batch with a sequential tool: no nursery
+                for index, call_id in enumerate(call_ids):
+                    # the next call is live before this one ends: no gap a waiter could see
+                    await self._run_one(call_id, next_id=call_ids[index + 1]
+                                        if index + 1 < len(call_ids) else None)
+            else:
+                async with trio.open_nursery() as nursery:
+                    for call_id in call_ids:
+                        nursery.start_soon(self._run_one, call_id)
+        finally:
+            for call_id in call_ids:
+                runner.live.pop(call_id, None)
+            runner.changed()
 
     async def _run_one(self, call_id: str, next_id: str | None = None) -> None:
         runner = self._runner
