@@ -40,6 +40,8 @@ class Batch:
         self._runner = runner
         self._nursery: trio.Nursery | None = None
         self._calls: trio.Nursery | None = None  # the calls nursery, while it is open
+        self._worker: trio.lowlevel.Task | None = None  # the holder, while it waits for work
+        self._work: tuple[list[str], bool] | None = None  # what _start hands the worker
         self._escaped = False  # a call failed with a BaseException: see _stopping
 
     def attach(self, nursery: trio.Nursery | None) -> None:
@@ -57,13 +59,22 @@ class Batch:
         return self._calls
 
     async def _hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Hold the calls nursery open until it is cancelled (:meth:`_stop_calls`)."""
+        """Hold the calls nursery open until it is cancelled (:meth:`_stop_calls`), and run
+        in this task the calls :meth:`_start` hands it, one batch at a time: a task of its
+        own for every batch cost a tenth of a turn. (A batch that comes while this one still
+        runs gets a task of its own.)"""
         nursery: trio.Nursery | None = None
         try:
             async with trio.open_nursery() as nursery:
                 self._calls = nursery
                 task_status.started()
-                await trio.sleep_forever()
+                while self._calls is nursery:  # until it is stopped
+                    self._worker = trio.lowlevel.current_task()
+                    await trio.lowlevel.wait_task_rescheduled(_abort)
+                    # handed work (a stop cancels a worker that waits, never one handed work)
+                    work, self._work = self._work, None
+                    assert work is not None
+                    await self._run(*work)
         except BaseExceptionGroup as group:
             # what a call's task raised (a BaseException: an Exception is the call's result)
             # reaches the session's nursery as it would from a task of its own
@@ -72,13 +83,13 @@ class Batch:
             raise
         finally:
             if self._calls is nursery:
-                self._calls = None
+                self._calls = self._worker = None
 
     def _stop_calls(self) -> None:
         """Cancel every running call (they all belong to the current batch)."""
         if self._calls is not None:
             self._calls.cancel_scope.cancel()
-            self._calls = None
+            self._calls = self._worker = None
 
     def _current(self) -> list[tuple[str, ModelToolCall]]:
         message = self._runner.recorder.projection.last_message
@@ -165,8 +176,9 @@ class Batch:
         self._stop_calls()
 
     async def _start(self, call_ids: list[str]) -> None:
-        """Start the allowed calls in one task of the calls nursery. They count as running
-        from now on (``runner.live``), before the task is first scheduled."""
+        """Start the allowed calls, in the worker if it waits for work, else in a task of the
+        calls nursery. They count as running from now on (``runner.live``), before the task
+        is first scheduled."""
         nursery = await self._calls_nursery()
         runner = self._runner
         specs = runner.registry.specs
@@ -179,7 +191,12 @@ class Batch:
             runner.live[call_ids[0]] = None
         else:
             runner.live.update(dict.fromkeys(call_ids))
-        nursery.start_soon(self._run, call_ids, sequential)
+        worker = self._worker
+        if worker is not None:
+            self._worker, self._work = None, (call_ids, sequential)
+            trio.lowlevel.reschedule(worker)
+        else:
+            nursery.start_soon(self._run, call_ids, sequential)
 
     async def _run(self, call_ids: list[str], sequential: bool) -> None:
         runner = self._runner
@@ -237,6 +254,10 @@ class Batch:
             )
             return True
         return False
+
+
+def _abort(raise_cancel: object) -> trio.lowlevel.Abort:
+    return trio.lowlevel.Abort.SUCCEEDED  # the worker waits for nothing but work
 
 
 def _stops_session(exc: BaseException) -> bool:

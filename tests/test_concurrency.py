@@ -491,6 +491,39 @@ async def test_cancel_during_gating_of_the_second_call(autojump_clock: Any) -> N
             await _check_after_cancel(session, store, model, ["1.0", "1.1", "1.2"])
 
 
+async def test_cancel_just_after_a_batch_was_handed_to_its_task(autojump_clock: Any) -> None:
+    # The second turn's call is handed to the task that runs the session's calls, and the
+    # host cancels before that task has run: the call must end (it may get to run first: the
+    # cancellation reaches the prompt, which then cancels the batch), never be left running.
+    ran: list[str] = []
+    host = trio.CancelScope()
+
+    @tool(annotations=SAFE)
+    async def work(call: Any, ctx: Any) -> ToolResult:
+        ran.append(call.call_id)
+        return ToolResult(content=[text("work")])
+
+    def cancel_on_the_second_turn(event: ToolCallEvent) -> None:
+        if event.call_id == "2.0":
+            host.cancel()  # lands at the prompt's next checkpoint: after the batch started
+
+    store = MemoryStore()
+    model = FauxModel([faux_tool_call("work"), faux_tool_call("work"), faux_text("recovered")])
+    with trio.fail_after(DEADLOCK):
+        async with Session.open(store, model=model, tools=[work]) as session:
+            session.on_tool_call(cancel_on_the_second_turn)
+            with host:
+                await session.prompt("go")
+            assert host.cancelled_caught
+            second = session.calls["2.0"].status
+            assert second in ("completed", "cancelled")
+            assert ran == (["1.0", "2.0"] if second == "completed" else ["1.0"])
+            assert session.state.open_calls == ()
+            assert fold(await store.read(session.session_id)).snapshot() == session.state.snapshot()
+            result = await session.prompt("again")
+            assert result.stop == "end_turn" and result.text == "recovered"
+
+
 class WritingStore(MemoryStore):
     """A MemoryStore whose ``append`` waits while it writes the batch that starts a tool, as
     a store doing real I/O (a database, a socket) waits: a cancellation can arrive then."""
