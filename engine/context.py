@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from events.fastinit import fast_init
 from events.results import ContentBlock, ToolResult
 from events.types import ToolProgress
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["CallOutcome", "ToolContext"]
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class CallOutcome:
     """What ``ctx.execute_tool`` gives back: the nested call's id and its result."""

@@ -13,6 +13,7 @@ from typing import Any, Protocol, Union
 
 import attrs
 
+from events.fastinit import fast_init
 from events.types import ModelToolCall, ToolSnapshot
 
 from .reducers import TranscriptView
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ModelRequest:
     """What a model is given: the transcript so far and the tools it may call."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import attrs
 
+from events.fastinit import fast_init
 from events.results import ToolResult
 from events.types import Annotations, ExecutionMode, Exposure, Origin, ToolSnapshot
 
@@ -38,6 +39,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 EXPOSURES: tuple[Exposure, ...] = ("direct", "model-only", "codemode", "deferred", "hidden")
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolCall:
     """One call as a tool body sees it: the engine's id, the final arguments, who asked."""

@@ -10,6 +10,7 @@ from typing import Any, Union, overload
 
 import attrs
 
+from events.fastinit import fast_init
 from events.results import ToolResult
 from events.types import (
     ApprovalResolved,
@@ -37,6 +38,7 @@ __all__ = [
 
 
 # One of each per call, kept for the session's life: no ``__weakref__`` slot (8 bytes each).
+@fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class CallView:
     """One call as the log tells it so far: a node of the call tree (its children are
@@ -184,6 +186,7 @@ class CallsView(Mapping[str, CallView]):
         return f"CallsView({dict(self)!r})"
 
 
+@fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolResultEntry:
     """A top-level call's result in the transcript, paired by the model's own call id."""

@@ -16,6 +16,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
+from .fastinit import fast_init
 from .results import ErrorInfo, ToolResult
 
 __all__ = [
@@ -106,6 +107,7 @@ class ToolSnapshot:
     timeout: float | None = None
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ModelToolCall:
     """One tool call as the model wrote it; ``id`` is the model's, used only for pairing."""
@@ -139,6 +141,7 @@ class ActiveToolsSet:
     names: tuple[str, ...]
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class UserMessage:
     """The user's prompt."""
@@ -146,6 +149,7 @@ class UserMessage:
     text: str
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class AssistantMessage:
     """What the model answered in ``turn`` (1-based): text, tool calls and why it stopped."""
@@ -159,6 +163,7 @@ class AssistantMessage:
 # -- call events ------------------------------------------------------------------------
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolCallRequested:
     """A call was asked for, by the model or by a running tool (``parent_id`` set)."""
@@ -171,6 +176,7 @@ class ToolCallRequested:
     model_call_id: str | None = None
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolCallRewritten:
     """A ``tool_call`` handler (or the approver) replaced the arguments."""
@@ -180,6 +186,7 @@ class ToolCallRewritten:
     by: str
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class PolicyDecided:
     """The approval policy judged the final arguments."""
@@ -189,6 +196,7 @@ class PolicyDecided:
     reason: str
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ApprovalRequested:
     """The policy said ask: the approver was asked."""
@@ -197,6 +205,7 @@ class ApprovalRequested:
     reason: str
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ApprovalResolved:
     """The approver answered, for this call only or for every later call of the tool."""
@@ -207,6 +216,7 @@ class ApprovalResolved:
     reason: str | None = None
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolExecutionStarted:
     """The tool body is about to run. Recorded (and stored) before any side effect."""
@@ -214,6 +224,7 @@ class ToolExecutionStarted:
     call_id: str
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolProgress:
     """A progress update the running tool reported."""
@@ -223,6 +234,7 @@ class ToolProgress:
     data: Any = None
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ResultHandlerFailed:
     """A ``tool_result`` handler raised; it was skipped and the chain went on."""
@@ -235,6 +247,7 @@ class ResultHandlerFailed:
 # -- terminal events: exactly one per call ------------------------------------------------
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolCallCompleted:
     """The body returned. ``result`` is what the model sees (after result handlers);
@@ -245,6 +258,7 @@ class ToolCallCompleted:
     returned: ToolResult | None = None
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolCallFailed:
     """The call ended in an error the engine produced; ``kind`` says which."""
@@ -257,6 +271,7 @@ class ToolCallFailed:
     returned: ToolResult | None = None
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolCallBlocked:
     """A ``tool_call`` handler blocked the call (or raised, which blocks: fail closed)."""
@@ -267,6 +282,7 @@ class ToolCallBlocked:
     result: ToolResult
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolCallDenied:
     """The policy denied the call, or the approver refused it."""
@@ -277,6 +293,7 @@ class ToolCallDenied:
     result: ToolResult
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolCallCancelled:
     """The call was cancelled (its session, its batch or its parent was)."""
@@ -316,6 +333,7 @@ TERMINAL_EVENTS: tuple[type[Any], ...] = (
 )
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class Record:
     """One line of the log: an event with where and when it happened.
