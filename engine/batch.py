@@ -18,7 +18,6 @@ new calls nursery is opened for the next batch.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import Literal
 
 import trio
@@ -119,8 +118,7 @@ class Batch:
                         continue
                 if calls[call_id].closed or call_id in runner.live:
                     continue
-                await runner.guard(call_id, partial(runner.advance, call_id, wait=False,
-                                                    gate_only=True))
+                await runner.advance(call_id, wait=False, gate_only=True)
             runnable = [cid for cid, _ in batch
                         if calls[cid].state in RUNNABLE and cid not in runner.live]
             if runnable:
@@ -219,7 +217,7 @@ class Batch:
         runner = self._runner
         runner.live[call_id] = None
         try:
-            await runner.guard(call_id, partial(runner.advance, call_id, wait=True))
+            await runner.advance(call_id, wait=True)
         except BaseException as exc:
             # it will cancel the session's nursery once it is out of this task: settle() must
             # give it that moment before it asks the model again

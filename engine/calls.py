@@ -11,15 +11,14 @@ its own module, read top to bottom as DESIGN's "one call, in order":
 4. :func:`engine.execution.execute`: ``started``, the body under the tool's timeout, the output
    check, the ``tool_result`` handlers and the one terminal event.
 
-:meth:`CallRunner.guard` wraps it all so that whatever escapes (cancellation above all) still
+:meth:`CallRunner.advance` also makes sure that whatever escapes (cancellation above all) still
 closes the call and its nested calls, shielded, before it propagates. Which event may follow
 which is decided in :mod:`engine.lifecycle`, which the recorder enforces.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import trio
 
@@ -46,9 +45,6 @@ from .registry import Registry
 from .tools import ToolCall
 
 __all__ = ["CallRunner"]
-
-T = TypeVar("T")
-
 
 class CallRunner:
     """Runs calls for one session; holds what every call consults, and which calls of this
@@ -113,26 +109,6 @@ class CallRunner:
                     result=error_result(f"{name} was cancelled ({reason})"),
                 ))
 
-    async def guard(self, call_id: str, step: Callable[[], Awaitable[T]]) -> T:
-        """Run ``step``; if anything escapes it, close the call's subtree first (shielded).
-
-        When the session is closing with this call in flight (``suspending``), nothing is
-        recorded: the log stays as a stopped process would leave it, to be resumed."""
-        try:
-            return await step()
-        except BaseException as exc:
-            await self._escaped(call_id, exc)
-            raise
-
-    async def _escaped(self, call_id: str, exc: BaseException) -> None:
-        """``exc`` escapes the call: close its subtree (unless the session is suspending)."""
-        if not self.suspending:
-            reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
-                f"interrupted by {describe(exc)}")
-            with trio.CancelScope(shield=True):
-                self.close_open(call_id, reason)
-                await self.recorder.flush()
-
     # -- carrying a call forward --------------------------------------------------------------
 
     async def advance(self, call_id: str, *, wait: bool, gate_only: bool = False) -> ToolResult | None:
@@ -142,30 +118,44 @@ class CallRunner:
         false (a top-level call: the session pauses), or ``gate_only`` stops it once allowed
         (a batch gates every call before running any). With ``wait``, a pending approval is
         awaited in this task (a nested call: its parent is parked until the host answers).
+
+        Whatever escapes (a cancellation above all) first closes the call and its nested
+        calls, shielded, then propagates. When the session is closing with the call in flight
+        (``suspending``), nothing is recorded: the log stays as a stopped process would leave
+        it, to be resumed.
         """
         calls = self.recorder.projection.live_calls
-        while True:
-            view = calls[call_id]
-            state = view.state
-            if state is CallState.CLOSED:
-                assert view.result is not None
-                return view.result
-            if state is CallState.REQUESTED:
-                await gate(self, view)
-            elif state is CallState.ASKING:
-                await ask(self, view)
-            elif state is CallState.AWAITING:
-                if not wait:
+        try:
+            while True:
+                view = calls[call_id]
+                state = view.state
+                if state is CallState.CLOSED:
+                    assert view.result is not None
+                    return view.result
+                if state is CallState.REQUESTED:
+                    await gate(self, view)
+                elif state is CallState.ASKING:
+                    await ask(self, view)
+                elif state is CallState.AWAITING:
+                    if not wait:
+                        return None
+                    await self._park(call_id)
+                elif state is CallState.DENYING:
+                    deny_refused(self, view)
+                elif gate_only:
                     return None
-                await self._park(call_id)
-            elif state is CallState.DENYING:
-                deny_refused(self, view)
-            elif gate_only:
-                return None
-            elif state is CallState.ALLOWED:
-                return await execute(self, view)
-            else:  # RUNNING, with no task of this process running it: it was interrupted
-                return await self._again(call_id)
+                elif state is CallState.ALLOWED:
+                    return await execute(self, view)
+                else:  # RUNNING, with no task of this process running it: it was interrupted
+                    return await self._again(call_id)
+        except BaseException as exc:
+            if not self.suspending:
+                reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
+                    f"interrupted by {describe(exc)}")
+                with trio.CancelScope(shield=True):
+                    self.close_open(call_id, reason)
+                    await self.recorder.flush()
+            raise
 
     async def _again(self, call_id: str) -> ToolResult:
         """A body that started in an earlier process and has no result: run it again if its
@@ -290,13 +280,9 @@ class CallRunner:
             if problem is not None:
                 return self.fail(call_id, "invalid_arguments",
                                  f"Invalid arguments for {name}: not JSON ({problem})")
-        # guard() written out, one coroutine less on every nested call's path
         self._nested[call_id] = None
         try:
             result = await self.advance(call_id, wait=True)
-        except BaseException as exc:
-            await self._escaped(call_id, exc)
-            raise
         finally:
             del self._nested[call_id]
             self.changed()

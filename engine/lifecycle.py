@@ -118,20 +118,27 @@ _BY_CLASS: Mapping[tuple[str, type[Any]], CallState] = {
 }
 
 
+# And by (state's value, key), for the rest (the keys refined by a verdict).
+_BY_KEY: Mapping[tuple[str, str], CallState] = {
+    (state._value_, key): target
+    for state, moves in TRANSITIONS.items()
+    for key, target in moves.items()
+}
+
+
 def next_state(state: CallState, event: Any, *, call_id: str = "?") -> CallState:
     """The state after ``event``; raises :class:`LifecycleError` if the table forbids it."""
     known = _BY_CLASS.get((state._value_, type(event)))
     if known is not None:
         return known
     key = event_key(event)
-    try:
-        return TRANSITIONS[state][key]
-    except KeyError:
-        allowed = ", ".join(sorted(TRANSITIONS[state])) or "nothing (the call is closed)"
-        raise LifecycleError(
-            f"call {call_id}: {key} is not allowed in state {state.value!r}; "
-            f"allowed: {allowed}"
-        ) from None
+    known = _BY_KEY.get((state._value_, key))
+    if known is not None:
+        return known
+    allowed = ", ".join(sorted(TRANSITIONS[state])) or "nothing (the call is closed)"
+    raise LifecycleError(
+        f"call {call_id}: {key} is not allowed in state {state.value!r}; allowed: {allowed}"
+    )
 
 
 def diagram() -> str:

@@ -130,7 +130,14 @@ def check_batch(session_id: str, records: Sequence[Record], expected_seq: int) -
     """
     if isinstance(expected_seq, bool) or not isinstance(expected_seq, int) or expected_seq < 0:
         raise ValueError(f"expected_seq must be an int >= 0, not {expected_seq!r}")
-    for index, record in enumerate(records):
+    wanted = expected_seq
+    for record in records:
+        wanted += 1
+        if (type(record) is Record or isinstance(record, Record)) and (
+            record.session_id == session_id and record.seq == wanted
+        ):
+            continue
+        index = wanted - expected_seq - 1
         if not isinstance(record, Record):
             raise ValueError(f"batch item {index} is a {type(record).__name__}, not a Record")
         if record.session_id != session_id:
@@ -138,7 +145,6 @@ def check_batch(session_id: str, records: Sequence[Record], expected_seq: int) -
                 f"batch item {index} belongs to session {record.session_id!r}, not "
                 f"{session_id!r}: a batch appends to one session only"
             )
-        wanted = expected_seq + 1 + index
         if record.seq != wanted:
             raise ValueError(
                 f"batch item {index} for session {session_id!r} has seq {record.seq}, "
