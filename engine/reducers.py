@@ -84,7 +84,8 @@ class Projection:
         self._grants: dict[str, bool] = {}
         self._grants_view = MappingProxyType(self._grants)
         self._calls: dict[str, LiveCall] = {}
-        self._calls_view = CallsView(self._calls)
+        self._views: dict[str, CallView] = {}  # views handed out, until their call changes
+        self._calls_view = CallsView(self._calls, self._views)
         self._live_view = MappingProxyType(self._calls)
         self._children: dict[str, list[str]] = {}
         self._open: dict[str, None] = {}
@@ -157,7 +158,8 @@ class Projection:
 
     def roots(self) -> list[CallView]:
         """The top-level calls (the model's), in the order they were requested."""
-        return [c.view() for c in self._calls.values() if c.parent_id is None]
+        calls = self._calls_view
+        return [calls[c.call_id] for c in self._calls.values() if c.parent_id is None]
 
     def snapshot(self) -> SessionState:
         """Everything derived, as one comparable value."""
@@ -168,7 +170,7 @@ class Projection:
             tools=dict(self._tools),
             active_tools=self._active_set,
             session_grants=dict(self._grants),
-            calls={call_id: call.view() for call_id, call in self._calls.items()},
+            calls=dict(self._calls_view),
             children={k: tuple(v) for k, v in self._children.items()},
             open_calls=tuple(self._open),
             pending_approvals=tuple(self._pending),
@@ -271,7 +273,8 @@ class Projection:
             raise LifecycleError(f"call {call_id} was never requested")
         # the table first: a record it refuses changes nothing
         call.state = next_state(call.state, event, call_id=call_id)
-        call._view = None  # views handed out keep the call as it was
+        if self._views:
+            self._views.pop(call_id, None)  # a view handed out keeps the call as it was
         if isinstance(event, PolicyDecided):
             call.verdict = event
         elif isinstance(event, ToolExecutionStarted):

@@ -91,7 +91,7 @@ class LiveCall:
     __slots__ = (
         "call_id", "name", "arguments", "requested_arguments", "origin", "parent_id",
         "model_call_id", "state", "rewrites", "verdict", "approval", "started",
-        "progress_count", "last_progress", "outcome", "_view",
+        "progress_count", "last_progress", "outcome",
     )
 
     def __init__(self, call_id: str, name: str, arguments: Any, origin: Origin,
@@ -111,7 +111,6 @@ class LiveCall:
         self.progress_count = 0
         self.last_progress: ToolProgress | None = None
         self.outcome: TerminalEvent | None = None
-        self._view: CallView | None = None
 
     @property
     def closed(self) -> bool:
@@ -130,15 +129,9 @@ class LiveCall:
             return self.state.value
         return type(self.outcome).__name__.removeprefix("ToolCall").lower()
 
-    def changed(self) -> None:
-        """An event was folded in: the next :meth:`view` is a new one."""
-        self._view = None
-
     def view(self) -> CallView:
-        """The call as it is now, as a frozen value."""
-        view = self._view
-        if view is None:
-            view = self._view = CallView(
+        """The call as it is now, as a new frozen value."""
+        return CallView(
                 call_id=self.call_id,
                 name=self.name,
                 arguments=self.arguments,
@@ -155,7 +148,6 @@ class LiveCall:
                 last_progress=self.last_progress,
                 outcome=self.outcome,
             )
-        return view
 
     def __repr__(self) -> str:
         return f"LiveCall({self.call_id!r}, {self.name!r}, {self.status})"
@@ -163,15 +155,20 @@ class LiveCall:
 
 class CallsView(Mapping[str, CallView]):
     """Every call by id, as frozen :class:`CallView`\\ s: a read-only view over the
-    projection's live records (no copy is made; each call's view is built when asked for)."""
+    projection's live records (no copy is made). A call's view is built when asked for and kept
+    in ``views`` until the call changes (the projection drops it then)."""
 
-    __slots__ = ("_calls",)
+    __slots__ = ("_calls", "_views")
 
-    def __init__(self, calls: Mapping[str, LiveCall]) -> None:
+    def __init__(self, calls: Mapping[str, LiveCall], views: dict[str, CallView]) -> None:
         self._calls = calls
+        self._views = views
 
     def __getitem__(self, call_id: str) -> CallView:
-        return self._calls[call_id].view()
+        view = self._views.get(call_id)
+        if view is None:
+            view = self._views[call_id] = self._calls[call_id].view()
+        return view
 
     def __contains__(self, call_id: object) -> bool:
         return call_id in self._calls

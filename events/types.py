@@ -1,5 +1,9 @@
 """The event catalogue: every fact a session can record, as frozen values.
 
+The classes made on every call (the record and the call's events) are built by
+:func:`~events.fastinit.fast_init` and have no ``__weakref__`` slot: a session keeps five of
+each per call, and values are not weakly referenced.
+
 A session's log is a sequence of :class:`Record`\\ s, each wrapping one event. Events say what
 happened and nothing else: no behaviour, no I/O, no clock (the record's ``time`` comes from the
 clock the runtime was given). The lifecycle of one call, and which event may follow which, is
@@ -108,7 +112,7 @@ class ToolSnapshot:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ModelToolCall:
     """One tool call as the model wrote it; ``id`` is the model's, used only for pairing."""
 
@@ -142,7 +146,7 @@ class ActiveToolsSet:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class UserMessage:
     """The user's prompt."""
 
@@ -150,7 +154,7 @@ class UserMessage:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class AssistantMessage:
     """What the model answered in ``turn`` (1-based): text, tool calls and why it stopped."""
 
@@ -164,7 +168,7 @@ class AssistantMessage:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallRequested:
     """A call was asked for, by the model or by a running tool (``parent_id`` set)."""
 
@@ -177,7 +181,7 @@ class ToolCallRequested:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallRewritten:
     """A ``tool_call`` handler (or the approver) replaced the arguments."""
 
@@ -187,7 +191,7 @@ class ToolCallRewritten:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class PolicyDecided:
     """The approval policy judged the final arguments."""
 
@@ -197,7 +201,7 @@ class PolicyDecided:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ApprovalRequested:
     """The policy said ask: the approver was asked."""
 
@@ -206,7 +210,7 @@ class ApprovalRequested:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ApprovalResolved:
     """The approver answered, for this call only or for every later call of the tool."""
 
@@ -217,7 +221,7 @@ class ApprovalResolved:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolExecutionStarted:
     """The tool body is about to run. Recorded (and stored) before any side effect."""
 
@@ -225,7 +229,7 @@ class ToolExecutionStarted:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolProgress:
     """A progress update the running tool reported."""
 
@@ -235,7 +239,7 @@ class ToolProgress:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ResultHandlerFailed:
     """A ``tool_result`` handler raised; it was skipped and the chain went on."""
 
@@ -248,7 +252,7 @@ class ResultHandlerFailed:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallCompleted:
     """The body returned. ``result`` is what the model sees (after result handlers);
     ``returned`` is what the tool returned, when a handler changed it."""
@@ -259,7 +263,7 @@ class ToolCallCompleted:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallFailed:
     """The call ended in an error the engine produced; ``kind`` says which."""
 
@@ -272,7 +276,7 @@ class ToolCallFailed:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallBlocked:
     """A ``tool_call`` handler blocked the call (or raised, which blocks: fail closed)."""
 
@@ -283,7 +287,7 @@ class ToolCallBlocked:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallDenied:
     """The policy denied the call, or the approver refused it."""
 
@@ -294,7 +298,7 @@ class ToolCallDenied:
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallCancelled:
     """The call was cancelled (its session, its batch or its parent was)."""
 
@@ -334,7 +338,7 @@ TERMINAL_EVENTS: tuple[type[Any], ...] = (
 
 
 @fast_init
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class Record:
     """One line of the log: an event with where and when it happened.
 
