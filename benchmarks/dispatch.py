@@ -6,6 +6,11 @@ validation, ``tool_result`` handlers, every event stamped, checked by the lifecy
 folded into the session's state and stored in a :class:`~events.MemoryStore`, with the
 write-ahead flushes. The baselines run the same body in the same trio loop: a bare
 ``await tool(**args)``, and fastjsonschema's validation of the arguments then the ``await``.
+
+One more figure shows the floor under the engine's: the four events of a nested call
+(requested, policy decided, started, completed) recorded through the session's recorder into
+the same store, flushed as the engine flushes them, with nothing else around them (no
+validation, no handlers, no body, no copies, no coroutines of the call's path).
 """
 
 from __future__ import annotations
@@ -17,10 +22,22 @@ import trio
 
 from engine import Session, approve_all
 from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.recorder import Recorder
+from engine.reducers import fold
 from events import MemoryStore
+from events.types import (
+    AssistantMessage,
+    ModelToolCall,
+    PolicyDecided,
+    SessionStarted,
+    ToolCallCompleted,
+    ToolCallRequested,
+    ToolExecutionStarted,
+    UserMessage,
+)
 
 from .harness import Figure, Row, Settings, interleave, paired
-from .workload import ARGS, call_handlers, driver, echo, plain_echo, plain_validator, result_handlers
+from .workload import ARGS, RESULT, call_handlers, driver, echo, plain_echo, plain_validator, result_handlers
 
 __all__ = ["run"]
 
@@ -49,6 +66,40 @@ def engine_dispatch(
             for result_handler in result_handlers(results):
                 session.on_tool_result(result_handler)
             await session.prompt("go")
+
+    trio.run(main)
+    return laps[0] / calls * US
+
+
+def recording_only(calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Microseconds per call to record a nested call's four events and nothing else."""
+    laps: list[float] = []
+
+    async def main() -> None:
+        recorder = Recorder(MemoryStore(check_encodable=False), "floor", fold([]), [], time.time)
+        record, flush = recorder.record, recorder.flush
+        record(SessionStarted(metadata={}))
+        record(UserMessage(text="go"))
+        record(AssistantMessage(turn=1, tool_calls=(
+            ModelToolCall(id="call_0", name="drive", arguments={}),)))
+        record(ToolCallRequested(call_id="1.0", name="drive", arguments={},
+                                 model_call_id="call_0"))
+        record(PolicyDecided(call_id="1.0", decision="allow", reason="read-only"))
+        record(ToolExecutionStarted(call_id="1.0"))
+        await flush()
+        start = clock()
+        for n in range(calls):
+            call_id = f"1.0/{n}"
+            record(ToolCallRequested(call_id=call_id, name="echo", arguments=ARGS,
+                                     origin="nested", parent_id="1.0"))
+            record(PolicyDecided(call_id=call_id, decision="allow", reason="read-only"))
+            record(ToolExecutionStarted(call_id=call_id))
+            await flush()  # before the body runs
+            record(ToolCallCompleted(call_id=call_id, result=RESULT))  # with the next flush
+        await flush()
+        laps.append(clock() - start)
+        if len(recorder.history) != 6 + 4 * calls or recorder.projection.open_calls != ("1.0",):
+            raise RuntimeError("the recording benchmark did not record what it says")
 
     trio.run(main)
     return laps[0] / calls * US
@@ -97,6 +148,7 @@ def run(settings: Settings) -> list[Row]:
          lambda: engine_dispatch(calls, checked=True, clock=clock)),
     ]
     measures = [measure for _, measure in variants] + [
+        lambda: recording_only(calls, clock),
         lambda: bare_await(calls, clock),
         lambda: validate_then_await(calls, clock),
     ]
@@ -122,4 +174,9 @@ def run(settings: Settings) -> list[Row]:
     overhead = paired(validated, bare, lambda a, b: a - b)
     rows.append(Row(group="dispatch", figure=validated, baseline=bare,
                     comparison=f"+{overhead:.2f} µs"))
+    floor = Figure(name="a call's four events recorded, nothing else", unit="µs/call",
+                   samples=tuple(samples[-3]))
+    rows.append(Row(group="dispatch", figure=floor, baseline=bare,
+                    comparison=f"+{paired(floor, bare, lambda a, b: a - b):.1f} µs",
+                    note="the floor under every engine call above: its log alone"))
     return rows

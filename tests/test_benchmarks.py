@@ -30,6 +30,7 @@ EXPECTED: dict[str, list[str]] = {
         "engine call, 3 tool_call + 3 tool_result handlers",
         "engine call, no handlers, store checks encoding",
         "fastjsonschema validate, then await",
+        "a call's four events recorded, nothing else",
     ],
     "agent loop": [
         "agent loop, 20 calls",
