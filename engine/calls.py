@@ -18,6 +18,7 @@ which is decided in :mod:`engine.lifecycle`, which the recorder enforces.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -77,6 +78,9 @@ class CallRunner:
         #: calls whose approver is deciding now (in this process): not pending for the host
         self.asking: dict[str, None] = {}
         self._change: trio.Event | None = None  # made when someone waits for a change
+        #: called at a change while some call waits for an answer (the batch watches for a
+        #: pause while a prompt waits)
+        self.on_change: Callable[[], None] | None = None
 
     # -- ending a call ----------------------------------------------------------------------
 
@@ -227,6 +231,8 @@ class CallRunner:
         if self._change is not None:
             self._change.set()
             self._change = None
+        if self._waiters and self.on_change is not None:  # no pause without a waiter
+            self.on_change()
 
     async def next_change(self) -> None:
         """Wait for the next change of which calls run or wait."""
@@ -234,7 +240,10 @@ class CallRunner:
             self._change = trio.Event()
         await self._change.wait()
 
-    def _quiet(self) -> bool:
+    def quiet(self) -> bool:
+        """Whether no call of this process can make progress on its own (see :meth:`settled`)."""
+        if not self._waiters:  # the deepest running call waits for an answer, or nothing runs
+            return not self.live and not self._nested
         running = (*self.live, *self._nested)
         for call_id in running:
             if call_id in self._waiters:
@@ -250,7 +259,7 @@ class CallRunner:
         running here has finished, waits for an answer to its approval, or waits for a nested
         call that does. (A tool body that waits for a nested call while it also does other work
         in a task of its own counts as waiting.)"""
-        while not self._quiet():
+        while not self.quiet():
             await self.next_change()
 
     # -- nested calls -----------------------------------------------------------------------

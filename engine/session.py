@@ -38,7 +38,7 @@ from events.types import (
 )
 
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, deny_all
-from .batch import Batch
+from .batch import Batch, Drive
 from .calls import CallRunner
 from .handlers import ToolCallHandler, ToolResultHandler
 from .jsonvalues import copy_json, own_json
@@ -95,6 +95,7 @@ class Session:
         self._model = model
         self._max_turns = max_turns
         self._prompting = False
+        self._turns = 0  # the current prompt's, so far
 
     @classmethod
     @asynccontextmanager
@@ -264,7 +265,7 @@ class Session:
                     "them with resolve_approval() and call resume() before a new prompt"
                 )
             self._recorder.record(UserMessage(text=text))
-            return await self._drive()
+            return await self._loop()
         finally:
             await self._leave()
 
@@ -275,7 +276,7 @@ class Session:
         :meth:`prompt`; a session with nothing left to do returns at once."""
         self._enter()
         try:
-            return await self._drive()
+            return await self._loop()
         finally:
             await self._leave()
 
@@ -328,10 +329,23 @@ class Session:
         with trio.CancelScope(shield=True):
             await self._recorder.flush()
 
-    async def _drive(self) -> PromptResult:
+    async def _loop(self) -> PromptResult:
+        """Run :meth:`_drive` in the session's task for it (:meth:`Batch.drive`), which runs
+        every batch's calls itself: the loop costs no trip through the scheduler per turn."""
+        self._turns = 0
+        result = await self._batch.drive(self._drive)
+        if result is None:  # paused, with the loop's task waiting inside the batch
+            return PromptResult(stop="paused", turns=self._turns, text="",
+                                pending=self.pending_approvals())
+        return result
+
+    async def _drive(self, drive: Drive[PromptResult]) -> PromptResult | None:
         turns = 0
         while True:
-            if await self._batch.settle() == "paused":
+            settled = await self._batch.settle(drive)
+            if drive.detached:
+                return None  # the prompt returned "paused" already: go no further
+            if settled == "paused":
                 return PromptResult(stop="paused", turns=turns, text="",
                                     pending=self.pending_approvals())
             last = self.state.last_message
@@ -347,6 +361,7 @@ class Session:
             if not isinstance(reply, ModelMessage):
                 raise TypeError(f"the model returned {reply!r}, not a ModelMessage")
             turns += 1
+            self._turns = turns
             limits = self._runner.limits
             self._recorder.record(AssistantMessage(
                 turn=self.state.turn + 1, text=reply.text, stop_reason=reply.stop_reason,

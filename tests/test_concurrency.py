@@ -492,9 +492,10 @@ async def test_cancel_during_gating_of_the_second_call(autojump_clock: Any) -> N
 
 
 async def test_cancel_just_after_a_batch_was_handed_to_its_task(autojump_clock: Any) -> None:
-    # The second turn's call is handed to the task that runs the session's calls, and the
-    # host cancels before that task has run: the call must end (it may get to run first: the
-    # cancellation reaches the prompt, which then cancels the batch), never be left running.
+    # The host cancels the prompt from inside the loop (a handler of the second turn's call),
+    # and the loop, which runs in a task of the session's, never waits on its own: the prompt
+    # must stop it at its next checkpoint (the call may get to run first), not let it run the
+    # whole script, and every call must end, never be left running.
     ran: list[str] = []
     host = trio.CancelScope()
 

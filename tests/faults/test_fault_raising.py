@@ -10,11 +10,11 @@ What must happen (DESIGN, "one call, in order", and docs/concepts.md):
   ``ExceptionGroup``, an ``OSError``, and one whose ``str()`` itself raises. The session goes on
   after each of them: the next prompt works.
 - a ``BaseException`` that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, one
-  of the host's own) is not a tool failure: it is never turned into a result. Raised in the
-  host's task (a ``tool_call`` handler or the approver gating a model's call, the model), it
-  comes out of ``prompt()`` as itself, every call of the batch closed, and the session goes on.
-  Raised in a call's task (a tool body, a ``tool_result`` handler, anything about a nested
-  call), it stops the session: it comes out of ``Session.open``'s block (inside exception
+  of the host's own) is not a tool failure: it is never turned into a result. Raised by what
+  the loop consults around the calls (a ``tool_call`` handler or the approver gating a model's
+  call, the model), it comes out of ``prompt()`` as itself, every call of the batch closed, and
+  the session goes on. Raised inside a running call (a tool body, a ``tool_result`` handler,
+  anything about a nested call), it stops the session: it comes out of ``Session.open``'s block (inside exception
   groups: it crossed the session's nursery), ``prompt()`` does not return as if the batch had
   ended, the model is not asked again, and the log closes every call it interrupted.
 - a clock that raises (once, or from some reading on) makes the step that read it fail; the
