@@ -71,6 +71,28 @@ def session_of(
     return whole, late
 
 
+class _GcTimer:
+    """The time CPython's cyclic collector takes while it is installed (``gc.callbacks``)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._started = 0.0
+        self.seconds = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = self._clock()
+        else:
+            self.seconds += self._clock() - self._started
+
+    def __enter__(self) -> _GcTimer:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
 def _without_gc(measure: Callable[[], float]) -> float:
     """``measure()`` with CPython's cyclic garbage collector off (reference counting still
     frees everything this benchmark drops)."""
@@ -87,6 +109,7 @@ def run(settings: Settings) -> list[Row]:
     clock = settings.clock
     session_of(200)  # warm up
     late: list[float] = []
+    collecting: list[float] = []
 
     def measure(length: int) -> float:
         # a short session is run several times per sample, so that a sample is not one tick
@@ -94,10 +117,12 @@ def run(settings: Settings) -> list[Row]:
         longest = length == lengths[-1]
         values = []
         for _ in range(inner):
-            whole, end = session_of(length, tail=tail if longest else 0, clock=clock)
+            with _GcTimer(clock) as collector:
+                whole, end = session_of(length, tail=tail if longest else 0, clock=clock)
             values.append(whole)
             if longest and gc.isenabled():
                 late.append(end)
+                collecting.append(collector.seconds / length * US)
         return sorted(values)[len(values) // 2]
 
     shortest_gc_off = partial(_without_gc, partial(measure, lengths[0]))
@@ -134,6 +159,11 @@ def run(settings: Settings) -> list[Row]:
                        samples=tuple(samples[-2]))
     long_off = Figure(name=f"agent loop, {lengths[-1]:,} calls, cyclic GC off", unit="µs/turn",
                       samples=tuple(samples[-1]))
+    collector = Figure(name=f"agent loop, {lengths[-1]:,} calls: cyclic GC passes",
+                       unit="µs/turn", samples=tuple(collecting))
+    rows.append(Row(group="agent loop", figure=collector,
+                    note="the time CPython's cyclic collector took during that session "
+                    "(gc.callbacks), included in its figure"))
     rows.append(Row(group="agent loop", figure=short_off))
     rows.append(Row(group="agent loop", figure=long_off, baseline=short_off,
                     comparison=f"{paired(long_off, short_off, lambda a, b: a / b):.2f}×",

@@ -37,6 +37,7 @@ EXPECTED: dict[str, list[str]] = {
         "agent loop, 200 calls",
         "agent loop, 2,000 calls",
         "agent loop, last 200 of 2,000 calls",
+        "agent loop, 2,000 calls: cyclic GC passes",
         "agent loop, 20 calls, cyclic GC off",
         "agent loop, 2,000 calls, cyclic GC off",
     ],
@@ -131,3 +132,34 @@ def test_a_saved_run_renders_as_a_table_and_as_markdown(
     assert "toolledger benchmarks (quick)" in terminal
     for group in GROUPS:
         assert group in terminal
+
+
+def test_the_saved_runs_render(capsys: pytest.CaptureFixture[str]) -> None:
+    # docs/performance.md's tables are these runs, rendered
+    runs = sorted((ROOT / "benchmarks" / "runs").glob("*.json"))
+    assert runs
+    for run in runs:
+        assert main(["--render", str(run), "--markdown"]) == 0
+        table = capsys.readouterr().out
+        assert table.startswith("toolledger benchmarks: ")
+        assert all(f"| {group} |" in table for group in GROUPS)
+
+
+def test_compare_runs_both_checkouts_and_prints_their_ratio() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.compare", str(ROOT), "--rounds", "1", "--reps", "1"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    rows = done.stdout.splitlines()[1:]
+    assert [row.split("  ")[0] for row in rows] == ["µs per nested call", "µs per agent-loop turn"]
+    for row in rows:
+        other, this, ratio = row.split()[-4:-1]
+        assert float(other) > 0 and float(this) > 0 and ratio.endswith("×")
+
+
+def test_compare_refuses_a_directory_that_is_not_a_checkout(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "benchmarks.compare", str(tmp_path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "is not the root of a toolledger checkout" in done.stderr
