@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -160,6 +161,26 @@ def test_compare_runs_both_checkouts_and_prints_their_ratio() -> None:
 def test_compare_refuses_a_directory_that_is_not_a_checkout(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "benchmarks.compare", str(tmp_path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "is not the root of a toolledger checkout" in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instructions_counts_a_call_and_a_turn_under_valgrind() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.instructions", "--sizes", "10", "30"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    row = done.stdout.splitlines()[1].split()
+    dispatch, loop = (int(value.replace(",", "")) for value in row[-2:])
+    # a nested call does a lot more than nothing, and a turn more than a nested call
+    assert 10_000 < dispatch < loop, row
+
+
+def test_instructions_refuses_a_directory_that_is_not_a_checkout(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "benchmarks.instructions", str(tmp_path)],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 2
     assert "is not the root of a toolledger checkout" in done.stderr
