@@ -40,6 +40,14 @@ print(statistics.median(values))
 FIGURES = {"dispatch": "µs per nested call", "loop": "µs per agent-loop turn"}
 
 
+def checkout(parser: argparse.ArgumentParser, path: Path) -> Path:
+    """``path`` resolved, if it is the root of a toolledger checkout; else a usage error."""
+    root = path.resolve()
+    if not (root / "engine").is_dir() or not (root / "benchmarks").is_dir():
+        parser.error(f"{root} is not the root of a toolledger checkout")
+    return root
+
+
 def measure(root: Path, what: str, reps: int) -> float:
     """The median of ``reps`` samples of ``what``, in a fresh process on ``root``'s code."""
     env = {**os.environ, "PYTHONPATH": str(root)}
@@ -55,9 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5, help="rounds (5)")
     parser.add_argument("--reps", type=int, default=3, help="samples per figure and round (3)")
     args = parser.parse_args(argv)
-    other = args.other.resolve()
-    if not (other / "engine").is_dir() or not (other / "benchmarks").is_dir():
-        parser.error(f"{other} is not the root of a toolledger checkout")
+    other = checkout(parser, args.other)
     if args.rounds < 1 or args.reps < 1:
         parser.error("--rounds and --reps must be at least 1")
     samples: dict[tuple[str, str], list[float]] = {}

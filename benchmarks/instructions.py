@@ -20,6 +20,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .compare import checkout
+
 HERE = Path(__file__).resolve().parent.parent
 SMALL, LARGE = 500, 2_500
 
@@ -63,10 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     small, large = args.sizes
     if not 0 < small < large:
         parser.error("--sizes needs 0 < SMALL < LARGE")
-    roots = [root.resolve() for root in args.checkouts]
-    for root in roots:
-        if not (root / "engine").is_dir() or not (root / "benchmarks").is_dir():
-            parser.error(f"{root} is not the root of a toolledger checkout")
+    roots = [checkout(parser, root) for root in args.checkouts]
     if shutil.which("valgrind") is None:
         parser.error("valgrind is not on the PATH (Debian: apt-get install valgrind)")
     print(f"{'checkout':<40} {'instructions per nested call':>30} {'per agent-loop turn':>22}")

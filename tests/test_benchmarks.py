@@ -158,9 +158,12 @@ def test_compare_runs_both_checkouts_and_prints_their_ratio() -> None:
         assert float(other) > 0 and float(this) > 0 and ratio.endswith("×")
 
 
-def test_compare_refuses_a_directory_that_is_not_a_checkout(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["benchmarks.compare", "benchmarks.instructions"])
+def test_the_comparisons_refuse_a_directory_that_is_not_a_checkout(
+    command: str, tmp_path: Path
+) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "benchmarks.compare", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", command, str(tmp_path)],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 2
     assert "is not the root of a toolledger checkout" in done.stderr
@@ -176,11 +179,3 @@ def test_instructions_counts_a_call_and_a_turn_under_valgrind() -> None:
     dispatch, loop = (int(value.replace(",", "")) for value in row[-2:])
     # a nested call does a lot more than nothing, and a turn more than a nested call
     assert 10_000 < dispatch < loop, row
-
-
-def test_instructions_refuses_a_directory_that_is_not_a_checkout(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "benchmarks.instructions", str(tmp_path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
-    assert done.returncode == 2
-    assert "is not the root of a toolledger checkout" in done.stderr
