@@ -38,11 +38,12 @@ from events.types import (
 )
 
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, deny_all
-from .batch import Batch, Drive
+from .batch import Batch
 from .calls import CallRunner
 from .handlers import ToolCallHandler, ToolResultHandler
 from .jsonvalues import copy_json, own_json
 from .limits import Limits, admit, clip_name
+from .looptask import Drive, LoopTask
 from .models import Model, ModelMessage, ModelRequest
 from .policy import PolicyRules
 from .recorder import Recorder
@@ -91,7 +92,8 @@ class Session:
     ) -> None:
         self._recorder = recorder
         self._runner = runner
-        self._batch = Batch(runner)
+        self._task = LoopTask(runner)
+        self._batch = Batch(runner, self._task)
         self._model = model
         self._max_turns = max_turns
         self._prompting = False
@@ -148,7 +150,7 @@ class Session:
         raised: BaseException | None = None
         try:
             async with trio.open_nursery() as nursery:
-                session._batch.attach(nursery)
+                session._task.attach(nursery)
                 try:
                     yield session
                 except BaseException as exc:
@@ -158,7 +160,7 @@ class Session:
                     # calls still in flight (waiting for an approval) stop here without a
                     # word in the log, as if the process had stopped: resume() takes them up
                     await session._batch.suspend()
-                    session._batch.attach(None)
+                    session._task.attach(None)
                     recorder.close()
                     with trio.CancelScope(shield=True):
                         await recorder.flush()
@@ -330,10 +332,10 @@ class Session:
             await self._recorder.flush()
 
     async def _loop(self) -> PromptResult:
-        """Run :meth:`_drive` in the session's task for it (:meth:`Batch.drive`), which runs
-        every batch's calls itself: the loop costs no trip through the scheduler per turn."""
+        """Run :meth:`_drive` in the session's task for it (:meth:`LoopTask.drive`), which
+        runs every batch's calls itself: the loop costs no trip through the scheduler per turn."""
         self._turns = 0
-        result = await self._batch.drive(self._drive)
+        result = await self._task.drive(self._drive)
         if result is None:  # paused, with the loop's task waiting inside the batch
             return PromptResult(stop="paused", turns=self._turns, text="",
                                 pending=self.pending_approvals())
