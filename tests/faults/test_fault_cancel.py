@@ -291,3 +291,49 @@ async def test_a_pause_waits_until_nothing_else_can_move(autojump_clock: Any) ->
             assert (await session.resume()).stop == "end_turn"
             assert session.calls["1.0"].status == "completed"
     await assert_consistent(store, SID, session.state)
+
+
+async def test_cancelling_a_resume_stops_the_loop_a_pause_left_behind(autojump_clock: Any) -> None:
+    """A prompt that paused left its loop waiting inside the batch, with the call whose nested
+    call waits for the host (engine/looptask.py). The host answers and resumes, and cancels the
+    resume while that call still works: the resume must stop both loops (the paused one and its
+    own) and raise only once every call of the batch is closed, not leave the first loop to
+    write after it."""
+
+    @tool()  # needs approval
+    async def risky(call: Any, ctx: Any) -> ToolResult:
+        return ToolResult(content=[text("risky done")])
+
+    @tool(annotations=SAFE)
+    async def parent(call: Any, ctx: Any) -> ToolResult:
+        await ctx.execute_tool("risky", {})
+        await trio.sleep(60)  # still working when the host gives up
+        return ToolResult(content=[text("parent done")])
+
+    async def approver(request: ApprovalRequest) -> Any:
+        return LATER
+
+    store = MemoryStore()
+    model = FauxModel([faux_tool_call("parent"), faux_text("done"), faux_text("again")])
+    with trio.fail_after(DEADLOCK):
+        async with Session.open(store, model=model, tools=[risky, parent], approver=approver,
+                                session_id=SID) as session:
+            paused = await session.prompt("go")
+            assert paused.stop == "paused"
+            [request] = paused.pending
+            assert request.call_id == "1.0/0"
+            await session.resolve_approval(request.call_id, True)
+            with trio.move_on_after(5) as host:
+                await session.resume()
+            assert host.cancelled_caught
+            # raised only once everything was closed: nothing is written after it
+            records = len(session.records)
+            assert session.state.open_calls == ()
+            await trio.sleep(120)
+            assert len(session.records) == records
+            assert session.calls["1.0/0"].status == "completed"
+            assert session.calls["1.0"].status == "cancelled"
+            assert len(model.requests) == 1  # the model was not asked again
+            again = await session.prompt("again")
+            assert again.stop == "end_turn" and again.text == "done"
+    await assert_consistent(store, SID, session.state)
