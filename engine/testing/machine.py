@@ -31,27 +31,27 @@ race. Time is virtual (``MockClock``), and moves only during steps.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import aclosing
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from functools import partial
 from typing import Any, ClassVar, Literal, TypeVar
 
 import attrs
-import trio
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from events.stores import EventStore, MemoryStore
-from events.types import Annotations, Record
+from events.types import Record
 
-from ..approvals import LATER, ApprovalDecision, ApprovalRequest, Approver
+from ..approvals import ApprovalRequest, Approver
 from ..handlers import ToolCallHandler, ToolResultHandler
-from ..models import FauxModel, FauxStep, FauxToolCall, ModelMessage, ModelRequest, faux_text
+from ..models import FauxStep, FauxToolCall, faux_text
 from ..policy import PolicyRules
 from ..session import PromptResult, Session
 from ..tools import EXPOSURES, ToolSpec
 from .arguments import invalid_arguments, valid_arguments, weighted
 from .catalogue import TOOL_NAMES, NestRecord, catalogue_tools, nest_tool
+from .host import MACHINE_ANSWERS, HeldSession, ScriptModel, drive, scripted_answer
 from .invariants import check_log, check_stored
 from .loop import LoopThread
 from .scripts import (
@@ -61,42 +61,14 @@ from .scripts import (
     policy_rules,
     result_handler_specs,
 )
-from .strategies import tool_calls
+from .strategies import nesting_calls, tool_annotations, tool_calls
 from .tools import BodyRuns, counted, counting_clock
 
-__all__ = ["MACHINE_ANSWERS", "ScriptModel", "SessionMachine"]
+__all__ = ["MACHINE_ANSWERS", "ScriptModel", "SessionMachine"]  # the first two from .host
 
 T = TypeVar("T")
 
 SCOPES: tuple[Literal["once", "session"], ...] = ("once", "session")
-
-#: what the machine's own approver may answer (drawn per tool at each prompt)
-MACHINE_ANSWERS: tuple[str, ...] = (
-    "grant", "grant_session", "deny", "deny_session", "later", "later", "raise", "edit",
-)
-
-
-class ScriptModel:
-    """The machine's model: replays the script of the current prompt (a
-    :class:`~engine.models.FauxModel`, ``faux`` to begin with), then ends each turn with text
-    once it runs out, so a prompt after a cancelled one always gets an answer."""
-
-    def __init__(self, faux: FauxModel | None = None) -> None:
-        self._faux = faux if faux is not None else FauxModel([])
-        #: every request received, in order
-        self.requests: list[ModelRequest] = []
-
-    def load(self, steps: Sequence[FauxStep]) -> None:
-        """The script for what follows (replacing what is left of the last one)."""
-        self._faux = FauxModel(steps)
-
-    async def complete(self, request: ModelRequest) -> ModelMessage:
-        """The next scripted message, or a text message when the script is used up."""
-        self.requests.append(request)
-        if self._faux.remaining:
-            return await self._faux.complete(request)
-        return ModelMessage(text="(end of script)")
-
 
 def _static(cls: type, name: str) -> Any:
     """A class attribute as written (a function stays a function, not a bound method)."""
@@ -157,7 +129,6 @@ class SessionMachine(RuleBasedStateMachine):
         self.runs = BodyRuns()
         self.asked: list[str] = []
         self.records: tuple[Record, ...] = ()
-        self.session: Session | None = None
         self.store: EventStore = self.make_store()
         self.model = ScriptModel()
         self.nested = NestRecord()
@@ -167,9 +138,7 @@ class SessionMachine(RuleBasedStateMachine):
         self._answers: dict[str, str] = {}
         self._edits: dict[str, Any] = {}
         self._closed_log = True
-        self._closing: trio.Event | None = None
-        self._gone: trio.Event | None = None
-        self._session_error: BaseException | None = None
+        self._held = HeldSession(self._opener, self.setup_session)
         self._call_handlers: list[ToolCallHandler] = list(self.call_handlers)
         self._result_handlers: list[ToolResultHandler] = list(self.result_handlers)
 
@@ -195,21 +164,11 @@ class SessionMachine(RuleBasedStateMachine):
     def model_calls(self) -> st.SearchStrategy[FauxToolCall]:
         """What the model calls: the tools with arguments drawn from their input schemas
         (mostly valid), an unknown tool, and plans for the nesting tool."""
-        plain = [spec for spec in self._specs if spec.name != self.nest_tool_name]
-        simple = tool_calls(plain)
-        if self.nest_tool_name is None or not any(s.name == self.nest_tool_name
-                                                  for s in self._specs):
-            return simple
         nest = self.nest_tool_name
-        levels = simple
-        for _ in range(self.nest_depth):
-            inner = levels
-            plans = st.lists(inner.map(lambda c: {"name": c.name, "arguments": c.arguments}),
-                             max_size=3)
-            levels = weighted((3, simple),
-                              (1, plans.map(lambda p: FauxToolCall(name=nest,
-                                                                   arguments={"plan": p}))))
-        return levels
+        plain = [spec for spec in self._specs if spec.name != nest]
+        if nest is None or not any(s.name == nest for s in self._specs):
+            return tool_calls(plain)
+        return nesting_calls(tool_calls(plain), nest, self.nest_depth)
 
     # -- running things in the session's loop ----------------------------------------------------
 
@@ -224,45 +183,6 @@ class SessionMachine(RuleBasedStateMachine):
         assert self.session is not None, "the session is not open"
         return self.session
 
-    async def _hold(self, *, task_status: trio.TaskStatus[None]) -> None:
-        closing, gone = trio.Event(), trio.Event()
-        self._closing, self._gone = closing, gone
-        approver = self._approver()
-
-        async def asked(request: ApprovalRequest) -> Any:
-            self.asked.append(request.call_id)
-            return await approver(request)
-
-        try:
-            async with Session.open(self.store, model=self.model, tools=self._specs,
-                                    approver=asked, rules=self.policy,
-                                    session_id=self.session_id, clock=self._clock,
-                                    max_depth=self.max_depth) as session:
-                self.session = session
-                self.setup_session(session)
-                task_status.started()
-                await closing.wait()
-        except BaseException as exc:  # reported by the step that closes the session
-            self._session_error = exc
-            if not closing.is_set():
-                raise
-        finally:
-            self.session = None
-            gone.set()
-
-    async def _open(self) -> None:
-        await self._loop.nursery.start(self._hold)
-
-    async def _close(self) -> None:
-        if self._closing is None or self._gone is None:
-            return
-        self._closing.set()
-        await self._gone.wait()
-        self._closing = self._gone = None
-        if self._session_error is not None:
-            error, self._session_error = self._session_error, None
-            raise error
-
     def _approver(self) -> Approver:
         given = _static(type(self), "approver")
         if given is not None:
@@ -270,17 +190,27 @@ class SessionMachine(RuleBasedStateMachine):
         return self._scripted_approver
 
     async def _scripted_approver(self, request: ApprovalRequest) -> Any:
-        answer = self._answers.get(request.name, "later")
-        if answer == "later":
-            return LATER
-        if answer == "raise":
-            raise RuntimeError(f"the approver crashed on {request.name}")
-        if answer == "edit":
-            return ApprovalDecision(granted=True, arguments=self._edits.get(request.name, {}),
-                                    reason="edited")
-        if answer.endswith("_session"):
-            return ApprovalDecision(granted=answer == "grant_session", scope="session")
-        return answer == "grant"
+        return scripted_answer(self._answers.get(request.name, "later"), request,
+                               self._edits.get(request.name))
+
+    def _opener(self) -> AbstractAsyncContextManager[Session]:
+        approver = self._approver()
+
+        async def asked(request: ApprovalRequest) -> Any:
+            self.asked.append(request.call_id)
+            return await approver(request)
+
+        return Session.open(self.store, model=self.model, tools=self._specs, approver=asked,
+                            rules=self.policy, session_id=self.session_id, clock=self._clock,
+                            max_depth=self.max_depth)
+
+    async def _open(self) -> None:
+        await self._held.open(self._loop.nursery)
+
+    @property
+    def session(self) -> Session | None:
+        """The open session, or ``None`` (between a restart's close and open)."""
+        return self._held.session
 
     # -- what the machine knows ---------------------------------------------------------------
 
@@ -327,10 +257,7 @@ class SessionMachine(RuleBasedStateMachine):
                 self._specs.append(nest_tool(self.runs, name=self.nest_tool_name,
                                              record=self.nested))
         else:
-            hints = st.sampled_from([None, True, False])
-            notes = st.builds(lambda r, d, o, i: Annotations(read_only=r, destructive=d,
-                                                             open_world=o, idempotent=i),
-                              hints, hints, hints, hints)
+            notes = tool_annotations(titles=False)
             drawn = data.draw(st.fixed_dictionaries({name: notes for name in TOOL_NAMES}),
                               label="annotations")
             self._specs = catalogue_tools(drawn, self.runs, record=self.nested)
@@ -438,9 +365,7 @@ class SessionMachine(RuleBasedStateMachine):
         policy and the exposure rules must follow the new version from then on)."""
         index = data.draw(st.integers(0, len(self._specs) - 1), label="tool")
         spec = self._specs[index]
-        hints = st.sampled_from([None, True, False])
-        notes = data.draw(st.builds(Annotations, read_only=hints, destructive=hints,
-                                    open_world=hints, idempotent=hints), label="annotations")
+        notes = data.draw(tool_annotations(titles=False), label="annotations")
         exposure = data.draw(st.sampled_from([spec.exposure] * 3 + list(EXPOSURES)),
                              label="exposure")
         newer = attrs.evolve(spec, annotations=notes, exposure=exposure)
@@ -451,7 +376,7 @@ class SessionMachine(RuleBasedStateMachine):
     def restart(self) -> None:
         """Close the session (calls in flight stop without a word, as if the process stopped)
         and open it again from its log."""
-        self.run(self._close)
+        self.run(self._held.close)
         self.run(self._open)
 
     def _draw_answers(self, data: st.DataObject) -> None:
@@ -469,28 +394,7 @@ class SessionMachine(RuleBasedStateMachine):
                          label="cancel after records")
 
     def _drive(self, action: Callable[[], Awaitable[PromptResult]], cancel_at: int | None) -> None:
-        async def drive() -> bool:
-            session = self.live
-            start = session.state.last_seq
-            with trio.CancelScope() as scope:
-                async with trio.open_nursery() as nursery:
-                    if cancel_at is not None:
-                        nursery.start_soon(self._cancel_after, session, start + cancel_at, scope)
-                    result = await action()
-                    nursery.cancel_scope.cancel()
-                assert result.stop in ("end_turn", "max_turns", "paused"), result
-                return result.stop != "paused"
-            return True  # cancelled: the engine closed every call of the batch
-
-        self._closed_log = self.run(drive)
-
-    @staticmethod
-    async def _cancel_after(session: Session, seq: int, scope: trio.CancelScope) -> None:
-        records: AsyncIterator[Record] = session.follow(after=seq)
-        async with aclosing(records) as stream:  # type: ignore[type-var]
-            async for _ in stream:
-                scope.cancel()
-                return
+        self._closed_log = self.run(drive, self.live, action, cancel_at)
 
     # -- invariants ---------------------------------------------------------------------------
 
@@ -524,6 +428,6 @@ class SessionMachine(RuleBasedStateMachine):
         """Close the session and stop its loop."""
         try:
             if self.session is not None:
-                self.run(self._close)
+                self.run(self._held.close)
         finally:
             self._loop.close()

@@ -287,5 +287,19 @@ def tool_calls(
     return weighted(*((1, option) for option in options))
 
 
+def nesting_calls(
+    calls: st.SearchStrategy[FauxToolCall], nest: str, depth: int
+) -> st.SearchStrategy[FauxToolCall]:
+    """``calls``, and calls of the nesting tool ``nest`` (:func:`~engine.testing.nest_tool`)
+    whose plan is a list of such calls, up to ``depth`` levels deep."""
+    levels = calls
+    for _ in range(depth):
+        plans = st.lists(levels.map(lambda c: {"name": c.name, "arguments": c.arguments}),
+                         max_size=3)
+        levels = weighted((3, calls),
+                          (1, plans.map(lambda p: FauxToolCall(name=nest, arguments={"plan": p}))))
+    return levels
+
+
 def _calling(name: str) -> Callable[[Any], FauxToolCall]:
     return lambda arguments: FauxToolCall(name=name, arguments=arguments)
