@@ -11,7 +11,7 @@ and how a prompt stops it, is :mod:`engine.looptask`.
 
 from __future__ import annotations
 
-from typing import Literal, TypeVar
+from typing import Any, Literal
 
 import trio
 
@@ -24,8 +24,6 @@ from .looptask import Drive, LoopTask
 __all__ = ["Batch"]
 
 RUNNABLE = (CallState.ALLOWED, CallState.RUNNING)
-
-T = TypeVar("T")
 
 
 class Batch:
@@ -46,7 +44,7 @@ class Batch:
         calls = self._runner.recorder.projection.live_calls
         return any(cid not in calls or not calls[cid].closed for cid, _ in self._batch())
 
-    async def settle(self, drive: Drive[T]) -> Literal["done", "paused"]:
+    async def settle(self, drive: Drive[Any]) -> Literal["done", "paused"]:
         """Carry every call of the batch as far as it goes, from the loop ``drive`` (in its
         task); ``"paused"`` if some wait for an approval (the batch is done when all have
         ended)."""
@@ -141,8 +139,8 @@ class Batch:
         try:
             await runner.advance(call_id, wait=True)
         except BaseException as exc:
-            # it will cancel the session's nursery once it is out of this task: settle() must
-            # give it that moment before it asks the model again
+            # not the call's result: the loop's task passes it on to the session's nursery
+            # (LoopTask._run_drive), and the prompt waits for that (LoopTask._stopping)
             if _stops_session(exc):
                 self._task.call_escaped = True
             raise
@@ -177,8 +175,8 @@ class Batch:
 
 
 def _stops_session(exc: BaseException) -> bool:
-    """Whether ``exc``, leaving a call's task, will cancel the session's nursery: anything
-    but a cancellation (which the batch's own cancel scope takes)."""
+    """Whether ``exc``, leaving a call, stops the session: anything but a cancellation (which
+    the scope that was cancelled takes)."""
     if isinstance(exc, trio.Cancelled):
         return False
     if isinstance(exc, BaseExceptionGroup):

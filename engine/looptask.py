@@ -101,8 +101,8 @@ class LoopTask:
                     assert work is not None
                     await self._run_drive(work)
         except BaseExceptionGroup as group:
-            # what a call's task raised (a BaseException: an Exception is the call's result)
-            # reaches the session's nursery as it would from a task of its own
+            # what the loop passes on (a call's BaseException, see _run_drive) reaches the
+            # session's nursery as it would from a task of its own
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
             raise

@@ -336,20 +336,18 @@ class Session:
         runs every batch's calls itself: the loop costs no trip through the scheduler per turn."""
         self._turns = 0
         result = await self._task.drive(self._drive)
-        if result is None:  # paused, with the loop's task waiting inside the batch
+        if result is None:  # paused: the batch waits for the host (maybe inside the loop's task)
             return PromptResult(stop="paused", turns=self._turns, text="",
                                 pending=self.pending_approvals())
         return result
 
     async def _drive(self, drive: Drive[PromptResult]) -> PromptResult | None:
-        turns = 0
+        """The agent loop; ``None`` when the batch pauses (or the prompt already returned
+        "paused" while this loop waited inside the batch: it goes no further)."""
         while True:
-            settled = await self._batch.settle(drive)
-            if drive.detached:
-                return None  # the prompt returned "paused" already: go no further
-            if settled == "paused":
-                return PromptResult(stop="paused", turns=turns, text="",
-                                    pending=self.pending_approvals())
+            if await self._batch.settle(drive) == "paused" or drive.detached:
+                return None
+            turns = self._turns
             last = self.state.last_message
             if turns and turns >= self._max_turns:
                 return PromptResult(stop="max_turns", turns=turns, text="")
@@ -362,8 +360,7 @@ class Session:
             reply = await self._model.complete(request)
             if not isinstance(reply, ModelMessage):
                 raise TypeError(f"the model returned {reply!r}, not a ModelMessage")
-            turns += 1
-            self._turns = turns
+            self._turns = turns = turns + 1
             limits = self._runner.limits
             self._recorder.record(AssistantMessage(
                 turn=self.state.turn + 1, text=reply.text, stop_reason=reply.stop_reason,
