@@ -45,6 +45,7 @@ from tests.doc_contexts import CONTEXTS
 ROOT = Path(__file__).resolve().parent.parent
 FENCE = re.compile(r"^```\s*(\S*)")
 MARKER = re.compile(r"^<!--\s*example\b(?P<body>.*?)-->\s*$")
+MARKER_START = re.compile(r"^ {0,3}<!--\s*example\b")  # four spaces in: a code block
 DIRECTIVE = re.compile(
     r"^\s*(?P<word>in|continues|calls|file|not run)\s*(?::\s*(?P<value>.*?))?\s*$")
 HOW = ("declare what the block needs with <!-- example in: NAME --> (contexts: {contexts}), "
@@ -96,9 +97,11 @@ def docs() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
-def blocks(doc: Path) -> list[Block]:
-    """The Python blocks of ``doc`` in order; a malformed marker raises :class:`DocMarkupError`."""
-    lines = doc.read_text(encoding="utf-8").splitlines()
+def blocks(doc: Path, markdown: str | None = None) -> list[Block]:
+    """The Python blocks of ``doc`` (or of ``markdown``, as if it were ``doc``'s text) in
+    order; a malformed marker raises :class:`DocMarkupError` naming the doc and the line."""
+    text = doc.read_text(encoding="utf-8") if markdown is None else markdown
+    lines = text.splitlines()
     name = shown(doc)
     found: list[Block] = []
     markers: list[tuple[int, str]] = []  # the marker lines right above the current line
@@ -109,6 +112,9 @@ def blocks(doc: Path) -> list[Block]:
             markers.append((index + 1, marker.group("body")))
             index += 1
             continue
+        if MARKER_START.match(line):
+            raise DocMarkupError(f"{name}:{index + 1}: an example marker is one whole line, "
+                                 "from its first column: <!-- example WORD: VALUE -->")
         fence = FENCE.match(line)
         if fence is None:
             if markers:

@@ -10,6 +10,8 @@ import traceback
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from engine.lifecycle import diagram
 from events.codec import EVENT_TYPES
@@ -87,6 +89,8 @@ def run_dir(tmp_path: Path) -> Path:
     ("<!-- example calls: f {oops} -->\n```python\npass\n```\n", ":1: the arguments of 'example "),
     ("text\n\n```py\npass\n```\n", ":3: write ```python, so the block runs"),
     ("<!-- example in: session -->\n```sh\nls\n```\n", ":2: example markers belong to ```python"),
+    (" <!-- example in: session -->\n```python\npass\n```\n", ":1: an example marker is one "),
+    ("<!-- example in: session --> x\n```python\npass\n```\n", ":1: an example marker is one "),
 ])
 def test_a_malformed_example_marker_is_refused_with_its_line(
     markdown: str, complaint: str, tmp_path: Path
@@ -157,3 +161,42 @@ def test_a_continued_block_runs_after_the_one_above_in_its_context(
                    "await notify_reviewer('1.0', 'rm', {}, 'why')\ncount += 1\n```\n")
     namespace = run_block(blocks(doc)[1], run_dir(tmp_path), monkeypatch)
     assert namespace["count"] == 2 and namespace["notified"] == [("1.0", "rm", {}, "why")]
+
+
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"  # str.splitlines() splits at each
+MARKER_LINES = st.one_of(
+    st.sampled_from([
+        "<!-- example in: session -->", "<!-- example in: nowhere -->", "<!-- example in -->",
+        "<!-- example continues -->", "<!-- example continues: x -->",
+        "<!-- example not run: a shape -->", "<!-- example not run -->",
+        "<!-- example calls: f {} -->", "<!-- example calls: f [1 -->",
+        "<!-- example file: a.py -->", "<!-- example -->", "<!-- other comment -->",
+        " <!-- example in: session -->", "<!-- example in: session --> and more",
+    ]),
+    st.text(st.characters(blacklist_characters=LINE_BREAKS), max_size=30).map(
+        lambda body: f"<!-- example{body}-->"),
+)
+LINES = st.one_of(
+    st.sampled_from(["", "Some prose.", "# A title", "    ```python", "```", "```python",
+                     "```sh", "```py", "x = 1", "print(session)"]),
+    MARKER_LINES,
+)
+
+
+@given(st.lists(LINES, max_size=24))
+def test_any_markdown_parses_to_blocks_or_to_an_error_naming_its_line(lines: list[str]) -> None:
+    doc = ROOT / "docs" / "generated.md"
+    try:
+        found = blocks(doc, "\n".join(lines))
+    except DocMarkupError as refused:
+        where = re.match(r"docs/generated\.md:(\d+): ", str(refused))
+        assert where is not None and 1 <= int(where.group(1)) <= len(lines), refused
+        return
+    for block in found:
+        assert lines[block.line - 1] == "```python"
+        code = block.code.splitlines()
+        assert lines[block.line:block.line + len(code)] == code
+        assert lines[block.line + len(code)].startswith("```")
+        assert all(not line.startswith("```") for line in code)
+        if block.continues is not None:
+            assert block.continues in found and block.continues.line < block.line
