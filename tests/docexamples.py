@@ -332,11 +332,11 @@ async def _run_codes(codes: list[tuple[Block, Any]], namespace: dict[str, Any]) 
 async def call_tool(block: Block, namespace: dict[str, Any], name: str, arguments: Any) -> None:
     """Call the tool ``name`` the block defined once, approved, through a session of its own."""
     spec = namespace.get(name)
-    shown = f"{name}({json.dumps(arguments)})"
+    asked = f"{name}({json.dumps(arguments)})"
     if not isinstance(spec, ToolSpec):
-        raise failed(block, f"defines no tool named {name!r} for 'example calls: {shown}'")
+        raise failed(block, f"defines no tool named {name!r} for 'example calls: {asked}'")
     model = FauxModel([faux_tool_call(spec.name, arguments), faux_text("done")])
-    with _reported(block, f"could not call {shown}:"):
+    with _reported(block, f"could not call {asked}:"):
         async with Session.open(MemoryStore(), model=model, tools=[spec],
                                 approver=approve_all) as session:
             await session.prompt(f"call {name}")
@@ -348,7 +348,7 @@ async def call_tool(block: Block, namespace: dict[str, Any], name: str, argument
     detail = getattr(outcome, "message", None) or (call.result.text if call.result else "")
     error = getattr(outcome, "error", None)
     trace = f"\n{error.traceback}" if error is not None and error.traceback else ""
-    raise failed(block, f"defines a tool that did not complete: {shown} ended "
+    raise failed(block, f"defines a tool that did not complete: {asked} ended "
                         f"{call.status}: {detail}{trace}")
 
 
