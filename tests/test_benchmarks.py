@@ -169,6 +169,7 @@ def test_the_comparisons_refuse_a_directory_that_is_not_a_checkout(
     assert "is not the root of a toolledger checkout" in done.stderr
 
 
+@pytest.mark.slow  # about two minutes: run with -m slow (benchmarks/README.md)
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_instructions_counts_a_call_and_a_turn_under_valgrind() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -179,3 +180,18 @@ def test_instructions_counts_a_call_and_a_turn_under_valgrind() -> None:
     dispatch, loop = (int(value.replace(",", "")) for value in row[-2:])
     # a nested call does a lot more than nothing, and a turn more than a nested call
     assert 10_000 < dispatch < loop, row
+
+
+def test_the_valgrind_test_runs_only_when_asked() -> None:
+    def collected(*options: str) -> list[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+             *options, "tests/test_benchmarks.py"],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+            text=True)
+        return [line for line in done.stdout.splitlines() if "::" in line]
+
+    by_default, asked = collected(), collected("-m", "slow")
+    assert not [test for test in by_default if "under_valgrind" in test], by_default
+    assert [test.split("::")[1] for test in asked] == [
+        "test_instructions_counts_a_call_and_a_turn_under_valgrind"]

@@ -1,24 +1,23 @@
-"""docs/testing.md's examples run as a user's project runs them: each block marked
+"""docs/testing.md's example project runs as a user's project runs it: each block marked
 ``<!-- example file: NAME -->`` is written to NAME in a fresh directory, and pytest runs them
 there in a subprocess, with the plugin installed through its entry point and trio mode on."""
 
 from __future__ import annotations
 
-import re
-from pathlib import Path
-
 import pytest
 
+from tests.docexamples import ROOT, blocks
 from tests.test_testing_plugin import install_entry_point
 
 pytest_plugins = ["pytester"]
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "testing.md"
-EXAMPLE = re.compile(r"<!-- example file: (\S+) -->\n```python\n(.*?)```", re.S)
+DOC = ROOT / "docs" / "testing.md"
 
 
 def examples() -> dict[str, str]:
-    return dict(EXAMPLE.findall(DOC.read_text()))
+    """The doc's example files by name (the markers are read as tests/docexamples.py reads
+    them; its other blocks run in tests/test_docs.py)."""
+    return {block.file: block.code for block in blocks(DOC) if block.file is not None}
 
 
 def test_the_docs_have_the_examples_this_test_runs() -> None:
