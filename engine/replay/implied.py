@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 
-from events.types import PolicyDecided, ToolCallFailed, ToolCallRequested
+from events.types import Decision, PolicyDecided, ToolCallDenied, ToolCallFailed, ToolCallRequested
 
 from ..policy import PolicyRules
 from .recorded import (
@@ -122,7 +122,8 @@ def order_steps(
 
 # -- the setup the log implies ---------------------------------------------------------------
 
-# The policy's own wording (engine.policy.decide) names the rule that decided.
+# Logs written before decisions recorded their rule as a field: the policy's own wording
+# (engine.policy.decide) names it there.
 _RULE_REASONS = {
     "deny": re.compile(r"^denied by the rule (?P<pattern>'.*'|\".*\")$"),
     "allow": re.compile(r"^allowed by the rule (?P<pattern>'.*'|\".*\")$"),
@@ -141,6 +142,12 @@ def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
     found: dict[str, list[tuple[str, str]]] = {"deny": [], "allow": [], "ask": []}
     for call in calls.values():
         for event in call.events:
+            if isinstance(event, (PolicyDecided, ToolCallDenied)) and event.rule is not None:
+                # the field (a deny at run time has no decision of its own: it is a deny rule)
+                decision: Decision = (event.decision if isinstance(event, PolicyDecided)
+                                      else "deny")
+                found[decision].append((event.rule, call.name))
+                continue
             if not isinstance(event, PolicyDecided):
                 continue
             match = _RULE_REASONS[event.decision].match(event.reason)
