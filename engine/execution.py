@@ -103,7 +103,9 @@ async def execute(runner: CallRunner, view: LiveCall, *, again: bool = False) ->
         error = error_info(exc, _text_limit(runner))
         failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error)
     finally:
-        ctx.close()
+        unasked = ctx.close()
+    for child in unasked:  # a body run again that no longer asks for a recorded nested call
+        runner.close_open(child, f"{spec.name} ran again and did not ask for it")
 
     raw: ToolResult | None = None
     if failure is None:

@@ -76,6 +76,7 @@ FailureKind = Literal[
     "invalid_output",  # output schema violation, or no structured content where required
     "not_serialisable",  # the result is not JSON
     "interrupted",  # the process stopped while a non-idempotent body ran
+    "mismatch",  # a body run again asked a tool for other arguments than its first run did
     "too_large",  # arguments or result over the session's size limits
 ]
 
