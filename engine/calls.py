@@ -305,7 +305,9 @@ class CallRunner:
         assert result is not None
         return call_id, result
 
-    def _mismatch(self, parent: ToolCall, call_id: str, recorded_id: str, arguments: Any) -> ToolResult:
+    def _mismatch(
+        self, parent: ToolCall, call_id: str, recorded_id: str, arguments: Any
+    ) -> ToolResult:
         """End a request of a body that runs again, which differs from what its first run
         asked that tool: neither the recorded result nor a new run answers it."""
         recorded = self.recorder.projection.live_calls[recorded_id]

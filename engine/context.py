@@ -68,13 +68,15 @@ class ToolContext:
     async def execute_tool(self, name: str, arguments: Any = None) -> CallOutcome:
         """Run another tool as a nested call of this one.
 
-        A body that runs again after a restart gets, for each request, the call its first
-        run recorded with the same tool name and arguments, continued from where it was
-        (:mod:`engine.nested`); a request for a tool whose recorded call had other arguments
-        is a ``mismatch`` error outcome. The nested call passes the same gate as the model's (availability, input validation,
+        The nested call passes the same gate as the model's (availability, input validation,
         ``tool_call`` handlers, policy, approval) and the same ``tool_result`` handlers. It
         never raises for a tool failure: check ``outcome.is_error``. It raises only when the
         call is cancelled (and then the nested call is recorded as cancelled).
+
+        A body that runs again after a restart gets, for each request, the call its first run
+        recorded with the same tool name and arguments, continued from where it was
+        (:mod:`engine.nested`); a request that differs from a recorded call of the same tool
+        is a ``mismatch`` error outcome, never the recorded call's result.
         """
         if not self._open:
             raise RuntimeError(

@@ -21,10 +21,10 @@ from events.types import (
 )
 
 from .context import ToolContext
-from .policy import deny_rule
 from .handlers import ResultPatch, ToolResultEvent, handler_name
 from .jsonvalues import copy_json, own_result
 from .limits import result_size
+from .policy import deny_rule
 from .tools import ToolCall, ToolSpec
 from .views import LiveCall
 
