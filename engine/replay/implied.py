@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 
-from events.types import Decision, PolicyDecided, ToolCallDenied, ToolCallFailed, ToolCallRequested
+from events.types import PolicyDecided, ToolCallFailed, ToolCallRequested
 
 from ..policy import PolicyRules
 from .recorded import (
@@ -142,13 +142,10 @@ def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
     found: dict[str, list[tuple[str, str]]] = {"deny": [], "allow": [], "ask": []}
     for call in calls.values():
         for event in call.events:
-            if isinstance(event, (PolicyDecided, ToolCallDenied)) and event.rule is not None:
-                # the field (a deny at run time has no decision of its own: it is a deny rule)
-                decision: Decision = (event.decision if isinstance(event, PolicyDecided)
-                                      else "deny")
-                found[decision].append((event.rule, call.name))
-                continue
             if not isinstance(event, PolicyDecided):
+                continue
+            if event.rule is not None:  # the field; older logs name the rule in the reason
+                found[event.decision].append((event.rule, call.name))
                 continue
             match = _RULE_REASONS[event.decision].match(event.reason)
             if match is None:
