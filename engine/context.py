@@ -83,15 +83,8 @@ class ToolContext:
                 f"call {self.call_id} has ended: a tool's ctx can only be used while the tool "
                 f"runs (don't keep it in a background task)"
             )
-        if self._nested is None:
-            # what the log holds under this call (a body that runs again after a restart)
-            projection = self._runner.recorder.projection
-            calls = projection.live_calls
-            self._nested = NestedCalls(self.call_id, (
-                (child, calls[child].name, calls[child].requested_arguments)
-                for child in projection.children(self.call_id)))
         call_id, result = await self._runner.run_nested(
-            self._call, self._nested, name, {} if arguments is None else arguments
+            self._call, self._nested_calls(), name, {} if arguments is None else arguments
         )
         return CallOutcome(call_id=call_id, result=own_result(result))
 
@@ -118,4 +111,15 @@ class ToolContext:
         Returns the nested calls the log held for it that this run of the body did not ask
         for again (:meth:`engine.nested.NestedCalls.unanswered`)."""
         self._open = False
-        return () if self._nested is None else self._nested.unanswered()
+        return self._nested_calls().unanswered()
+
+    def _nested_calls(self) -> NestedCalls:
+        if self._nested is None:
+            # what the log holds under this call (a body that runs again after a restart),
+            # taken before this run asks for anything
+            projection = self._runner.recorder.projection
+            calls = projection.live_calls
+            self._nested = NestedCalls(self.call_id, (
+                (child, calls[child].name, calls[child].requested_arguments)
+                for child in projection.children(self.call_id)))
+        return self._nested

@@ -208,3 +208,25 @@ def test_the_first_difference_is_named_by_its_path() -> None:
     for _ in range(5_000):
         deep, other = [deep], [other]
     assert first_difference(deep, other).endswith('"x" then, "y" now')
+
+
+async def test_a_recorded_nested_call_the_rerun_body_no_longer_asks_for_is_cancelled() -> None:
+    store = MemoryStore()
+    first = Payments("alice")
+    async with Session.open(store, model=FauxModel([faux_tool_call("pay")]), tools=first.specs,
+                            approver=later, rules=PolicyRules(allow=["send_money"]),
+                            session_id=SID) as session:
+        await session.prompt("go")  # review (1.0/1) waits for approval
+
+    @tool(name="pay", annotations=RERUN)
+    async def pay(call: Any, ctx: Any) -> ToolResult:  # this version asks for nothing
+        return ToolResult(content=[text("paid nobody")])
+
+    second = Payments("alice")
+    tools = [spec for spec in second.specs if spec.name != "pay"] + [pay]
+    async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=tools,
+                            approver=approve_all, session_id=SID) as session:
+        assert (await session.resume()).stop == "end_turn"
+        assert session.calls["1.0/1"].status == "cancelled"
+        assert session.state.open_calls == () and session.state.pending_approvals == ()
+        assert results(session) == [("1.0", "paid nobody")]
