@@ -22,6 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 import trio
+import trio.testing
 
 from events.results import ErrorInfo, ToolResult, error_result
 from events.types import (
@@ -40,6 +41,7 @@ from .handlers import ToolCallHandler, ToolResultHandler
 from .jsonvalues import ensure_json, own_json
 from .lifecycle import CallState
 from .limits import Limits, admit
+from .nested import NestedCalls, first_difference
 from .policy import PolicyRules
 from .recorder import Recorder
 from .registry import Registry
@@ -264,31 +266,36 @@ class CallRunner:
 
     # -- nested calls -----------------------------------------------------------------------
 
-    async def run_nested(self, parent: ToolCall, index: int, name: str, arguments: Any) -> ToolResult:
-        """A nested call, start to end, in the parent's task. Returns its result; raises only
-        if it is cancelled. A call the log already has under this id (the parent runs again
-        after a restart) continues from its state: never run twice."""
-        call_id = f"{parent.call_id}/{index}"
-        known = self.recorder.projection.live_calls.get(call_id)
-        if known is not None:
-            if known.name != name:
-                return error_result(
-                    f"call {call_id} was {known.name} when {parent.name} first ran, and is "
-                    f"{name} now: {parent.name} does not repeat its nested calls, so this one "
-                    f"was not run"
-                )
-        else:
-            problem = None
-            try:
-                arguments = admit(own_json(arguments), self.limits)
-            except ValueError as exc:
-                problem, arguments = str(exc), None
-            self.recorder.record(ToolCallRequested(call_id=call_id, name=str(name),
+    async def run_nested(
+        self, parent: ToolCall, nested: NestedCalls, name: str, arguments: Any
+    ) -> tuple[str, ToolResult]:
+        """A nested call, start to end, in the parent's task. Returns its id and result;
+        raises only if it is cancelled. A call the log already holds for this request (the
+        parent runs again after a restart, :mod:`engine.nested`) continues from its state:
+        never run twice, never handed to another request."""
+        problem = None
+        try:
+            arguments = admit(own_json(arguments), self.limits)
+        except ValueError as exc:
+            problem, arguments = str(exc), None
+        name = str(name)
+        claim = nested.claim(name, arguments, decide=False)
+        if claim is None:
+            # another call of this tool is recorded unanswered: a sibling of this request may
+            # be about to ask for it (engine.nested). Let every task that can run, run first.
+            await trio.testing.wait_all_tasks_blocked()
+            claim = nested.claim(name, arguments, decide=True)
+            assert claim is not None
+        call_id = claim.call_id
+        if not claim.recorded:
+            self.recorder.record(ToolCallRequested(call_id=call_id, name=name,
                                                    arguments=arguments, origin="nested",
                                                    parent_id=parent.call_id))
             if problem is not None:
-                return self.fail(call_id, "invalid_arguments",
-                                 f"Invalid arguments for {name}: not JSON ({problem})")
+                return call_id, self.fail(call_id, "invalid_arguments",
+                                          f"Invalid arguments for {name}: not JSON ({problem})")
+            if claim.differs_from is not None:
+                return call_id, self._mismatch(parent, call_id, claim.differs_from, arguments)
         self._nested[call_id] = None
         try:
             result = await self.advance(call_id, wait=True)
@@ -296,4 +303,20 @@ class CallRunner:
             del self._nested[call_id]
             self.changed()
         assert result is not None
-        return result
+        return call_id, result
+
+    def _mismatch(
+        self, parent: ToolCall, call_id: str, recorded_id: str, arguments: Any
+    ) -> ToolResult:
+        """End a request of a body that runs again, which differs from what its first run
+        asked that tool: neither the recorded result nor a new run answers it."""
+        recorded = self.recorder.projection.live_calls[recorded_id]
+        name = recorded.name
+        return self.fail(
+            call_id, "mismatch",
+            f"{name} was not run: when {parent.name} ({parent.call_id}) first ran, it asked "
+            f"{name} for other arguments (call {recorded_id}), "
+            f"{first_difference(recorded.requested_arguments, arguments)}. A body that runs "
+            f"again after a restart must ask for the same nested calls; a recorded result "
+            f"answers only the same call, and this one may repeat what {recorded_id} did",
+        )

@@ -13,6 +13,7 @@ from events.types import ToolProgress
 
 from .jsonvalues import copy_json, ensure_json, own_result
 from .limits import json_size
+from .nested import NestedCalls
 
 if TYPE_CHECKING:
     from .calls import CallRunner
@@ -51,7 +52,7 @@ class ToolContext:
     def __init__(self, runner: CallRunner, call: ToolCall) -> None:
         self._runner = runner
         self._call = call
-        self._children = 0
+        self._nested: NestedCalls | None = None  # made at the first nested call
         self._open = True
 
     @property
@@ -71,18 +72,21 @@ class ToolContext:
         ``tool_call`` handlers, policy, approval) and the same ``tool_result`` handlers. It
         never raises for a tool failure: check ``outcome.is_error``. It raises only when the
         call is cancelled (and then the nested call is recorded as cancelled).
+
+        A body that runs again after a restart gets, for each request, the call its first run
+        recorded with the same tool name and arguments, continued from where it was
+        (:mod:`engine.nested`); a request that differs from a recorded call of the same tool
+        is a ``mismatch`` error outcome, never the recorded call's result.
         """
         if not self._open:
             raise RuntimeError(
                 f"call {self.call_id} has ended: a tool's ctx can only be used while the tool "
                 f"runs (don't keep it in a background task)"
             )
-        index = self._children
-        self._children += 1
-        result = await self._runner.run_nested(
-            self._call, index, name, {} if arguments is None else arguments
+        call_id, result = await self._runner.run_nested(
+            self._call, self._nested_calls(), name, {} if arguments is None else arguments
         )
-        return CallOutcome(call_id=f"{self.call_id}/{index}", result=own_result(result))
+        return CallOutcome(call_id=call_id, result=own_result(result))
 
     def report_progress(self, message: str | None = None, data: Any = None) -> None:
         """Record a progress update. Updates after the tool returned are dropped.
@@ -102,6 +106,20 @@ class ToolContext:
                 ToolProgress(call_id=self.call_id, message=message, data=copy_json(data))
             )
 
-    def close(self) -> None:
-        """The call's body has returned: nothing more may be recorded through this ctx."""
+    def close(self) -> tuple[str, ...]:
+        """The call's body has returned: nothing more may be recorded through this ctx.
+        Returns the nested calls the log held for it that this run of the body did not ask
+        for again (:meth:`engine.nested.NestedCalls.unanswered`)."""
         self._open = False
+        return self._nested_calls().unanswered()
+
+    def _nested_calls(self) -> NestedCalls:
+        if self._nested is None:
+            # what the log holds under this call (a body that runs again after a restart),
+            # taken before this run asks for anything
+            projection = self._runner.recorder.projection
+            calls = projection.live_calls
+            self._nested = NestedCalls(self.call_id, (
+                (child, calls[child].name, calls[child].requested_arguments)
+                for child in projection.children(self.call_id)))
+        return self._nested

@@ -12,19 +12,26 @@ import attrs
 import trio
 
 from events.results import ErrorInfo, TextContent, ToolResult, error_result
-from events.types import FailureKind, ResultHandlerFailed, ToolCallCompleted, ToolExecutionStarted
+from events.types import (
+    FailureKind,
+    ResultHandlerFailed,
+    ToolCallCompleted,
+    ToolCallDenied,
+    ToolExecutionStarted,
+)
 
 from .context import ToolContext
 from .handlers import ResultPatch, ToolResultEvent, handler_name
 from .jsonvalues import copy_json, own_result
 from .limits import result_size
+from .policy import deny_rule
 from .tools import ToolCall, ToolSpec
 from .views import LiveCall
 
 if TYPE_CHECKING:
     from .calls import CallRunner
 
-__all__ = ["describe", "error_info", "execute"]
+__all__ = ["describe", "error_info", "execute", "may_run"]
 
 Failure = tuple[FailureKind, str, "ErrorInfo | None"]
 
@@ -70,6 +77,11 @@ async def execute(runner: CallRunner, view: LiveCall, *, again: bool = False) ->
     process and never finished; it runs again (only idempotent tools are) without a second
     ``started`` event."""
     call_id = view.call_id
+    if not may_run(runner, view):  # a deny rule, or no such tool here: it ends unrun
+        assert view.result is not None
+        if view.parent_id is None:
+            await runner.recorder.flush()
+        return view.result
     spec = runner.registry.specs[view.name]
     if not again:
         runner.recorder.record(ToolExecutionStarted(call_id=call_id))
@@ -91,7 +103,9 @@ async def execute(runner: CallRunner, view: LiveCall, *, again: bool = False) ->
         error = error_info(exc, _text_limit(runner))
         failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error)
     finally:
-        ctx.close()
+        unasked = ctx.close()
+    for child in unasked:  # a body run again that no longer asks for a recorded nested call
+        runner.close_open(child, f"{spec.name} ran again and did not ask for it")
 
     raw: ToolResult | None = None
     if failure is None:
@@ -112,6 +126,33 @@ async def execute(runner: CallRunner, view: LiveCall, *, again: bool = False) ->
         # call's result is written now, before the model or the host can see it.
         await runner.recorder.flush()
     return result
+
+
+def may_run(runner: CallRunner, view: LiveCall) -> bool:
+    """What must hold when a body is about to run (first time, or again after a restart),
+    whatever the log decided before: no deny rule matches its tool, and this process has the
+    tool. If not, the call ends here, denied with the rule that matched or failed as
+    ``unavailable``, and False is returned. A session reopened with new rules or without a
+    tool gets here with calls the log allowed or sent for approval under the old setup."""
+    name = view.name
+    denied = deny_rule(name, runner.rules)
+    registered = name in runner.registry.specs
+    if denied is None and registered:
+        return True
+    # a body that runs again may have left nested calls open: they end first
+    runner.close_open(view.call_id, f"{name} was not run again", include_root=False)
+    if denied is not None:
+        runner.recorder.record(ToolCallDenied(
+            call_id=view.call_id, reason=denied.reason, by="policy", rule=denied.rule,
+            result=error_result(f"{name} was denied: {denied.reason}")))
+    else:
+        used = " (its approval was not used)" if view.approval is not None else ""
+        runner.fail(view.call_id, "unavailable",
+                    f"Tool {name} is not available: no tool of that name is registered in "
+                    f"this process, so the call was not run{used}; register the tool when "
+                    f"reopening a session whose calls need it",
+                    text=f"Tool {name} is not available")
+    return False
 
 
 def _check_output(runner: CallRunner, spec: ToolSpec, returned: Any) -> tuple[ToolResult | None, Failure | None]:

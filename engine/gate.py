@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from events.results import error_result
 from events.types import (
+    Annotations,
     ApprovalRequested,
     ApprovalResolved,
     PolicyDecided,
@@ -92,11 +93,11 @@ async def gate(runner: CallRunner, view: LiveCall) -> None:
 
     verdict_ = decide(name, spec.annotations, rules=runner.rules,
                       session_grants=projection.session_grants)
-    runner.recorder.record(
-        PolicyDecided(call_id=call_id, decision=verdict_.decision, reason=verdict_.reason)
-    )
+    runner.recorder.record(PolicyDecided(call_id=call_id, decision=verdict_.decision,
+                                         reason=verdict_.reason, rule=verdict_.rule))
     if verdict_.decision == "deny":
-        _deny(runner, view, verdict_.reason, "policy", f"{name} was denied: {verdict_.reason}")
+        _deny(runner, view, verdict_.reason, "policy", f"{name} was denied: {verdict_.reason}",
+              rule=verdict_.rule)
 
 
 async def ask(runner: CallRunner, view: LiveCall) -> None:
@@ -109,9 +110,13 @@ async def ask(runner: CallRunner, view: LiveCall) -> None:
     reason = view.verdict.reason if view.verdict is not None else "the policy asks"
     runner.recorder.record(ApprovalRequested(call_id=call_id, reason=reason))
     await runner.recorder.flush()
-    spec = runner.registry.specs[view.name]
+    # the tool may be missing from this process (a session reopened without it): the approver
+    # reads the hints the log recorded, and the call fails "unavailable" if it would run
+    spec = runner.registry.specs.get(view.name)
+    known = spec or runner.recorder.projection.tools.get(view.name)
     request = ApprovalRequest(call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
-                              reason=reason, annotations=spec.annotations,
+                              reason=reason,
+                              annotations=known.annotations if known else Annotations(),
                               origin=view.origin, parent_id=view.parent_id)
     runner.asking[call_id] = None  # not pending for the host while its approver decides
     try:
@@ -182,6 +187,7 @@ def _block(runner: CallRunner, view: LiveCall, reason: str, by: str) -> None:
     ))
 
 
-def _deny(runner: CallRunner, view: LiveCall, reason: str, by: Any, text: str) -> None:
+def _deny(runner: CallRunner, view: LiveCall, reason: str, by: Any, text: str,
+          rule: str | None = None) -> None:
     runner.recorder.record(ToolCallDenied(call_id=view.call_id, reason=reason, by=by,
-                                          result=error_result(text)))
+                                          result=error_result(text), rule=rule))

@@ -20,9 +20,13 @@ A call moves through these states::
         │                     awaiting ──denied───▶ denying
         │ policy: deny ─────────────────────────────────▶ denying ──denied──▶ closed
         └ blocked | failed (unavailable, invalid arguments, …) ──▶ closed
+    allowed ──denied | failed (unavailable)──▶ closed
     running ──progress | result handler failed──▶ running
-    running ──completed | failed──▶ closed
+    running ──completed | failed | denied──▶ closed
     any open state ──cancelled──▶ closed
+
+A deny rule is checked again just before a body runs, whatever the log decided: ``allowed``
+(about to start) and ``running`` (a body that runs again after a restart) may end denied.
 
 ``closed`` accepts nothing: exactly one terminal event per call. Arguments can change only
 before the policy has judged them (handlers) or while a human is looking at them (the
@@ -84,6 +88,7 @@ TRANSITIONS: Mapping[CallState, Mapping[str, CallState]] = {
     S.ALLOWED: {
         "tool_execution_started": S.RUNNING,
         "tool_call_failed": S.CLOSED,
+        "tool_call_denied": S.CLOSED,
         **_CANCEL,
     },
     S.DENYING: {"tool_call_denied": S.CLOSED, **_CANCEL},
@@ -92,6 +97,7 @@ TRANSITIONS: Mapping[CallState, Mapping[str, CallState]] = {
         "result_handler_failed": S.RUNNING,
         "tool_call_completed": S.CLOSED,
         "tool_call_failed": S.CLOSED,
+        "tool_call_denied": S.CLOSED,
         **_CANCEL,
     },
     S.CLOSED: {},

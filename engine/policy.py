@@ -13,7 +13,12 @@ refused "for the session", which the reducers fold from ``ApprovalResolved`` eve
 
 Precedence, first match wins: a deny rule; a session-wide refusal; an allow rule; a
 session-wide grant; an ask rule; the annotation rule. Deny beats everything so that a host's
-"never" cannot be overridden by a click in a terminal.
+"never" cannot be overridden by a click in a terminal. It also beats the log: the runtime asks
+:func:`deny_rule` again just before a body runs, so a call the log allowed or sent for approval
+before the host added the rule (a session reopened with new rules) is denied, not run.
+
+A verdict names the rule that decided it (:attr:`Verdict.rule`), and the runtime records that
+name as a field: a program reads the field, never the reason's words.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import attrs
 
 from events.types import Annotations, Decision
 
-__all__ = ["PolicyRules", "Verdict", "decide", "needs_approval"]
+__all__ = ["PolicyRules", "Verdict", "decide", "deny_rule", "needs_approval"]
 
 
 def needs_approval(annotations: Annotations) -> bool:
@@ -65,10 +70,12 @@ class PolicyRules:
 
 @attrs.frozen(kw_only=True)
 class Verdict:
-    """What the policy decided and why, in words a person reading the log understands."""
+    """What the policy decided and why: ``reason`` in words a person reading the log
+    understands, ``rule`` the host's pattern that decided (``None`` if none did)."""
 
     decision: Decision
     reason: str
+    rule: str | None = None
 
 
 def _match(patterns: tuple[str, ...], name: str) -> str | None:
@@ -90,6 +97,15 @@ def _describe(annotations: Annotations) -> str:
     return ", ".join(parts)
 
 
+def deny_rule(name: str, rules: PolicyRules) -> Verdict | None:
+    """The verdict of the first deny rule that matches tool ``name``, or ``None``: the one
+    check that holds whatever else was decided (see the module docstring)."""
+    pattern = _match(rules.deny, name)
+    if pattern is None:
+        return None
+    return Verdict(decision="deny", reason=f"denied by the rule {pattern!r}", rule=pattern)
+
+
 def decide(
     name: str,
     annotations: Annotations,
@@ -103,17 +119,17 @@ def decide(
     (``True`` granted, ``False`` refused). The arguments do not enter the built-in rules; a
     host that judges arguments does it in a ``tool_call`` handler, which runs first.
     """
-    if pattern := _match(rules.deny, name):
-        return Verdict(decision="deny", reason=f"denied by the rule {pattern!r}")
+    if (denied := deny_rule(name, rules)) is not None:
+        return denied
     grant = session_grants.get(name)
     if grant is False:
         return Verdict(decision="deny", reason=f"{name} was refused for this session")
     if pattern := _match(rules.allow, name):
-        return Verdict(decision="allow", reason=f"allowed by the rule {pattern!r}")
+        return Verdict(decision="allow", reason=f"allowed by the rule {pattern!r}", rule=pattern)
     if grant is True:
         return Verdict(decision="allow", reason=f"{name} was approved for this session")
     if pattern := _match(rules.ask, name):
-        return Verdict(decision="ask", reason=f"the rule {pattern!r} asks")
+        return Verdict(decision="ask", reason=f"the rule {pattern!r} asks", rule=pattern)
     return _by_annotations(name, annotations)
 
 

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
 from .errors import CodecError
@@ -129,6 +130,13 @@ EVENT_TYPES: dict[str, type[Any]] = {
     )
 }
 _NAMES: dict[type[Any], str] = {cls: name for name, cls in EVENT_TYPES.items()}
+
+# Fields added after logs were written, optional with a default: left out of a line while they
+# hold it, so a record that does not use one is the very line an older toolledger wrote, and a
+# line without it reads as the default. (No version step: the shape only grew.)
+for _cls in (PolicyDecided, ToolCallDenied):  # their ``rule``
+    converter.register_unstructure_hook(
+        _cls, make_dict_unstructure_fn(_cls, converter, rule=override(omit_if_default=True)))
 
 
 def type_name(event: Event | type[Any]) -> str:

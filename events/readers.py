@@ -114,10 +114,12 @@ def _requested(data: Any) -> ToolCallRequested:
 
 
 def _policy(data: Any) -> PolicyDecided:
-    _fields(data, _POLICY)
+    # ``rule`` is written only when a rule decided (and is absent from older logs)
+    if type(data) is not dict or (data.keys() != _POLICY_BARE and data.keys() != _POLICY):
+        raise _FALLBACK
     return PolicyDecided(call_id=_str(data["call_id"]),
                          decision=_one_of(data["decision"], _DECISIONS),
-                         reason=_str(data["reason"]))
+                         reason=_str(data["reason"]), rule=_opt_str(data.get("rule")))
 
 
 def _started(data: Any) -> ToolExecutionStarted:
@@ -187,7 +189,7 @@ def _rewritten(data: Any) -> ToolCallRewritten:
 _READERS: dict[type[Any], tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     ToolCallRequested: (("call_id", "name", "arguments", "origin", "parent_id",
                          "model_call_id"), _requested),
-    PolicyDecided: (("call_id", "decision", "reason"), _policy),
+    PolicyDecided: (("call_id", "decision", "reason", "rule"), _policy),
     ToolExecutionStarted: (("call_id",), _started),
     ToolCallCompleted: (("call_id", "result", "returned"), _completed),
     ToolCallFailed: (("call_id", "kind", "message", "result", "error", "returned"), _failed),
@@ -198,6 +200,7 @@ _READERS: dict[type[Any], tuple[tuple[str, ...], Callable[[Any], Any]]] = {
 }
 (_REQUESTED, _POLICY, _STARTED, _COMPLETED, _FAILED, _ASSISTANT, _ASKED, _RESOLVED,
  _REWRITTEN) = (frozenset(names) for names, _ in _READERS.values())
+_POLICY_BARE = _POLICY - {"rule"}
 
 #: The fast readers in use: those whose class still has exactly the fields they know, and
 #: whose nested classes do too.

@@ -76,6 +76,7 @@ FailureKind = Literal[
     "invalid_output",  # output schema violation, or no structured content where required
     "not_serialisable",  # the result is not JSON
     "interrupted",  # the process stopped while a non-idempotent body ran
+    "mismatch",  # a body run again asked a tool for other arguments than its first run did
     "too_large",  # arguments or result over the session's size limits
 ]
 
@@ -193,11 +194,14 @@ class ToolCallRewritten:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class PolicyDecided:
-    """The approval policy judged the final arguments."""
+    """The approval policy judged the final arguments. ``rule`` is the host's name pattern
+    that decided, if one did (``None``: a session-wide answer or the annotation rule);
+    logs written before it was recorded read as ``None``."""
 
     call_id: str
     decision: Decision
     reason: str
+    rule: str | None = None
 
 
 @fast_init
@@ -289,12 +293,15 @@ class ToolCallBlocked:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallDenied:
-    """The policy denied the call, or the approver refused it."""
+    """The policy denied the call, or the approver refused it. ``rule`` is the deny rule
+    that matched, if one did: when the call was judged, or when its body was about to run
+    (a deny rule is checked again then, whatever the log had decided)."""
 
     call_id: str
     reason: str
     by: Literal["policy", "approver"]
     result: ToolResult
+    rule: str | None = None
 
 
 @fast_init

@@ -122,7 +122,8 @@ def order_steps(
 
 # -- the setup the log implies ---------------------------------------------------------------
 
-# The policy's own wording (engine.policy.decide) names the rule that decided.
+# Logs written before decisions recorded their rule as a field: the policy's own wording
+# (engine.policy.decide) names it there.
 _RULE_REASONS = {
     "deny": re.compile(r"^denied by the rule (?P<pattern>'.*'|\".*\")$"),
     "allow": re.compile(r"^allowed by the rule (?P<pattern>'.*'|\".*\")$"),
@@ -142,6 +143,9 @@ def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
     for call in calls.values():
         for event in call.events:
             if not isinstance(event, PolicyDecided):
+                continue
+            if event.rule is not None:  # the field; older logs name the rule in the reason
+                found[event.decision].append((event.rule, call.name))
                 continue
             match = _RULE_REASONS[event.decision].match(event.reason)
             if match is None:

@@ -34,9 +34,12 @@ __all__ = [
     "DRAFT_07",
     "input_schemas",
     "invalid_arguments",
+    "nested_plans",
     "json_values",
     "output_schemas",
     "property_schemas",
+    "reopened_rules",
+    "schedules",
     "tool_annotations",
     "tool_calls",
     "tool_names",
@@ -303,3 +306,34 @@ def nesting_calls(
 
 def _calling(name: str) -> Callable[[Any], FauxToolCall]:
     return lambda arguments: FauxToolCall(name=name, arguments=arguments)
+
+
+def nested_plans(
+    tools: Sequence[str], *, max_calls: int = 5, values: int = 3
+) -> st.SearchStrategy[list[tuple[str, dict[str, Any]]]]:
+    """The nested calls one body makes, as ``(tool, arguments)`` pairs, for a body that makes
+    them concurrently. Arguments come from a few small values, so identical calls (which the
+    log must answer in order) and calls of one tool with other arguments (which it must never
+    confuse) are both common."""
+    if not tools:
+        raise ValueError("nested_plans needs at least one tool name")
+    call = st.tuples(st.sampled_from(list(tools)),
+                     st.fixed_dictionaries({"n": st.integers(0, values - 1)}))
+    return st.lists(call, min_size=1, max_size=max_calls)
+
+
+def schedules(tasks: int, *, max_checkpoints: int = 4) -> st.SearchStrategy[list[int]]:
+    """A scheduling order for ``tasks`` concurrent tasks: how many checkpoints each passes
+    before it acts. Drawn (not left to trio's own randomness), so Hypothesis varies it, shrinks
+    it and replays a failure exactly."""
+    return st.lists(st.integers(0, max_checkpoints), min_size=tasks, max_size=tasks)
+
+
+def reopened_rules(tools: Sequence[str]) -> st.SearchStrategy[tuple[str, ...]]:
+    """Deny rules a session may be reopened with: exact names, ``fnmatch`` patterns that match
+    some of ``tools`` (a common prefix and ``*``), and patterns that match none."""
+    names = list(tools)
+    patterns = st.sampled_from(names) | st.sampled_from(names).flatmap(
+        lambda name: st.integers(0, len(name)).map(lambda cut: name[:cut] + "*")
+    ) | st.just("no_such_tool_*")
+    return st.lists(patterns, max_size=3, unique=True).map(tuple)
