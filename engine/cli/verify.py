@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
+from events.codec import loads_strict
 from events.integrity import Anchor, Break, SessionChain, VerifyReport
 from events.stores.jsonl import verify_jsonl
 
@@ -196,13 +197,13 @@ def _session(path: str, wanted: str) -> str:
 
 
 def _session_ids(path: str) -> Sequence[str]:
-    """The session ids the lines name, in order (lines that cannot be read are skipped: the
-    verification that follows names them)."""
+    """The session ids the lines name, in order (lines that cannot be read, a line nested too
+    deeply to parse among them, are skipped: the verification that follows names them)."""
     ids: dict[str, None] = {}
     with open(path, "rb") as file:
         for raw in file:
             try:
-                session = json.loads(raw).get("session_id")
+                session = loads_strict(raw).get("session_id")
             except (ValueError, AttributeError):
                 continue
             if isinstance(session, str):
