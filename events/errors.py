@@ -57,8 +57,9 @@ class UnverifiedRecordError(CorruptLogError):
             f"{path}:{line}: {where + ': ' if where else ''}record not verified with the "
             f"store's key: {problem}"
             + (f" ({hint})" if hint else "")
-            + f". The store refuses it and everything after it; nothing was changed. Run "
-            f"`toolledger verify {path} --key-file KEY` to see the log's chain.",
+            + f". The store refuses it and everything after it, and changed nothing. See the "
+            f"whole chain with `toolledger verify {path} --key-file KEY`; the lines before "
+            f"this one verified, and a copy of just those opens.",
         )
         self.path = path
         self.line = line
