@@ -110,6 +110,23 @@ def test_a_read_only_store_never_changes_the_file(tmp_path: Path) -> None:
         JsonlStore(tmp_path / "missing.jsonl", read_only=True)
 
 
+def test_a_read_only_store_follows_a_writer_that_restores_the_newline(tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    whole = write_log(log)
+    log.write_bytes(whole[:-1])
+    trio.run(follow, log)
+
+
+async def follow(log: Path) -> None:
+    with JsonlStore(log, read_only=True) as reader:
+        assert await reader.read("s") == records("s", 3)
+        with JsonlStore(log) as writer:  # restores the newline, then appends
+            more = Record(session_id="s", seq=4, time=T0 + 4, event=UserMessage(text="#4"))
+            await writer.append("s", [more], 3)
+        assert await reader.read("s") == [*records("s", 3), more]
+        assert await reader.read("s", after=2) == [records("s", 3)[2], more]
+
+
 def spy_on_opens(monkeypatch: pytest.MonkeyPatch) -> dict[str, list[int]]:
     """The flags each path was opened with by ``os.open``."""
     opened: dict[str, list[int]] = {}

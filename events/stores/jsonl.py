@@ -128,6 +128,8 @@ class JsonlStore(InlineStore):
         self._index: dict[str, _SessionIndex] = {}
         self._size = 0  # bytes indexed: the end of the last complete line
         self._lines = 0  # complete lines indexed
+        # the session of the last line, if a read-only store indexed it without its newline
+        self._open_line: str | None = None
         self._fd = -1
         flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT
         fd = os.open(self.path, flags | os.O_CLOEXEC, 0o644)
@@ -285,6 +287,17 @@ class JsonlStore(InlineStore):
             )
         if size == self._size:
             return
+        if self._open_line is not None:  # the file grew: a writer restored that newline first
+            if os.pread(fd, 1, self._size) != b"\n":
+                raise CorruptLogError(
+                    self.path,
+                    self._lines,
+                    "the last line, a whole record read without its newline, was continued by "
+                    "other bytes: something other than an append changed it",
+                )
+            self._index[self._open_line].lengths[-1] += 1
+            self._size += 1
+            self._open_line = None
         with open(fd, "rb", closefd=False) as file:
             for offset, raw in file_lines(file, self._size):
                 line = self._lines + 1
@@ -310,6 +323,8 @@ class JsonlStore(InlineStore):
                         if self.durable:
                             os.fsync(fd)
                         raw += b"\n"
+                    else:
+                        self._open_line = record.session_id
                 self._add(record.session_id, offset, len(raw), line)
                 self._index[record.session_id].head = digest or GENESIS
                 self._lines = line
