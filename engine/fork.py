@@ -5,6 +5,10 @@ The new session holds copies of the old one's first records (its id in each, and
 Open it with ``Session.open(store, session_id=new_id, ...)`` and a different model, policy or
 tools, then ``resume()`` (or ``prompt()`` if the prefix ends between turns): calls the prefix
 left open continue as after a restart. The old session is not changed.
+
+A fork never vouches for records nobody checked: copies written to a store that seals with a
+key (:func:`events.stores.base.is_keyed`) must come from a store that verified them with a
+key, since sealing them with it would make a forged record look like the key holder's.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import uuid
 import attrs
 
 from events.stores import EventStore
+from events.stores.base import is_keyed
 from events.types import SCHEMA_VERSION, SessionStarted
 
 from .reducers import fold
@@ -32,8 +37,16 @@ async def fork(
     """Copy records ``1..at`` of ``session_id`` into a new session and return its id.
 
     ``into`` is the store to write to (default: the same store). Raises ``ValueError`` if the
-    session does not exist, ``at`` is outside it, or the new id is already taken.
+    session does not exist, ``at`` is outside it, the new id is already taken, or ``into``
+    seals with a key and ``store`` did not verify the records with one.
     """
+    target = into if into is not None else store
+    if is_keyed(target) and not is_keyed(store):
+        raise ValueError(
+            f"the records of session {session_id!r} come from a store without a key, so "
+            f"nothing verified them, and the target seals with a key: the copies would look "
+            f"like the key holder's. Read the session from a store given the key"
+        )
     records = await store.read(session_id)
     if not records:
         raise ValueError(f"there is no session {session_id!r} to fork")
@@ -41,7 +54,6 @@ async def fork(
         raise ValueError(
             f"--at must be a seq of session {session_id!r}: 1 to {len(records)}, not {at}"
         )
-    target = into if into is not None else store
     new_id = new_session_id or uuid.uuid4().hex
     if await target.last_seq(new_id):
         raise ValueError(f"session {new_id!r} already exists; choose another id")

@@ -4,7 +4,7 @@ This package never imports ``engine``: the facts do not depend on what produces 
 """
 
 from .codec import decode_line, decode_record, encode_line, encode_record
-from .errors import CodecError, ConflictError, CorruptLogError, LogError
+from .errors import CodecError, ConflictError, CorruptLogError, LogError, UnverifiedRecordError
 from .integrity import GENESIS, Anchor, VerifyReport, verify_lines
 from .results import ToolResult, text
 from .stores import EventStore, JsonlStore, MemoryStore
@@ -24,6 +24,7 @@ __all__ = [
     "MemoryStore",
     "Record",
     "ToolResult",
+    "UnverifiedRecordError",
     "VerifyReport",
     "decode_line",
     "decode_record",

@@ -12,7 +12,8 @@ well with ``jq``::
 seals it (:mod:`events.integrity`) by appending the hash as the last field. Decoding checks
 that a hash, if present, is 64 lowercase hex digits, and otherwise ignores it: the
 :class:`~events.types.Record` is the plain fact, equal whatever store it came from.
-Checking the chain is a separate, explicit step (:func:`events.integrity.verify_lines`).
+Checking the chain is a separate step, made where the stored line is at hand
+(:func:`events.integrity.check_link`: ``verify``, and a store given a key).
 
 Versions. ``v`` is the record format's version. Older records are read through
 :data:`UPCASTERS`, one function per version step (a version-N record dict to version N+1),

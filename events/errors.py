@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CodecError", "ConflictError", "CorruptLogError", "LogError"]
+__all__ = ["CodecError", "ConflictError", "CorruptLogError", "LogError", "UnverifiedRecordError"]
 
 
 class LogError(Exception):
@@ -24,6 +24,49 @@ class CorruptLogError(LogError):
         self.path = path
         self.line = line
         self.problem = problem
+
+
+class UnverifiedRecordError(CorruptLogError):
+    """A store given a key met a record it cannot verify: its link or its HMAC is wrong, or it
+    is not chained at all. Names the file, line, session and seq of the first such record.
+
+    The store hands out nothing past it and appends nothing after it: a session is never
+    resumed from facts the key does not vouch for.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        line: int,
+        problem: str,
+        *,
+        session_id: str | None = None,
+        seq: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = ", ".join(
+            part
+            for part in (
+                f"session {session_id!r}" if session_id is not None else "",
+                f"seq {seq}" if seq is not None else "",
+            )
+            if part
+        )
+        LogError.__init__(
+            self,
+            f"{path}:{line}: {where + ': ' if where else ''}record not verified with the "
+            f"store's key: {problem}"
+            + (f" ({hint})" if hint else "")
+            + f". The store refuses it and everything after it, and changed nothing. See the "
+            f"whole chain with `toolledger verify {path} --key-file KEY`; the lines before "
+            f"this one verified, and a copy of just those opens.",
+        )
+        self.path = path
+        self.line = line
+        self.problem = problem
+        self.session_id = session_id
+        self.seq = seq
+        self.hint = hint
 
 
 class ConflictError(LogError):

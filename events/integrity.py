@@ -15,9 +15,11 @@ so :func:`verify_lines` names N exactly. What the chain cannot see is the loss o
 *last* records (nothing after them is left to break): anchor a session's head hash out of band
 to cover that (:class:`Anchor`). ``docs/integrity.md`` has the whole threat model.
 
-Version 1 records (written before the chain existed) carry no hash; they are reported as not
-chained, never as broken. A session continued by this code chains its first new record from
-:data:`GENESIS`.
+Version 1 records (written before the chain existed) carry no hash; without a key they are
+reported as not chained, never as broken. A session continued by this code chains its first new
+record from :data:`GENESIS`. With a key nothing unchained is accepted: whoever can write the
+file can strip every hash and call the records version 1, so a keyed check refuses them
+(:func:`check_link`, which a keyed store applies to every record it hands out).
 
 Pure functions and values only: no I/O. :func:`events.stores.jsonl.verify_jsonl` streams a
 file through :func:`verify_lines`.
@@ -31,8 +33,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-import attrs
-
+from .chainreport import Anchor, Break, SessionChain, VerifyReport
 from .codec import decode_record, loads_strict
 from .errors import CodecError
 
@@ -42,8 +43,10 @@ __all__ = [
     "Anchor",
     "Break",
     "ChainVerifier",
+    "LinkError",
     "SessionChain",
     "VerifyReport",
+    "check_link",
     "link",
     "seal",
     "seal_bytes",
@@ -72,6 +75,14 @@ _DOWNGRADE_HINT = (
 _WRONG_KEY_HINT = (
     "no record has verified with this key: the key is probably wrong (it is the key file's "
     "exact bytes, a trailing newline included)"
+)
+_NOT_CHAINED = (
+    "the record is not chained (schema version 1, no hash), and a key was given: every record "
+    "of a keyed log carries an HMAC"
+)
+_NOT_CHAINED_HINT = (
+    "a chained record rewritten as version 1 with its hash stripped, or a record written "
+    "before the chain existed: a keyed log holds only records sealed with its key"
 )
 
 
@@ -112,83 +123,66 @@ def unseal(line: bytes) -> tuple[bytes, str] | None:
     return line[:cut] + b"}", digest.decode("ascii")
 
 
-# -- the report ---------------------------------------------------------------------------
+# -- one link -----------------------------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class Anchor:
-    """A hash kept outside the log: record ``seq`` of ``session_id`` must carry ``hash``."""
+class LinkError(Exception):
+    """A record that does not link into its session's chain: what is wrong (``problem``), a
+    likely cause (``hint``, or ``None``), and whether it is a plain mismatch of the hash
+    (``mismatch``: the bytes, the previous hash or the key differ from the writer's)."""
 
-    session_id: str
-    seq: int
-    hash: str
-
-
-@attrs.frozen(kw_only=True)
-class Break:
-    """The first broken link: where (``line`` is 1-based; ``None`` when the problem is what
-    the log lacks at its end), what is wrong, and a hint when there is a likely cause."""
-
-    line: int | None
-    problem: str
-    session_id: str | None = None
-    seq: int | None = None
-    hint: str | None = None
+    def __init__(self, problem: str, hint: str | None = None, *, mismatch: bool = False) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.hint = hint
+        self.mismatch = mismatch
 
 
-@attrs.frozen(kw_only=True)
-class SessionChain:
-    """One session as far as it was checked. ``head`` is the hash of its last chained record
-    (``None`` if none is chained): keep it elsewhere to detect a cut-off tail later."""
+def check_link(
+    line: bytes,
+    version: int,
+    digest: str | None,
+    prev: str,
+    key: bytes | None = None,
+    *,
+    first: bool = False,
+) -> str | None:
+    """Check one stored line against its session's chain and return its hash.
 
-    session_id: str
-    records: int
-    chained: int
-    unchained: int
-    last_seq: int
-    head: str | None
-
-
-@attrs.frozen(kw_only=True)
-class VerifyReport:
-    """What :func:`verify_lines` found. ``ok`` when no link is broken; the sessions are as far
-    as checked (up to the broken link, if any)."""
-
-    keyed: bool
-    lines: int
-    sessions: tuple[SessionChain, ...]
-    broken: Break | None
-    anchors: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return self.broken is None
-
-    @property
-    def records(self) -> int:
-        return sum(chain.records for chain in self.sessions)
-
-    @property
-    def chained(self) -> int:
-        return sum(chain.chained for chain in self.sessions)
-
-    @property
-    def unchained(self) -> int:
-        return sum(chain.unchained for chain in self.sessions)
-
-    def to_json(self) -> dict[str, Any]:
-        """The report as a JSON-able dict."""
-        return {
-            "ok": self.ok,
-            "keyed": self.keyed,
-            "lines": self.lines,
-            "records": self.records,
-            "chained": self.chained,
-            "unchained": self.unchained,
-            "anchors": self.anchors,
-            "broken": attrs.asdict(self.broken) if self.broken is not None else None,
-            "sessions": [attrs.asdict(chain) for chain in self.sessions],
-        }
+    ``line`` is the line's bytes without its newline; ``version`` and ``digest`` are the
+    record's schema version and ``"hash"`` as decoded from it (``None`` when it has none);
+    ``prev`` is the hash of the session's record before it (:data:`GENESIS` for the first, or
+    after version 1 records). ``first`` says no record has verified yet, so that a mismatch
+    hints at a missing or wrong key. Returns ``None`` for a version 1 record checked without a
+    key (not chained: there is nothing to check); with a key, such a record is refused.
+    Raises :class:`LinkError`.
+    """
+    if version < 2:
+        if key is None:
+            return None
+        raise LinkError(_NOT_CHAINED, _NOT_CHAINED_HINT)
+    if digest is None:
+        raise LinkError(
+            "the record has no hash, though version 2 records are chained: the hash was "
+            "removed, or the line was not written by a store"
+        )
+    parts = unseal(line)
+    if parts is None:
+        raise LinkError(
+            "the hash is not the line's last field, written the way a store writes it: "
+            "the line was rewritten"
+        )
+    body, stored = parts
+    if link(prev, body, key) == stored:
+        return stored
+    if key is not None and link(prev, body) == stored:
+        raise LinkError(
+            "the record is sealed with plain SHA-256, not with an HMAC of this key",
+            "it was written without the key, or rewritten by someone who does not hold it",
+        )
+    kind = "hash" if key is None else "HMAC"
+    hint = (_KEY_HINT if key is None else _WRONG_KEY_HINT) if first else None
+    raise LinkError(f"{kind} does not match ({_CHANGED})", hint, mismatch=True)
 
 
 # -- the verifier -------------------------------------------------------------------------
@@ -205,11 +199,6 @@ class _Chain:
 _FIELDS = _Chain.__slots__
 
 
-class _Broken(Exception):
-    def __init__(self, problem: str, hint: str | None = None) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.hint = hint
 
 
 class ChainVerifier:
@@ -241,18 +230,19 @@ class ChainVerifier:
         self._lines = number
         obj: Any = None
         try:
-            if not raw.endswith(b"\n"):
-                raise _Broken(
-                    "the line has no newline at its end: a torn write (a crash during an "
-                    "append; a store opening the log drops it) or a changed byte"
-                )
-            line = raw[:-1]
+            line = raw[:-1] if raw.endswith(b"\n") else raw
             try:
                 obj = loads_strict(line)
             except ValueError as exc:
-                raise _Broken(f"not valid JSON: {exc}") from exc
+                if line is raw:  # only the last line lacks a newline
+                    raise LinkError(
+                        "the line has no newline at its end and is not a whole record: a "
+                        "torn write (a crash during an append; a store opening the log drops "
+                        "it) or a changed byte"
+                    ) from exc
+                raise LinkError(f"not valid JSON: {exc}") from exc
             self._check(line, obj)
-        except _Broken as exc:
+        except LinkError as exc:
             session, seq = _where(obj)
             self.broken = Break(
                 line=number, problem=exc.problem, session_id=session, seq=seq, hint=exc.hint
@@ -294,23 +284,26 @@ class ChainVerifier:
         try:
             record = decode_record(obj)
         except CodecError as exc:
-            raise _Broken(f"not a valid record: {exc}") from exc
+            raise LinkError(f"not a valid record: {exc}") from exc
         if self._session is not None and record.session_id != self._session:
             return
         chain = self._chains.get(record.session_id) or _Chain()
         _check_seq(record.seq, chain.last_seq)
-        digest: str | None = None
-        if record.version < 2:
-            if chain.chained:
-                raise _Broken(
-                    "a version 1 record (not chained) follows chained records of its "
-                    "session: a chained record was rewritten as version 1"
-                )
-        else:
-            digest = self._check_link(line, obj, chain)
+        if record.version < 2 and chain.chained:
+            raise LinkError(
+                "a version 1 record (not chained) follows chained records of its "
+                "session: a chained record was rewritten as version 1"
+            )
+        try:
+            digest = check_link(line, record.version, obj.get(HASH_FIELD), chain.head or GENESIS,
+                                self._key, first=self._verified == 0)
+        except LinkError as exc:
+            if exc.mismatch and chain.unchained and not chain.chained:
+                exc.hint = "; ".join(filter(None, (exc.hint, _DOWNGRADE_HINT)))
+            raise
         anchored = self._anchors.get((record.session_id, record.seq))
         if anchored is not None and anchored != digest:
-            raise _Broken(
+            raise LinkError(
                 f"the record's hash is {digest or 'missing'}, not the anchored {anchored}: "
                 f"the session was rewritten since the anchor was taken",
                 "or the anchor belongs to another log",
@@ -325,34 +318,6 @@ class ChainVerifier:
         chain.records += 1
         self._chains.setdefault(record.session_id, chain)
 
-    def _check_link(self, line: bytes, obj: dict[str, Any], chain: _Chain) -> str:
-        if HASH_FIELD not in obj:
-            raise _Broken(
-                "the record has no hash, though version 2 records are chained: the hash was "
-                "removed, or the line was not written by a store"
-            )
-        parts = unseal(line)
-        if parts is None:
-            raise _Broken(
-                "the hash is not the line's last field, written the way a store writes it: "
-                "the line was rewritten"
-            )
-        body, stored = parts
-        prev = chain.head or GENESIS
-        if link(prev, body, self._key) == stored:
-            return stored
-        if self._key is not None and link(prev, body) == stored:
-            raise _Broken(
-                "the record is sealed with plain SHA-256, not with an HMAC of this key",
-                "it was written without the key, or rewritten by someone who does not hold it",
-            )
-        hints = []
-        if self._verified == 0:
-            hints.append(_KEY_HINT if self._key is None else _WRONG_KEY_HINT)
-        if chain.unchained and not chain.chained:
-            hints.append(_DOWNGRADE_HINT)
-        kind = "hash" if self._key is None else "HMAC"
-        raise _Broken(f"{kind} does not match ({_CHANGED})", "; ".join(hints) or None)
 
 def verify_lines(
     lines: Iterable[tuple[int, bytes]],
@@ -382,7 +347,7 @@ def _check_seq(seq: int, last: int) -> None:
         problem = f"the session's first record has seq {seq}: {missing}"
     else:
         problem = f"seq {seq} after seq {last}: {missing}, or out of order"
-    raise _Broken(f"chain broken: {problem}")
+    raise LinkError(f"chain broken: {problem}")
 
 
 def _where(obj: Any) -> tuple[str | None, int | None]:

@@ -1,13 +1,15 @@
-"""What the commands share: the user-error type, reading a log's sessions, the console."""
+"""What the commands share: the user-error type, reading a log's sessions and its key."""
 
 from __future__ import annotations
+
+import os
 
 from events.stores.jsonl import read_jsonl
 from events.types import Record
 
 from ..reducers import LogInconsistency, Projection, fold
 
-__all__ = ["PROG", "UsageError", "fold_sessions", "read_sessions"]
+__all__ = ["PROG", "UsageError", "fold_sessions", "load_key", "read_sessions"]
 
 PROG = "toolledger"
 
@@ -40,3 +42,20 @@ def fold_sessions(path: str, sessions: dict[str, list[Record]]) -> list[Projecti
         return [fold(records) for records in sessions.values()]
     except LogInconsistency as exc:
         raise UsageError(f"{path}: inconsistent log: {exc}") from exc
+
+
+def load_key(key_file: str | None, key_env: str | None) -> bytes | None:
+    """The HMAC key of ``--key-file`` (the file's exact bytes) or ``--key-env`` (the
+    variable's value, as the process got it); ``None`` if neither is given."""
+    if key_file is not None:
+        with open(key_file, "rb") as file:
+            key = file.read()
+        if not key:
+            raise UsageError(f"the key file {key_file} is empty")
+        return key
+    if key_env is not None:
+        value = os.environb.get(os.fsencode(key_env))  # the bytes, as the process got them
+        if not value:
+            raise UsageError(f"the environment variable {key_env} is not set, or empty")
+        return value
+    return None

@@ -1,4 +1,10 @@
-"""``toolledger fork``: start a new session from a prefix of an old one."""
+"""``toolledger fork``: start a new session from a prefix of an old one.
+
+The source log is only read when the copy goes to another log (``--into``); a target that is
+not a log is refused, never cut. The records copied are verified first: with a key, by the
+keyed store that reads them (links and HMACs); without one, the session's chain is checked as
+``toolledger verify`` would, so a fork never seals again what a broken chain shows changed.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,12 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
+from events.errors import CorruptLogError, UnverifiedRecordError
 from events.stores import JsonlStore
+from events.stores.jsonl import verify_jsonl
 
 from ..fork import fork
-from ._common import PROG, UsageError, read_sessions
+from ._common import PROG, UsageError, load_key, read_sessions
 
 __all__ = ["add_parser", "run"]
 
@@ -36,6 +44,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="the session to fork (required if the log holds several)")
     parser.add_argument("--into", metavar="LOG2", help="write the new session to this log")
     parser.add_argument("--id", metavar="NEW", dest="new_id", help="the new session's id")
+    key = parser.add_mutually_exclusive_group()
+    key.add_argument("--key-file", metavar="PATH",
+                     help="the HMAC key of the logs: the file's exact bytes (the source is "
+                          "verified with it, the new session sealed with it)")
+    key.add_argument("--key-env", metavar="VAR",
+                     help="the HMAC key of the logs: the value of environment variable VAR")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.set_defaults(run=run)
 
@@ -47,14 +61,18 @@ def run(args: argparse.Namespace, console: Console) -> int:
         known = ", ".join(sessions) or "none"
         raise UsageError(f"{args.log} holds {len(sessions)} sessions ({known}): name one with --session")
     [session_id] = sessions
+    key = load_key(args.key_file, args.key_env)
+    if key is None:
+        _check_chain(args.log, session_id)
 
     async def go() -> str:
-        with JsonlStore(args.log) as source:
-            if args.into is None:
-                return await fork(source, session_id, at=args.at, new_session_id=args.new_id)
-            with JsonlStore(args.into) as target:
-                return await fork(source, session_id, at=args.at, new_session_id=args.new_id,
-                                  into=target)
+        if args.into is None:
+            with JsonlStore(args.log, key=key) as store:
+                return await fork(store, session_id, at=args.at, new_session_id=args.new_id)
+        with JsonlStore(args.log, key=key, read_only=True) as source, \
+                _target(args.into, key) as target:
+            return await fork(source, session_id, at=args.at, new_session_id=args.new_id,
+                              into=target)
 
     try:
         new_id = trio.run(go)
@@ -70,3 +88,30 @@ def run(args: argparse.Namespace, console: Console) -> int:
         console.print(Text(f"Read it with: {PROG} show {where} --session {new_id}", style="dim"),
                       soft_wrap=True)
     return 0
+
+
+def _check_chain(path: str, session_id: str) -> None:
+    """Refuse a session whose plain chain does not verify (with a key, the keyed store checks
+    every record it reads instead)."""
+    report = verify_jsonl(path, session=session_id)
+    broken = report.broken
+    if broken is not None:
+        hint = f" ({broken.hint})" if broken.hint else ""
+        raise UsageError(
+            f"{path}:{broken.line}: session {session_id}'s chain does not verify: "
+            f"{broken.problem}{hint}; a fork copies only records whose chain verifies "
+            f"(see `{PROG} verify {path}`)"
+        )
+
+
+def _target(path: str, key: bytes | None) -> JsonlStore:
+    """The store of the log the fork goes into; a file that is not a log is refused."""
+    try:
+        return JsonlStore(path, key=key)
+    except UnverifiedRecordError:
+        raise
+    except CorruptLogError as exc:
+        raise UsageError(
+            f"--into {path} is not a toolledger log, or a corrupt one (line {exc.line}: "
+            f"{exc.problem}); it was not changed: choose a new file or a sound log"
+        ) from exc

@@ -2,14 +2,14 @@
 
 Exit status: 0 when every chained record verifies (and every anchor matches), 1 when a link is
 broken (or, with ``--strict``, when some records are not chained), 2 when the log could not be
-checked at all (a missing file or key, an unknown session, a bad option).
+checked at all (a missing file or key, an unknown session, a bad option). A key implies
+``--strict``: a keyed log has no unchained records, so one is a broken link, named like any.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -17,10 +17,11 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
+from events.codec import loads_strict
 from events.integrity import Anchor, Break, SessionChain, VerifyReport
 from events.stores.jsonl import verify_jsonl
 
-from ._common import PROG, UsageError
+from ._common import PROG, UsageError, load_key
 
 __all__ = ["add_parser", "run"]
 
@@ -72,7 +73,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     verify.add_argument(
         "--strict",
         action="store_true",
-        help="fail if any record is not chained (version 1 records, written before the chain)",
+        help=(
+            "fail if any record is not chained (version 1 records, written before the chain); "
+            "implied by a key, with which an unchained record is a broken link"
+        ),
     )
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
     verify.set_defaults(run=run)
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     """Verify the log and print the report; see the module docstring for the exit status."""
     path: str = args.log
     try:
-        key = _key(args.key_file, args.key_env)
+        key = load_key(args.key_file, args.key_env)
         anchors = [_anchor(text) for text in args.anchor]
         session = _session(path, args.session) if args.session is not None else None
         report = verify_jsonl(path, key, session=session, anchors=anchors)
@@ -91,13 +95,14 @@ def run(args: argparse.Namespace, console: Console) -> int:
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
         return _unusable(f"{exc.strerror or exc}{where}")
-    failed = not report.ok or (args.strict and report.unchained > 0)
+    strict = args.strict or key is not None
+    failed = not report.ok or (strict and report.unchained > 0)
     if args.json:
-        data = {"path": path, "strict": args.strict, **report.to_json()}
+        data = {"path": path, "strict": strict, **report.to_json()}
         data["ok"] = not failed
         console.file.write(json.dumps(data, indent=2) + "\n")
     else:
-        _print(path, report, args.strict, console)
+        _print(path, report, strict, console)
     return BROKEN if failed else OK
 
 
@@ -171,21 +176,6 @@ def _session_line(session: SessionChain) -> Text:
     )
 
 
-def _key(key_file: str | None, key_env: str | None) -> bytes | None:
-    if key_file is not None:
-        with open(key_file, "rb") as file:
-            key = file.read()
-        if not key:
-            raise UsageError(f"the key file {key_file} is empty")
-        return key
-    if key_env is not None:
-        value = os.environb.get(os.fsencode(key_env))  # the bytes, as the process got them
-        if not value:
-            raise UsageError(f"the environment variable {key_env} is not set, or empty")
-        return value
-    return None
-
-
 def _anchor(text: str) -> Anchor:
     parts = text.rsplit(":", 2)
     if len(parts) != 3 or not parts[1].isdigit() or not _HEX.fullmatch(parts[2].lower()):
@@ -207,13 +197,13 @@ def _session(path: str, wanted: str) -> str:
 
 
 def _session_ids(path: str) -> Sequence[str]:
-    """The session ids the lines name, in order (lines that cannot be read are skipped: the
-    verification that follows names them)."""
+    """The session ids the lines name, in order (lines that cannot be read, a line nested too
+    deeply to parse among them, are skipped: the verification that follows names them)."""
     ids: dict[str, None] = {}
     with open(path, "rb") as file:
         for raw in file:
             try:
-                session = json.loads(raw).get("session_id")
+                session = loads_strict(raw).get("session_id")
             except (ValueError, AttributeError):
                 continue
             if isinstance(session, str):

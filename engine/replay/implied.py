@@ -123,13 +123,17 @@ def order_steps(
 # -- the setup the log implies ---------------------------------------------------------------
 
 # Logs written before decisions recorded their rule as a field: the policy's own wording
-# (engine.policy.decide) names it there.
+# (engine.policy.decide) names it there, as the repr of a str: one quoted literal, nothing else
+# (so literal_eval reads a string, never an expression a forged reason could make as deep as it
+# likes).
+_REPR = r"""(?P<pattern>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
 _RULE_REASONS = {
-    "deny": re.compile(r"^denied by the rule (?P<pattern>'.*'|\".*\")$"),
-    "allow": re.compile(r"^allowed by the rule (?P<pattern>'.*'|\".*\")$"),
-    "ask": re.compile(r"^the rule (?P<pattern>'.*'|\".*\") asks$"),
+    "deny": re.compile(rf"^denied by the rule {_REPR}$", re.S),
+    "allow": re.compile(rf"^allowed by the rule {_REPR}$", re.S),
+    "ask": re.compile(rf"^the rule {_REPR} asks$", re.S),
 }
-_DEPTH = re.compile(r"^nested calls may go (?P<depth>\d+) deep; ")
+# (more digits than any real limit: past int()'s own bound too)
+_DEPTH = re.compile(r"^nested calls may go (?P<depth>\d{1,9}) deep; ")
 
 
 def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
@@ -167,12 +171,15 @@ def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
 
 
 def infer_max_depth(calls: dict[str, RecordedCall]) -> int:
-    """The depth limit a ``depth_limit`` failure names, else one deep enough for the log."""
+    """The depth limit a ``depth_limit`` failure names (if the failing call is deeper than
+    it, as the engine's are), else one deep enough for the log."""
     for call in calls.values():
         terminal = call.terminal
         if isinstance(terminal, ToolCallFailed) and terminal.kind == "depth_limit":
             match = _DEPTH.match(terminal.message)
-            if match is not None:
+            # the failing call is deeper than the limit: a message naming a limit it is not
+            # deeper than was not written by the engine, and is not believed
+            if match is not None and int(match.group("depth")) < call.call_id.count("/"):
                 return int(match.group("depth"))
     deepest = max((call_id.count("/") for call_id in calls), default=0)
     return max(DEFAULT_MAX_DEPTH, deepest)

@@ -13,7 +13,10 @@ body. For the call it is running, the body
    recorded invalid value; or waits where the recorded call was stopped from outside.
 
 A value that was not JSON is not in the log, only the message that said so; the body builds a
-value that makes the engine say the same thing again (:func:`not_json_value`).
+value that makes the engine say the same thing again (:func:`not_json_value`). The message is
+input like any part of a log: a path that would need a list longer than
+:data:`MAX_REBUILT_ITEMS` (``$[4000000000]`` in an edited log), or nesting deeper than a JSON
+value may have, is not rebuilt, and the replay reports the different message as a divergence.
 """
 
 from __future__ import annotations
@@ -28,11 +31,23 @@ from events.results import ToolResult
 from events.types import ToolCallCompleted, ToolCallFailed, ToolCallRequested, ToolProgress
 
 from ..context import ToolContext
+from ..jsonvalues import MAX_DEPTH
 from ..tools import ToolCall, ToolSpec
 from .recorded import RecordedCall, RecordedSession
 from .watch import Watch
 
-__all__ = ["NoRecordedResult", "RecordedTools", "not_json_value", "recorded_exception"]
+__all__ = [
+    "MAX_REBUILT_ITEMS",
+    "NoRecordedResult",
+    "RecordedTools",
+    "not_json_value",
+    "recorded_exception",
+]
+
+#: The most list items :func:`not_json_value` makes to rebuild a recorded path (the indices
+#: along it, added up): enough for any result a tool really returned, small enough that an
+#: edited index cannot make a replay allocate what the message asks for.
+MAX_REBUILT_ITEMS = 100_000
 
 
 class NoRecordedResult(Exception):
@@ -49,7 +64,7 @@ _PROBLEM = re.compile(
     r"^(?P<path>\$\S*?): (?:a (?P<type>\S+) is not a JSON value"
     r"|object key (?P<key>.+) is not a string|(?P<number>.+) is not a JSON number)$"
 )
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d{1,9})\]")  # a longer index is past the bound anyway
 
 
 class _Named:
@@ -80,8 +95,14 @@ def not_json_value(problem: str) -> Any:
         bad = {_Named(match.group("key")): None}
         # the key is reported at the path of the object that holds it
     path = match.group("path")[1:]
-    steps = list(_STEP.finditer(path))
+    steps: list[re.Match[str]] = []
+    for step in _STEP.finditer(path):
+        steps.append(step)
+        if len(steps) > MAX_DEPTH:  # deeper than a JSON value may be
+            return {"value": object()}
     if "".join(s.group(0) for s in steps) != path:
+        return {"value": object()}
+    if sum(int(s.group(2)) for s in steps if s.group(2) is not None) > MAX_REBUILT_ITEMS:
         return {"value": object()}
     value = bad
     for step in reversed(steps):

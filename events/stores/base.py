@@ -33,6 +33,7 @@ __all__ = [
     "check_conflict",
     "encode_batch",
     "encode_bodies",
+    "is_keyed",
     "seal_lines",
 ]
 
@@ -120,6 +121,13 @@ def append_nowait(store: object) -> Callable[[str, Sequence[Record], int], None]
     if isinstance(store, InlineStore) and type(store).append is InlineStore.append:
         return store.append_nowait
     return None
+
+
+def is_keyed(store: object) -> bool:
+    """Whether ``store`` seals what it writes with a key and verifies with it every record it
+    hands out: it says so with a ``keyed`` attribute that is ``True``
+    (``JsonlStore(path, key=...)``). A store without one vouches for nothing it reads."""
+    return getattr(store, "keyed", False) is True
 
 
 def check_batch(session_id: str, records: Sequence[Record], expected_seq: int) -> None:

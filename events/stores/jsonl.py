@@ -1,25 +1,32 @@
 """The embedded default store: one JSON Lines file, readable with ``jq`` and ``grep``.
 
 Each line is one record (:func:`~events.codec.encode_line` plus ``"\\n"``); one file may hold
-many sessions, since each record names its own. The file is append-only: the only change ever
-made to existing bytes is cutting off a torn last line.
+many sessions, since each record names its own. The file is append-only: the only changes ever
+made to existing bytes are cutting off a torn last line and restoring a missing last newline.
 
 Crash safety. A batch is written with one ``write`` of all its lines. A crash in the middle
-of that write leaves a last line with no newline: a *torn* line, which was never acknowledged
-to its writer. Opening the store drops it (the file is truncated to the end of the last
-complete line) and records the dropped bytes in :attr:`JsonlStore.dropped_tail`; nothing is
-warned. Any other bad line (bad JSON, a record the codec refuses, a seq that breaks its
-session's run, a complete last line that is invalid) is :class:`~events.errors.CorruptLogError`
-naming the file and line, and the file is left exactly as it was. Caveat: a crash can leave
-complete lines of a batch before the torn one; those are kept (no line marks a batch's end).
-An I/O error during the write (a full disk) does not: the file is cut back to where it was.
+of that write leaves a last line with no newline that is not a whole JSON value: a *torn*
+line, which was never acknowledged to its writer. A store that may write drops it (the file is
+truncated to the end of the last complete line) and records the dropped bytes in
+:attr:`JsonlStore.dropped_tail`; nothing is warned. A last line that lacks only its newline
+(it parses) is not torn: it is checked like any line, kept, and its newline restored. Any
+other bad line (bad JSON, a record the codec refuses, a seq that breaks its session's run, a
+last line that is not even the start of a record, as in a file that is not a log) is
+:class:`~events.errors.CorruptLogError` naming the file and line, and the file is left exactly
+as it was. Caveat: a crash can leave complete lines of a batch before the torn one; those are
+kept (no line marks a batch's end). An I/O error during the write (a full disk) does not: the
+file is cut back to where it was.
 
 Integrity. Every line is sealed into its session's hash chain (:mod:`events.integrity`): its
 last field, ``"hash"``, covers the previous record of the session and this line's bytes; with
 ``key`` it is an HMAC. Each session's head (the hash of its last line) is kept in the index; on
 open it is read from the session's last line (a version 1 line, written before the chain
 existed, has none: the session's next record starts a chain from the genesis value).
-Reading ignores the hash beyond checking its form; :func:`verify_jsonl` checks the chain.
+Without a key, reading ignores the hash beyond checking its form (:func:`verify_jsonl` checks
+the chain). With a key the store trusts nothing it has not checked: every line it indexes, and
+again every line it hands out, must link to its session's previous line with an HMAC of the
+key (:func:`~events.integrity.check_link`); anything else, unchained version 1 records
+included, is :class:`~events.errors.UnverifiedRecordError` naming the record.
 
 Several processes may share one file. Appends hold ``fcntl.flock(LOCK_EX)``; under it the
 store first indexes whatever other processes appended, so a stale writer anywhere gets
@@ -34,13 +41,19 @@ import fcntl
 import os
 from array import array
 from collections.abc import Iterator, Sequence
-from typing import BinaryIO
 
-from ..codec import decode_stored_line
-from ..errors import CodecError, CorruptLogError
-from ..integrity import GENESIS, Anchor, ChainVerifier, VerifyReport
+from ..errors import CorruptLogError, UnverifiedRecordError
+from ..integrity import GENESIS, LinkError, check_link
 from ..types import Record
 from .base import InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
+from .jsonlines import (
+    check_seq,
+    decode_stored,
+    file_lines,
+    is_torn,
+    read_jsonl,
+    verify_jsonl,
+)
 
 __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
@@ -83,8 +96,15 @@ class JsonlStore(InlineStore):
     ``fsync``\\ s the file (and the directory when opening), so it survives power loss too.
 
     ``key`` (non-empty bytes) makes each line's hash an HMAC-SHA256, so that only a holder of
-    the key can write a chain that verifies. Use one key for a whole file; the store does not
-    check the existing chain (that is :func:`verify_jsonl`'s job).
+    the key can write a chain that verifies, and makes the store verify every line: when it
+    indexes it (opening, or finding lines another process appended) and again when
+    :meth:`read` hands it out, so an edit made in between is caught too. A line that does not
+    verify (changed, sealed without the key or with another, not chained at all) raises
+    :class:`~events.errors.UnverifiedRecordError` naming it; nothing past it is indexed, read
+    or chained onto. Use one key for a whole file.
+
+    ``read_only=True`` opens the file for reading only (it must exist): the store never
+    changes it, neither cutting a torn line nor restoring a newline, and refuses to append.
     """
 
     def __init__(
@@ -93,25 +113,31 @@ class JsonlStore(InlineStore):
         *,
         durable: bool = False,
         key: bytes | None = None,
+        read_only: bool = False,
     ) -> None:
         if key is not None and (not isinstance(key, bytes) or not key):
             raise ValueError("the HMAC key must be non-empty bytes")
         self.path: str = os.fspath(path)
         self.durable = durable
+        self.read_only = read_only
         self._key = key
+        self._verified = 0  # lines verified with the key, for the hint of a first mismatch
         #: The bytes of the last torn line this store cut off (``b""`` if none): by opening,
         #: or by an append finding one left by a writer that crashed since.
         self.dropped_tail: bytes = b""
         self._index: dict[str, _SessionIndex] = {}
         self._size = 0  # bytes indexed: the end of the last complete line
         self._lines = 0  # complete lines indexed
+        # the session of the last line, if a read-only store indexed it without its newline
+        self._open_line: str | None = None
         self._fd = -1
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT
+        fd = os.open(self.path, flags | os.O_CLOEXEC, 0o644)
         try:
-            if durable:
+            if durable and not read_only:
                 _fsync_dir(self.path)
-            with _locked(fd, fcntl.LOCK_EX):
-                self._refresh_locked(fd, truncate=True)
+            with _locked(fd, fcntl.LOCK_SH if read_only else fcntl.LOCK_EX):
+                self._refresh_locked(fd, repair=not read_only)
         except BaseException:
             os.close(fd)
             raise
@@ -120,10 +146,12 @@ class JsonlStore(InlineStore):
     def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
         """Append a batch, all or nothing; see :meth:`EventStore.append`."""
         fd = self._ensure_open()
+        if self.read_only:
+            raise ValueError(f"the JsonlStore for {self.path} is read-only: it cannot append")
         check_batch(session_id, records, expected_seq)
         bodies = encode_bodies(records)  # before the lock: an unencodable batch stores nothing
         with _locked(fd, fcntl.LOCK_EX):
-            self._refresh_locked(fd, truncate=True)
+            self._refresh_locked(fd, repair=True)
             check_conflict(session_id, expected_seq, self._last_seq(session_id))
             if not bodies:
                 return
@@ -157,6 +185,8 @@ class JsonlStore(InlineStore):
             return []
         records: list[Record] = []
         first, count = max(after, 0), len(index.offsets)
+        # with a key, each line handed out is checked again: it must link to the line before
+        prev = self._prev_hash(fd, index, session_id, first) if self._key and first < count else ""
         while first < count:
             # Read a run of adjacent lines with one pread, then split it.
             start = index.offsets[first]
@@ -169,7 +199,10 @@ class JsonlStore(InlineStore):
             for i in range(first, stop):
                 raw = block[pos : pos + index.lengths[i]]
                 pos += index.lengths[i]
-                records.append(self._decode_indexed(raw, session_id, i + 1, index.lines[i]))
+                record, digest = self._decode_indexed(raw, session_id, i + 1, index.lines[i])
+                if self._key is not None:
+                    prev = self._check_link(index.lines[i], raw, record, digest, prev)
+                records.append(record)
             first = stop
         return records
 
@@ -190,6 +223,12 @@ class JsonlStore(InlineStore):
         self._refresh(self._ensure_open())
         index = self._index.get(session_id)
         return index.head if index is not None and index.head != GENESIS else None
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the store was given a key: it seals with it, and every record it hands out
+        was verified with it."""
+        return self._key is not None
 
     def close(self) -> None:
         """Close the file. Idempotent; the store refuses to be used afterwards."""
@@ -226,15 +265,17 @@ class JsonlStore(InlineStore):
         """Index what other processes appended, if the file changed size."""
         if os.fstat(fd).st_size != self._size:
             with _locked(fd, fcntl.LOCK_SH):
-                self._refresh_locked(fd, truncate=False)
+                self._refresh_locked(fd, repair=False)
 
-    def _refresh_locked(self, fd: int, *, truncate: bool) -> None:
+    def _refresh_locked(self, fd: int, *, repair: bool) -> None:
         """Index the complete lines past ``self._size``; the caller holds a lock.
 
         Lines are committed one by one, so after a :class:`CorruptLogError` the index still
-        describes the valid prefix, and the next call meets the same bad line again. A torn
-        last line is cut off only with ``truncate`` (the caller holds ``LOCK_EX``): under a
-        shared lock it is merely not indexed.
+        describes the valid prefix, and the next call meets the same bad line again. A last
+        line without its newline is repaired only with ``repair`` (the caller holds
+        ``LOCK_EX`` on a writable file): a torn one is cut off, a whole record gets its newline
+        back. Otherwise a read-only store indexes a whole record as it is, and a writable one
+        leaves it for its next append (which must not write after it before it ends).
         """
         size = os.fstat(fd).st_size
         if size < self._size:
@@ -246,107 +287,84 @@ class JsonlStore(InlineStore):
             )
         if size == self._size:
             return
+        if self._open_line is not None:  # the file grew: a writer restored that newline first
+            if os.pread(fd, 1, self._size) != b"\n":
+                raise CorruptLogError(
+                    self.path,
+                    self._lines,
+                    "the last line, a whole record read without its newline, was continued by "
+                    "other bytes: something other than an append changed it",
+                )
+            self._index[self._open_line].lengths[-1] += 1
+            self._size += 1
+            self._open_line = None
         with open(fd, "rb", closefd=False) as file:
-            for offset, raw in _lines(file, self._size):
-                if not raw.endswith(b"\n"):
-                    if truncate:
+            for offset, raw in file_lines(file, self._size):
+                line = self._lines + 1
+                if not raw.endswith(b"\n") and is_torn(self.path, line, raw):
+                    if repair:
                         os.ftruncate(fd, offset)
                         if self.durable:
                             os.fsync(fd)
                         self.dropped_tail = raw
                     return
-                line = self._lines + 1
-                record, digest = _decode_stored(self.path, line, raw)
-                _check_seq(self.path, line, record, self._last_seq(record.session_id))
+                record, digest = decode_stored(self.path, line, raw)
+                check_seq(self.path, line, record, self._last_seq(record.session_id))
+                if self._key is not None:
+                    index = self._index.get(record.session_id)
+                    digest = self._check_link(line, raw, record, digest,
+                                              index.head if index is not None else GENESIS)
+                    self._verified += 1
+                if not raw.endswith(b"\n"):  # a whole record that lacks only its newline
+                    if not repair and not self.read_only:
+                        return
+                    if repair:
+                        _write_all(fd, b"\n")
+                        if self.durable:
+                            os.fsync(fd)
+                        raw += b"\n"
+                    else:
+                        self._open_line = record.session_id
                 self._add(record.session_id, offset, len(raw), line)
                 self._index[record.session_id].head = digest or GENESIS
                 self._lines = line
                 self._size = offset + len(raw)
 
-    def _decode_indexed(self, raw: bytes, session_id: str, seq: int, line: int) -> Record:
-        record = _decode(self.path, line, raw)
+    def _decode_indexed(
+        self, raw: bytes, session_id: str, seq: int, line: int
+    ) -> tuple[Record, str | None]:
+        record, digest = decode_stored(self.path, line, raw)
         if record.session_id != session_id or record.seq != seq:
             raise CorruptLogError(
                 self.path, line, "the line changed since it was indexed (edited in place?)"
             )
-        return record
+        return record, digest
 
+    def _prev_hash(self, fd: int, index: _SessionIndex, session_id: str, first: int) -> str:
+        """The hash the session's line of seq ``first + 1`` must link to, as its previous line
+        now says (whatever it says: the link's HMAC covers it)."""
+        if first == 0:
+            return GENESIS
+        i = first - 1
+        raw = os.pread(fd, index.lengths[i], index.offsets[i])
+        _, digest = self._decode_indexed(raw, session_id, first, index.lines[i])
+        return digest or GENESIS
 
-def read_jsonl(path: str | os.PathLike[str]) -> list[Record]:
-    """Every record of every session in the file at ``path``, in file order. For the CLI.
-
-    Read-only: it checks lines like :class:`JsonlStore` (raising the same
-    :class:`~events.errors.CorruptLogError`) but ignores a torn last line instead of cutting
-    it off. Holds ``LOCK_SH`` while reading, so it never sees half of a batch being written.
-    """
-    name = os.fspath(path)
-    records: list[Record] = []
-    last: dict[str, int] = {}
-    with open(name, "rb") as file:
-        fcntl.flock(file.fileno(), fcntl.LOCK_SH)  # released when the file closes
-        for line, (_, raw) in enumerate(_lines(file, 0), start=1):
-            if not raw.endswith(b"\n"):
-                break
-            record = _decode(name, line, raw)
-            _check_seq(name, line, record, last.get(record.session_id, 0))
-            last[record.session_id] = record.seq
-            records.append(record)
-    return records
-
-
-def verify_jsonl(
-    path: str | os.PathLike[str],
-    key: bytes | None = None,
-    *,
-    session: str | None = None,
-    anchors: Sequence[Anchor] = (),
-) -> VerifyReport:
-    """Check the hash chain of every session (or of ``session``) in the file at ``path``.
-
-    Streams the file: memory grows with the number of sessions, not of records. The lock is
-    held only to learn the file's size; what is appended afterwards is not checked. A torn
-    last line counts as a broken link (see :class:`~events.integrity.ChainVerifier`).
-    """
-    verifier = ChainVerifier(key, session=session, anchors=anchors)
-    with open(os.fspath(path), "rb") as file:
-        with _locked(file.fileno(), fcntl.LOCK_SH):  # a batch being written is not half-read
-            size = os.fstat(file.fileno()).st_size
-        for number, (offset, raw) in enumerate(_lines(file, 0), start=1):
-            if offset >= size:
-                break
-            if not verifier.feed(number, raw[: size - offset]):
-                break
-    return verifier.report()
-
-
-def _lines(file: BinaryIO, start: int) -> Iterator[tuple[int, bytes]]:
-    """Each line from byte ``start`` on with its offset; only the last may lack ``"\\n"``."""
-    file.seek(start)
-    offset = start
-    for raw in file:
-        yield offset, raw
-        offset += len(raw)
-
-
-def _decode(path: str, line: int, raw: bytes) -> Record:
-    return _decode_stored(path, line, raw)[0]
-
-
-def _decode_stored(path: str, line: int, raw: bytes) -> tuple[Record, str | None]:
-    try:
-        return decode_stored_line(raw)
-    except CodecError as exc:
-        raise CorruptLogError(path, line, str(exc)) from exc
-
-
-def _check_seq(path: str, line: int, record: Record, last: int) -> None:
-    if record.seq != last + 1:
-        raise CorruptLogError(
-            path,
-            line,
-            f"session {record.session_id!r} has seq {record.seq} after seq {last}; "
-            f"a session's seqs must run 1, 2, 3, ...",
-        )
+    def _check_link(
+        self, line: int, raw: bytes, record: Record, digest: str | None, prev: str
+    ) -> str:
+        """The line's hash, if it links to ``prev`` with the store's key; else
+        :class:`UnverifiedRecordError` naming it."""
+        assert self._key is not None
+        body = raw[:-1] if raw.endswith(b"\n") else raw
+        try:
+            verified = check_link(body, record.version, digest, prev, self._key,
+                                  first=self._verified == 0)
+        except LinkError as exc:
+            raise UnverifiedRecordError(self.path, line, exc.problem, session_id=record.session_id,
+                                        seq=record.seq, hint=exc.hint) from None
+        assert verified is not None  # with a key, check_link refuses an unchained record
+        return verified
 
 
 @contextlib.contextmanager
