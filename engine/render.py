@@ -5,8 +5,11 @@ read back from disk looks exactly like the live session that wrote it. Everythin
 from a :class:`~engine.reducers.Projection`; nothing here reads a file or a clock.
 
 Text that comes from the log (arguments, results, reasons) is never parsed as rich markup: a
-result containing ``[red]`` prints as those characters. On a console that is not a terminal
-rich writes plain text, which is what tests and pipes get.
+result containing ``[red]`` prints as those characters. Nor is it obeyed by the terminal: what
+these functions return prints through :class:`~engine.console.Visible`, so a control sequence
+or a bidi override in a tool's output shows as its escape (``\x1b]52;…``, ``\u202e``) on any
+console (see :mod:`engine.visible`). On a console that is not a terminal rich writes plain
+text, which is what tests and pipes get.
 """
 
 from __future__ import annotations
@@ -41,8 +44,10 @@ from events.types import (
     UserMessage,
 )
 
+from .console import Visible
 from .lifecycle import CallState
 from .reducers import CallView, Projection, ToolResultEntry
+from .visible import visible
 
 __all__ = [
     "Renderer",
@@ -158,7 +163,7 @@ def render_transcript(projection: Projection) -> RenderableType:
             table.add_row(Text("tool", style="bold blue"), _tool_result(entry))
     if not table.rows:
         return Text("(empty transcript)", style="dim")
-    return table
+    return Visible(table)
 
 
 def _assistant(message: AssistantMessage) -> Text:
@@ -208,7 +213,7 @@ def render_calls(projection: Projection) -> RenderableType:
         tree.add(Text("no tool calls", style="dim"))
     for view in roots:
         _add_call(tree, projection, view)
-    return tree
+    return Visible(tree)
 
 
 def _add_call(parent: Tree, projection: Projection, view: CallView) -> None:
@@ -221,9 +226,9 @@ def call_label(view: CallView) -> RenderableType:
     """One node of the call tree: id, name and status, then one line per fact about it
     (a long fact wraps under its own column, not under the key)."""
     label = Text()
-    label.append(view.call_id, style="dim")
+    label.append(visible(view.call_id, newlines=False), style="dim")
     label.append("  ")
-    label.append(view.name, style="bold")
+    label.append(visible(view.name, newlines=False), style="bold")
     label.append("  ")
     status = view.status
     if view.outcome is None:
@@ -277,11 +282,11 @@ def call_label(view: CallView) -> RenderableType:
     renderer = _RENDERERS.get(view.name)
     if renderer is not None:
         try:
-            return Group(label, facts, renderer(view))
+            return Visible(Group(label, facts, renderer(view)))
         except Exception as exc:  # the tool's own view is a nicety: never lose the default
             fact("note", f"the renderer for {view.name} failed ({type(exc).__name__}: {exc}); "
                          "this is the default view", "dim")
-    return Group(label, facts)
+    return Visible(Group(label, facts))
 
 
 # -- a whole session -----------------------------------------------------------------------
@@ -290,18 +295,18 @@ def call_label(view: CallView) -> RenderableType:
 def render_session(projection: Projection) -> RenderableType:
     """The session's header, transcript and call tree, one after another."""
     header = Text("Session ", style="bold")
-    header.append(projection.session_id or "(empty)", style="bold")
+    header.append(visible(projection.session_id or "(empty)", newlines=False), style="bold")
     header.append(f"  ·  {projection.last_seq} records  ·  {projection.turn} turns", style="dim")
     if projection.open_calls:
         header.append(f"  ·  {len(projection.open_calls)} open calls", style="bold cyan")
-    return Group(
+    return Visible(Group(
         header,
         Text(""),
         Text("Transcript", style="bold"),
         render_transcript(projection),
         Text(""),
         render_calls(projection),
-    )
+    ))
 
 
 def print_session(projection: Projection, console: Console) -> None:

@@ -3,7 +3,12 @@
 Each subcommand lives in its own module here (``demo``, ``show``, …) with an ``add_parser``
 that declares it and a ``run(args, console)`` that does it. Mistakes a user can make (a missing
 file, a corrupt or inconsistent log, an unknown session) print one line to stderr and exit 1;
-there is no traceback for them.
+there is no traceback for them. Nor for anything else: an error nobody foresaw is one line too,
+with its type (``TOOLLEDGER_TRACEBACK=1`` shows the traceback, to report it).
+
+Everything the commands print goes through a :class:`~engine.console.VisibleConsole` (or
+:func:`~engine.visible.visible_json`, or :func:`~._common.error_line`): text from a log is shown
+as visible escapes, never obeyed by the terminal.
 """
 
 from __future__ import annotations
@@ -14,12 +19,11 @@ import os
 import sys
 from collections.abc import Sequence
 
-from rich.console import Console
-
 from events.errors import LogError
 
 from . import demo, fork, replay, show, verify
-from ._common import PROG, UsageError
+from ..console import VisibleConsole
+from ._common import PROG, UsageError, error_line
 
 __all__ = ["build_parser", "main"]
 
@@ -45,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else 1
-    console = Console(highlight=False)
+    console = VisibleConsole(highlight=False)
     try:
         status: int = args.run(args, console)
         return status
@@ -60,6 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(f"{exc.strerror or exc}{where}")
     except KeyboardInterrupt:
         _fail("interrupted")
+    except Exception as exc:
+        if os.environ.get("TOOLLEDGER_TRACEBACK"):
+            raise
+        _fail(f"unexpected {type(exc).__name__}: {exc} (a bug in {PROG}: please report it; "
+              "TOOLLEDGER_TRACEBACK=1 shows where it happened)")
     return 1
 
 
@@ -74,4 +83,4 @@ def _silence_stdout() -> None:
 
 
 def _fail(message: str) -> None:
-    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)

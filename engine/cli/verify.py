@@ -20,7 +20,8 @@ from rich.text import Text
 from events.integrity import Anchor, Break, SessionChain, VerifyReport
 from events.stores.jsonl import verify_jsonl
 
-from ._common import PROG, UsageError
+from ..visible import visible, visible_json
+from ._common import UsageError, error_line
 
 __all__ = ["add_parser", "run"]
 
@@ -95,9 +96,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         data = {"path": path, "strict": args.strict, **report.to_json()}
         data["ok"] = not failed
-        console.file.write(json.dumps(data, indent=2) + "\n")
+        console.file.write(visible_json(data, indent=2) + "\n")
     else:
-        _print(path, report, args.strict, console)
+        _print(visible(path, newlines=False), report, args.strict, console)
     return BROKEN if failed else OK
 
 
@@ -148,7 +149,7 @@ def _print_break(path: str, broken: Break, console: Console) -> None:
     where = f"{path}:{broken.line}" if broken.line is not None else path
     about = []
     if broken.session_id is not None:
-        about.append(f"session {broken.session_id}")
+        about.append(f"session {visible(broken.session_id, newlines=False)}")
     if broken.seq is not None:
         about.append(f"seq {broken.seq}")
     console.print(
@@ -166,7 +167,7 @@ def _session_line(session: SessionChain) -> Text:
         counts += f" ({session.chained} chained, {session.unchained} not chained: version 1)"
     head = session.head or "none (no chained record)"
     return Text.assemble(
-        "  session ", (session.session_id, "bold"), f"  {counts}  seq 1-{session.last_seq}  ",
+        "  session ", (visible(session.session_id, newlines=False), "bold"), f"  {counts}  seq 1-{session.last_seq}  ",
         "head ", (head, "cyan"),
     )
 
@@ -222,5 +223,5 @@ def _session_ids(path: str) -> Sequence[str]:
 
 
 def _unusable(message: str) -> int:
-    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
     return UNUSABLE

@@ -3,7 +3,8 @@
 The readable form is a rich renderable (``console.print(report)``): colours in a terminal,
 plain text in a pipe; ``toolledger replay`` prints it with ``soft_wrap=True``, so that each
 line stays one line whatever the width (and a pipe can grep it). Text that comes from the log
-is never read as rich markup.
+is never read as rich markup, nor obeyed by the terminal (it prints through
+:class:`~engine.console.Visible`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from rich.text import Text
 
 from events.types import Record
 
+from ..console import Visible
 from .compare import Divergence, short_json
 
 __all__ = ["ReplayReport", "ToolMode", "render_report"]
@@ -152,4 +154,4 @@ def render_report(report: ReplayReport) -> RenderableType:
         lines.extend(_what(d))
     for note in report.notes:
         lines.append(Text(f"note: {note}", style="dim"))
-    return Group(*lines)
+    return Visible(Group(*lines))
