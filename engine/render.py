@@ -21,7 +21,8 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.protocol import is_renderable
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -89,7 +90,8 @@ ENTRY_POINT_GROUP = "toolledger.renderers"
 
 def register_renderer(tool_name: str, renderer: Renderer) -> Renderer:
     """Show calls of ``tool_name`` with ``renderer`` (below the default facts) in ``show`` and
-    the demo. A renderer that raises is skipped, with a note in its place."""
+    the demo. A renderer that raises, returns something rich cannot print, or gives a
+    renderable that fails as it prints is skipped, with a one-line note in its place."""
     _RENDERERS[tool_name] = renderer
     return renderer
 
@@ -282,11 +284,35 @@ def call_label(view: CallView) -> RenderableType:
     renderer = _RENDERERS.get(view.name)
     if renderer is not None:
         try:
-            return Visible(Group(label, facts, renderer(view)))
+            own = renderer(view)
+            if not is_renderable(own):
+                raise TypeError(f"it returned a {type(own).__name__}, not a rich renderable")
+            return Visible(Group(label, facts, _OwnView(view.name, own)))
         except Exception as exc:  # the tool's own view is a nicety: never lose the default
-            fact("note", f"the renderer for {view.name} failed ({type(exc).__name__}: {exc}); "
-                         "this is the default view", "dim")
+            fact("note", _renderer_failed(view.name, exc), "dim")
     return Visible(Group(label, facts))
+
+
+def _renderer_failed(name: str, exc: Exception) -> str:
+    return (f"the renderer for {name} failed ({type(exc).__name__}: {_clip(str(exc))}); "
+            "this is the default view")
+
+
+class _OwnView:
+    """A tool's own view, rendered when it is printed: if that fails, a note says so."""
+
+    def __init__(self, name: str, renderable: RenderableType) -> None:
+        self.name = name
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        try:
+            lines = console.render_lines(self.renderable, options, pad=False, new_lines=True)
+        except Exception as exc:
+            yield Text(_renderer_failed(self.name, exc), style="dim")
+            return
+        for line in lines:
+            yield from line
 
 
 # -- a whole session -----------------------------------------------------------------------

@@ -216,6 +216,41 @@ def test_an_unexpected_error_is_one_line_not_a_traceback(
     assert "AssertionError: a bug" in err and obeyable(err) == []
 
 
+# -- renderers -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("returned", [{"not": "renderable"}, 42, None])
+async def test_a_renderer_that_returns_no_renderable_is_skipped_with_a_note(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, returned: object
+) -> None:
+    monkeypatch.setattr(render, "_RENDERERS", {})
+    register_renderer("hostile", lambda view: returned)  # type: ignore[arg-type,return-value]
+    state, _, _ = await run_session([hostile], [[faux_tool_call("hostile", {})], faux_text("ok")])
+    buffer = io.StringIO()
+    print_session(state, Console(file=buffer, width=120))
+    out = buffer.getvalue()
+    note = [line for line in out.splitlines() if "the renderer for hostile" in line]
+    assert len(note) == 1 and "not a rich renderable" in note[0]
+    assert "Traceback" not in out and "out " in out  # the default view is still there
+
+
+async def test_a_renderer_that_fails_while_printing_is_skipped_with_a_note(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Exploding:
+        def __rich_console__(self, console: Console, options: object) -> object:
+            raise RuntimeError("late\x1b[2J")
+
+    monkeypatch.setattr(render, "_RENDERERS", {})
+    register_renderer("hostile", lambda view: Exploding())  # type: ignore[arg-type,return-value]
+    state, _, _ = await run_session([hostile], [[faux_tool_call("hostile", {})], faux_text("ok")])
+    buffer = io.StringIO()
+    print_session(state, Console(file=buffer, width=120))
+    out = buffer.getvalue()
+    assert "the renderer for hostile failed (RuntimeError: late" in out
+    assert obeyable(out) == []
+
+
 # -- the library's own printing --------------------------------------------------------------
 
 
