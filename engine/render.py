@@ -177,7 +177,7 @@ def _assistant(message: AssistantMessage) -> Text:
             body.append("\n")
         body.append("→ ", style="dim")
         body.append(f"{message.turn}.{index} ", style="dim")
-        body.append(call.name, style="bold")
+        body.append(visible(call.name, newlines=False), style="bold")
         body.append(" " + short_json(call.arguments))
     if message.stop_reason != "stop":
         body.append(f"\n(stop reason: {message.stop_reason})", style="dim")
@@ -186,8 +186,8 @@ def _assistant(message: AssistantMessage) -> Text:
 
 def _tool_result(entry: ToolResultEntry) -> Text:
     body = Text()
-    body.append(f"{entry.call_id} ", style="dim")
-    body.append(entry.name, style="bold")
+    body.append(f"{visible(entry.call_id, newlines=False)} ", style="dim")
+    body.append(visible(entry.name, newlines=False), style="bold")
     if entry.result.is_error:
         body.append("  error", style="red")
     lines = result_lines(entry.result)

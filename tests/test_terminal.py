@@ -68,7 +68,8 @@ def hostile_log(path: Path, session_id: str = "s") -> None:
             await run_session(
                 [hostile],
                 [[faux_tool_call("hostile", {"a": HOSTILE})], faux_text(f"said {HOSTILE}")],
-                prompt=f"ask {HOSTILE}", store=store, session_id=session_id,  # type: ignore[arg-type]
+                prompt=f"ask {HOSTILE}", store=store,  # type: ignore[arg-type]
+                session_id=session_id,
             )
 
     trio.run(write)
@@ -148,6 +149,17 @@ def test_a_forged_session_id_cannot_rewrite_the_verdict_of_verify(
     assert obeyable(out) == []
     first = _SGR.sub("", out).splitlines()[0]
     assert first.startswith("BROKEN") and r"\x1b[2K\x1b[1Gverified" in first
+
+
+@pytest.mark.parametrize("command", ["show", "transcript", "verify", "replay"])
+def test_an_id_with_a_newline_stays_on_its_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, command: str
+) -> None:
+    hostile_log(tmp_path / "log.jsonl", session_id="s\nverified  all is well")
+    status, out, err = cli(capsys, command, str(tmp_path / "log.jsonl"))
+    assert err == ""
+    assert r"s\nverified  all is well" in out
+    assert not any(line.startswith("verified  all") for line in out.splitlines())
 
 
 def test_replay_and_fork_print_ids_and_output_as_visible_escapes(

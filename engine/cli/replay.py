@@ -22,7 +22,7 @@ from rich.text import Text
 from events.types import Record
 
 from ..replay import ReplayError, ReplayReport, ReplaySetup, ToolMode, redrive
-from ..visible import visible_json
+from ..visible import visible, visible_json
 from ._common import UsageError, read_sessions
 
 __all__ = ["add_parser", "load_setup", "run"]
@@ -114,7 +114,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
               file=console.file)
         return 0 if ok else 1
     if not reports:
-        console.print(Text(f"{args.log} holds no sessions", style="dim"), soft_wrap=True)
+        console.print(Text(f"{visible(args.log, newlines=False)} holds no sessions", style="dim"),
+                      soft_wrap=True)
     for index, report in enumerate(reports):
         if index:
             console.print()

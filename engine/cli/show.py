@@ -65,7 +65,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         print(visible_json([session_json(p) for p in projections]))
         return 0
     if not projections:
-        console.print(Text(f"{args.log} holds no sessions", style="dim"), soft_wrap=True)
+        console.print(Text(f"{visible(args.log, newlines=False)} holds no sessions", style="dim"),
+                      soft_wrap=True)
     for index, projection in enumerate(projections):
         if index:
             console.print()

@@ -18,6 +18,7 @@ from rich.text import Text
 from events.types import Record
 
 from ..console import Visible
+from ..visible import visible
 from .compare import Divergence, short_json
 
 __all__ = ["ReplayReport", "ToolMode", "render_report"]
@@ -79,7 +80,8 @@ def _value(value: Any) -> str:
 
 
 def _headline(report: ReplayReport) -> Text:
-    title = Text.assemble(("Session ", "bold"), (report.session_id, "bold"),
+    session = visible(report.session_id, newlines=False)
+    title = Text.assemble(("Session ", "bold"), (session, "bold"),
                           f" (re-driven with {report.tool_mode} tools): ")
     if report.ok:
         title.append(f"no divergence in {report.calls} calls and "
@@ -101,10 +103,10 @@ def _headline(report: ReplayReport) -> Text:
 
 def _where(d: Divergence) -> Text:
     what = {"call": "call ", "transcript": "transcript ", "tool": "tool ", "session": "replay "}
-    text = Text.assemble((what[d.scope], "bold"), (d.subject, "bold cyan"))
+    text = Text.assemble((what[d.scope], "bold"), (visible(d.subject, newlines=False), "bold cyan"))
     if d.scope == "call":
         if d.tool:
-            text.append(f" ({d.tool})")
+            text.append(f" ({visible(d.tool, newlines=False)})")
         if d.index is not None:
             text.append(f", event {d.index}")
             if d.event:

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from engine import ApprovalDecision, ApprovalRequest, Session, ToolResult, text, tool
 from engine.cli import main as cli
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.testing.strategies import terminal_text
+from engine.testing import terminal_text
 from events import JsonlStore
 from events.types import Annotations
 from tests.faults.checks import SAFE
@@ -124,7 +124,8 @@ def test_no_command_obeys_or_breaks_on_text_that_drives_a_terminal(
         commands = [
             ["show", path], ["show", path, "--session", words["session"]], ["transcript", path],
             ["show", path, "--json"], ["transcript", path, "--json"],
-            ["verify", path], ["verify", path, "--json"], ["replay", path], ["replay", path, "--json"],
+            ["verify", path], ["verify", path, "--json"],
+            ["replay", path], ["replay", path, "--json"],
             ["fork", path, "--at", "3", "--into", os.path.join(directory, "fork.jsonl")],
             ["show", path, "--session", words["prompt"] + "?"],  # no such session: an error line
         ]
