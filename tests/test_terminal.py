@@ -187,6 +187,16 @@ def test_error_messages_show_hostile_ids_and_paths_as_escapes(
         assert obeyable(err) == [], argv
 
 
+def test_a_usage_error_quotes_the_command_line_as_visible_escapes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, out, err = cli(capsys, "show", "log.jsonl", "\x1b]0;title\x07", "\u202e")
+    assert status == 2 and out == ""
+    assert obeyable(err) == []
+    assert err.splitlines()[-1] == (
+        r"toolledger: error: unrecognized arguments: \x1b]0;title\x07 \u202e")
+
+
 # -- encodings: lone surrogates and non-UTF-8 file names -----------------------------------
 
 

@@ -18,6 +18,7 @@ import io
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from events.errors import LogError
 
@@ -30,9 +31,17 @@ __all__ = ["build_parser", "main"]
 COMMANDS = (demo, show, fork, verify, replay)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose usage errors quote the command line as visible escapes too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, error_line(message, self.prog) + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, with one subcommand per action."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Run an LLM agent's tool calls as an event-sourced process, and read the logs.",
     )

@@ -17,10 +17,10 @@ class UsageError(Exception):
     """A mistake the user can fix; its message is printed as one line."""
 
 
-def error_line(message: str) -> str:
+def error_line(message: str, prog: str = PROG) -> str:
     """The one line every command prints to stderr for an error: ``message`` on one line, with
     what it quotes (file names, ids, exception text) shown as visible escapes."""
-    return f"{PROG}: error: {visible(' '.join(message.split()))}"
+    return f"{prog}: error: {visible(' '.join(message.split()))}"
 
 
 def read_sessions(path: str, session: str | None = None) -> dict[str, list[Record]]:
