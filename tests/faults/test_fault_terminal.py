@@ -122,12 +122,12 @@ def test_no_command_obeys_or_breaks_on_text_that_drives_a_terminal(
         path = os.path.join(directory, os.fsdecode(file_name))
         trio.run(write_log, Path(path), words)
         commands = [
-            ["show", path], ["show", path, "--session", words["session"]], ["transcript", path],
+            ["show", path], ["show", path, f"--session={words['session']}"], ["transcript", path],
             ["show", path, "--json"], ["transcript", path, "--json"],
             ["verify", path], ["verify", path, "--json"],
             ["replay", path], ["replay", path, "--json"],
             ["fork", path, "--at", "3", "--into", os.path.join(directory, "fork.jsonl")],
-            ["show", path, "--session", words["prompt"] + "?"],  # no such session: an error line
+            ["show", path, f"--session={words['prompt']}?"],  # no such session: an error line
         ]
         with terminal(colours):
             for argv in commands:
