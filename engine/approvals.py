@@ -13,7 +13,6 @@ Ready-made: :func:`approve_all`, :func:`deny_all` (the default: safe), and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Union
 
@@ -21,6 +20,8 @@ import attrs
 from attrs.validators import in_, instance_of, optional
 
 from events.types import Annotations, Origin
+
+from .visible import visible, visible_json
 
 __all__ = [
     "LATER",
@@ -95,16 +96,23 @@ def terminal_approver(
 ) -> Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]:
     """An approver that asks a person: ``y`` once, ``a`` always (this session), ``n`` no,
     ``d`` never (this session). ``ask`` reads a line (default ``input``, run in a thread so
-    the trio loop keeps going)."""
+    the trio loop keeps going).
+
+    The question quotes the call's name, id, reason and arguments as visible escapes, each on
+    its own line (see :mod:`engine.visible`): a control sequence or a bidi override in them
+    shows as ``\x1b[…``/``\u202e``, and cannot clear the screen, reorder the question or
+    print a line of its own."""
     import trio
 
     read = ask or input
 
     async def approver(request: ApprovalRequest) -> ApprovalDecision:
-        arguments = json.dumps(request.arguments, ensure_ascii=False)
+        name, call_id, reason = (visible(text, newlines=False)
+                                 for text in (request.name, request.call_id, request.reason))
         question = (
-            f"\nAllow {request.name} (call {request.call_id})? {request.reason}\n"
-            f"  arguments: {arguments}\n  [y]es once / [a]lways / [n]o / [d]eny always: "
+            f"\nAllow {name} (call {call_id})? {reason}\n"
+            f"  arguments: {visible_json(request.arguments)}\n"
+            "  [y]es once / [a]lways / [n]o / [d]eny always: "
         )
         while True:
             answer = await trio.to_thread.run_sync(read, question, abandon_on_cancel=True)

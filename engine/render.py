@@ -5,8 +5,11 @@ read back from disk looks exactly like the live session that wrote it. Everythin
 from a :class:`~engine.reducers.Projection`; nothing here reads a file or a clock.
 
 Text that comes from the log (arguments, results, reasons) is never parsed as rich markup: a
-result containing ``[red]`` prints as those characters. On a console that is not a terminal
-rich writes plain text, which is what tests and pipes get.
+result containing ``[red]`` prints as those characters. Nor is it obeyed by the terminal: what
+these functions return prints through :class:`~engine.console.Visible`, so a control sequence
+or a bidi override in a tool's output shows as its escape (``\x1b]52;…``, ``\u202e``) on any
+console (see :mod:`engine.visible`). On a console that is not a terminal rich writes plain
+text, which is what tests and pipes get.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.protocol import is_renderable
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -41,8 +45,10 @@ from events.types import (
     UserMessage,
 )
 
+from .console import Visible
 from .lifecycle import CallState
 from .reducers import CallView, Projection, ToolResultEntry
+from .visible import visible
 
 __all__ = [
     "Renderer",
@@ -84,7 +90,8 @@ ENTRY_POINT_GROUP = "toolledger.renderers"
 
 def register_renderer(tool_name: str, renderer: Renderer) -> Renderer:
     """Show calls of ``tool_name`` with ``renderer`` (below the default facts) in ``show`` and
-    the demo. A renderer that raises is skipped, with a note in its place."""
+    the demo. A renderer that raises, returns something rich cannot print, or gives a
+    renderable that fails as it prints is skipped, with a one-line note in its place."""
     _RENDERERS[tool_name] = renderer
     return renderer
 
@@ -158,7 +165,7 @@ def render_transcript(projection: Projection) -> RenderableType:
             table.add_row(Text("tool", style="bold blue"), _tool_result(entry))
     if not table.rows:
         return Text("(empty transcript)", style="dim")
-    return table
+    return Visible(table)
 
 
 def _assistant(message: AssistantMessage) -> Text:
@@ -170,7 +177,7 @@ def _assistant(message: AssistantMessage) -> Text:
             body.append("\n")
         body.append("→ ", style="dim")
         body.append(f"{message.turn}.{index} ", style="dim")
-        body.append(call.name, style="bold")
+        body.append(visible(call.name, newlines=False), style="bold")
         body.append(" " + short_json(call.arguments))
     if message.stop_reason != "stop":
         body.append(f"\n(stop reason: {message.stop_reason})", style="dim")
@@ -179,8 +186,8 @@ def _assistant(message: AssistantMessage) -> Text:
 
 def _tool_result(entry: ToolResultEntry) -> Text:
     body = Text()
-    body.append(f"{entry.call_id} ", style="dim")
-    body.append(entry.name, style="bold")
+    body.append(f"{visible(entry.call_id, newlines=False)} ", style="dim")
+    body.append(visible(entry.name, newlines=False), style="bold")
     if entry.result.is_error:
         body.append("  error", style="red")
     lines = result_lines(entry.result)
@@ -208,7 +215,7 @@ def render_calls(projection: Projection) -> RenderableType:
         tree.add(Text("no tool calls", style="dim"))
     for view in roots:
         _add_call(tree, projection, view)
-    return tree
+    return Visible(tree)
 
 
 def _add_call(parent: Tree, projection: Projection, view: CallView) -> None:
@@ -221,9 +228,9 @@ def call_label(view: CallView) -> RenderableType:
     """One node of the call tree: id, name and status, then one line per fact about it
     (a long fact wraps under its own column, not under the key)."""
     label = Text()
-    label.append(view.call_id, style="dim")
+    label.append(visible(view.call_id, newlines=False), style="dim")
     label.append("  ")
-    label.append(view.name, style="bold")
+    label.append(visible(view.name, newlines=False), style="bold")
     label.append("  ")
     status = view.status
     if view.outcome is None:
@@ -277,11 +284,35 @@ def call_label(view: CallView) -> RenderableType:
     renderer = _RENDERERS.get(view.name)
     if renderer is not None:
         try:
-            return Group(label, facts, renderer(view))
+            own = renderer(view)
+            if not is_renderable(own):
+                raise TypeError(f"it returned a {type(own).__name__}, not a rich renderable")
+            return Visible(Group(label, facts, _OwnView(view.name, own)))
         except Exception as exc:  # the tool's own view is a nicety: never lose the default
-            fact("note", f"the renderer for {view.name} failed ({type(exc).__name__}: {exc}); "
-                         "this is the default view", "dim")
-    return Group(label, facts)
+            fact("note", _renderer_failed(view.name, exc), "dim")
+    return Visible(Group(label, facts))
+
+
+def _renderer_failed(name: str, exc: Exception) -> str:
+    return (f"the renderer for {name} failed ({type(exc).__name__}: {_clip(str(exc))}); "
+            "this is the default view")
+
+
+class _OwnView:
+    """A tool's own view, rendered when it is printed: if that fails, a note says so."""
+
+    def __init__(self, name: str, renderable: RenderableType) -> None:
+        self.name = name
+        self.renderable = renderable
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        try:
+            lines = console.render_lines(self.renderable, options, pad=False, new_lines=True)
+        except Exception as exc:
+            yield Text(_renderer_failed(self.name, exc), style="dim")
+            return
+        for line in lines:
+            yield from line
 
 
 # -- a whole session -----------------------------------------------------------------------
@@ -290,18 +321,18 @@ def call_label(view: CallView) -> RenderableType:
 def render_session(projection: Projection) -> RenderableType:
     """The session's header, transcript and call tree, one after another."""
     header = Text("Session ", style="bold")
-    header.append(projection.session_id or "(empty)", style="bold")
+    header.append(visible(projection.session_id or "(empty)", newlines=False), style="bold")
     header.append(f"  ·  {projection.last_seq} records  ·  {projection.turn} turns", style="dim")
     if projection.open_calls:
         header.append(f"  ·  {len(projection.open_calls)} open calls", style="bold cyan")
-    return Group(
+    return Visible(Group(
         header,
         Text(""),
         Text("Transcript", style="bold"),
         render_transcript(projection),
         Text(""),
         render_calls(projection),
-    )
+    ))
 
 
 def print_session(projection: Projection, console: Console) -> None:

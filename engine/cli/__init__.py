@@ -3,7 +3,12 @@
 Each subcommand lives in its own module here (``demo``, ``show``, …) with an ``add_parser``
 that declares it and a ``run(args, console)`` that does it. Mistakes a user can make (a missing
 file, a corrupt or inconsistent log, an unknown session) print one line to stderr and exit 1;
-there is no traceback for them.
+there is no traceback for them. Nor for anything else: an error nobody foresaw is one line too,
+with its type (``TOOLLEDGER_TRACEBACK=1`` shows the traceback, to report it).
+
+Everything the commands print goes through a :class:`~engine.console.VisibleConsole` (or
+:func:`~engine.visible.visible_json`, or :func:`~._common.error_line`): text from a log is shown
+as visible escapes, never obeyed by the terminal.
 """
 
 from __future__ import annotations
@@ -13,22 +18,30 @@ import io
 import os
 import sys
 from collections.abc import Sequence
-
-from rich.console import Console
+from typing import NoReturn
 
 from events.errors import LogError
 
 from . import demo, fork, replay, show, verify
-from ._common import PROG, UsageError
+from ..console import VisibleConsole
+from ._common import PROG, UsageError, error_line
 
 __all__ = ["build_parser", "main"]
 
 COMMANDS = (demo, show, fork, verify, replay)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose usage errors quote the command line as visible escapes too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, error_line(message, self.prog) + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, with one subcommand per action."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=PROG,
         description="Run an LLM agent's tool calls as an event-sourced process, and read the logs.",
     )
@@ -45,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else 1
-    console = Console(highlight=False)
+    console = VisibleConsole(highlight=False)
     try:
         status: int = args.run(args, console)
         return status
@@ -60,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(f"{exc.strerror or exc}{where}")
     except KeyboardInterrupt:
         _fail("interrupted")
+    except Exception as exc:
+        if os.environ.get("TOOLLEDGER_TRACEBACK"):
+            raise
+        _fail(f"unexpected {type(exc).__name__}: {exc} (a bug in {PROG}: please report it; "
+              "TOOLLEDGER_TRACEBACK=1 shows where it happened)")
     return 1
 
 
@@ -74,4 +92,4 @@ def _silence_stdout() -> None:
 
 
 def _fail(message: str) -> None:
-    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)

@@ -1,4 +1,5 @@
-"""What the commands share: the user-error type, reading a log's sessions and its key."""
+"""What the commands share: the user-error type and its one line, reading a log's sessions
+and its key."""
 
 from __future__ import annotations
 
@@ -8,14 +9,21 @@ from events.stores.jsonl import read_jsonl
 from events.types import Record
 
 from ..reducers import LogInconsistency, Projection, fold
+from ..visible import visible
 
-__all__ = ["PROG", "UsageError", "fold_sessions", "load_key", "read_sessions"]
+__all__ = ["PROG", "UsageError", "error_line", "fold_sessions", "load_key", "read_sessions"]
 
 PROG = "toolledger"
 
 
 class UsageError(Exception):
     """A mistake the user can fix; its message is printed as one line."""
+
+
+def error_line(message: str, prog: str = PROG) -> str:
+    """The one line every command prints to stderr for an error: ``message`` on one line, with
+    what it quotes (file names, ids, exception text) shown as visible escapes."""
+    return f"{prog}: error: {visible(' '.join(message.split()))}"
 
 
 def read_sessions(path: str, session: str | None = None) -> dict[str, list[Record]]:

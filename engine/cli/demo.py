@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from functools import partial
 
@@ -15,6 +14,7 @@ from ..approvals import Approver, approve_all, deny_all, terminal_approver
 from ..demo import run_demo
 from ..export import session_json
 from ..render import load_renderers, print_session
+from ..visible import visible_json
 from ._common import PROG, UsageError
 
 __all__ = ["add_parser", "run"]
@@ -81,8 +81,8 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
         if approve == "ask":
             raise UsageError("--json needs --approve all or none: the terminal is for the JSON")
         run = trio.run(partial(run_demo, workdir, approver))
-        print(json.dumps({"log": str(run.log_path), "approve": approve,
-                          **session_json(run.projection)}, ensure_ascii=False))
+        print(visible_json({"log": str(run.log_path), "approve": approve,
+                            **session_json(run.projection)}))
         return 0
     console.print(Text(f"Running the demo in {workdir} (approvals: {approve}{note})", style="dim"),
                   soft_wrap=True)

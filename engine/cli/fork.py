@@ -20,6 +20,7 @@ from events.stores import JsonlStore
 from events.stores.jsonl import verify_jsonl
 
 from ..fork import fork
+from ..visible import visible
 from ._common import PROG, UsageError, load_key, read_sessions
 
 __all__ = ["add_parser", "run"]
@@ -83,9 +84,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         print(json.dumps({"session_id": new_id, "log": where,
                           "forked_from": {"session_id": session_id, "seq": args.at}}))
     else:
-        console.print(Text(f"forked {session_id} at seq {args.at} into {new_id} ({where})"),
-                      soft_wrap=True)
-        console.print(Text(f"Read it with: {PROG} show {where} --session {new_id}", style="dim"),
+        old, new, log = (visible(text, newlines=False) for text in (session_id, new_id, where))
+        console.print(Text(f"forked {old} at seq {args.at} into {new} ({log})"), soft_wrap=True)
+        console.print(Text(f"Read it with: {PROG} show {log} --session {new}", style="dim"),
                       soft_wrap=True)
     return 0
 

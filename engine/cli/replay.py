@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from rich.text import Text
 from events.types import Record
 
 from ..replay import ReplayError, ReplayReport, ReplaySetup, ToolMode, redrive
+from ..visible import visible, visible_json
 from ._common import UsageError, read_sessions
 
 __all__ = ["add_parser", "load_setup", "run"]
@@ -109,12 +109,13 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"{args.log}: {exc}") from exc
     ok = all(report.ok for report in reports)
     if args.json:
-        print(json.dumps({"log": args.log, "tools": mode, "ok": ok,
-                          "sessions": [report.to_json() for report in reports]},
-                         ensure_ascii=False), file=console.file)
+        print(visible_json({"log": args.log, "tools": mode, "ok": ok,
+                            "sessions": [report.to_json() for report in reports]}),
+              file=console.file)
         return 0 if ok else 1
     if not reports:
-        console.print(Text(f"{args.log} holds no sessions", style="dim"), soft_wrap=True)
+        console.print(Text(f"{visible(args.log, newlines=False)} holds no sessions", style="dim"),
+                      soft_wrap=True)
     for index, report in enumerate(reports):
         if index:
             console.print()

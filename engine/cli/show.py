@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from rich.console import Console
 from rich.text import Text
 
 from ..export import session_json, transcript_json
 from ..render import load_renderers, print_session, render_transcript
+from ..visible import visible, visible_json
 from ._common import UsageError, fold_sessions, read_sessions
 
 __all__ = ["add_parser", "run", "run_transcript"]
@@ -62,10 +62,11 @@ def run(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(f"--plugin: {exc}") from exc
     projections = fold_sessions(args.log, read_sessions(args.log, args.session))
     if args.json:
-        print(json.dumps([session_json(p) for p in projections], ensure_ascii=False))
+        print(visible_json([session_json(p) for p in projections]))
         return 0
     if not projections:
-        console.print(Text(f"{args.log} holds no sessions", style="dim"), soft_wrap=True)
+        console.print(Text(f"{visible(args.log, newlines=False)} holds no sessions", style="dim"),
+                      soft_wrap=True)
     for index, projection in enumerate(projections):
         if index:
             console.print()
@@ -77,12 +78,13 @@ def run_transcript(args: argparse.Namespace, console: Console) -> int:
     """Print each session's transcript."""
     projections = fold_sessions(args.log, read_sessions(args.log, args.session))
     if args.json:
-        print(json.dumps([{"session_id": p.session_id, "transcript": transcript_json(p)}
-                          for p in projections], ensure_ascii=False))
+        print(visible_json([{"session_id": p.session_id, "transcript": transcript_json(p)}
+                            for p in projections]))
         return 0
     for index, projection in enumerate(projections):
         if index:
             console.print()
-        console.print(Text(f"Session {projection.session_id}", style="bold"), soft_wrap=True)
+        console.print(Text(f"Session {visible(str(projection.session_id), newlines=False)}",
+                           style="bold"), soft_wrap=True)
         console.print(render_transcript(projection))
     return 0

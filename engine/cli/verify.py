@@ -21,7 +21,8 @@ from events.codec import loads_strict
 from events.integrity import Anchor, Break, SessionChain, VerifyReport
 from events.stores.jsonl import verify_jsonl
 
-from ._common import PROG, UsageError, load_key
+from ..visible import visible, visible_json
+from ._common import UsageError, error_line, load_key
 
 __all__ = ["add_parser", "run"]
 
@@ -100,9 +101,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         data = {"path": path, "strict": strict, **report.to_json()}
         data["ok"] = not failed
-        console.file.write(json.dumps(data, indent=2) + "\n")
+        console.file.write(visible_json(data, indent=2) + "\n")
     else:
-        _print(path, report, strict, console)
+        _print(visible(path, newlines=False), report, strict, console)
     return BROKEN if failed else OK
 
 
@@ -153,7 +154,7 @@ def _print_break(path: str, broken: Break, console: Console) -> None:
     where = f"{path}:{broken.line}" if broken.line is not None else path
     about = []
     if broken.session_id is not None:
-        about.append(f"session {broken.session_id}")
+        about.append(f"session {visible(broken.session_id, newlines=False)}")
     if broken.seq is not None:
         about.append(f"seq {broken.seq}")
     console.print(
@@ -171,7 +172,7 @@ def _session_line(session: SessionChain) -> Text:
         counts += f" ({session.chained} chained, {session.unchained} not chained: version 1)"
     head = session.head or "none (no chained record)"
     return Text.assemble(
-        "  session ", (session.session_id, "bold"), f"  {counts}  seq 1-{session.last_seq}  ",
+        "  session ", (visible(session.session_id, newlines=False), "bold"), f"  {counts}  seq 1-{session.last_seq}  ",
         "head ", (head, "cyan"),
     )
 
@@ -212,5 +213,5 @@ def _session_ids(path: str) -> Sequence[str]:
 
 
 def _unusable(message: str) -> int:
-    print(f"{PROG}: error: {' '.join(message.split())}", file=sys.stderr)
+    print(error_line(message), file=sys.stderr)
     return UNUSABLE

@@ -3,7 +3,8 @@
 The readable form is a rich renderable (``console.print(report)``): colours in a terminal,
 plain text in a pipe; ``toolledger replay`` prints it with ``soft_wrap=True``, so that each
 line stays one line whatever the width (and a pipe can grep it). Text that comes from the log
-is never read as rich markup.
+is never read as rich markup, nor obeyed by the terminal (it prints through
+:class:`~engine.console.Visible`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from rich.text import Text
 
 from events.types import Record
 
+from ..console import Visible
+from ..visible import visible
 from .compare import Divergence, short_json
 
 __all__ = ["ReplayReport", "ToolMode", "render_report"]
@@ -77,7 +80,8 @@ def _value(value: Any) -> str:
 
 
 def _headline(report: ReplayReport) -> Text:
-    title = Text.assemble(("Session ", "bold"), (report.session_id, "bold"),
+    session = visible(report.session_id, newlines=False)
+    title = Text.assemble(("Session ", "bold"), (session, "bold"),
                           f" (re-driven with {report.tool_mode} tools): ")
     if report.ok:
         title.append(f"no divergence in {report.calls} calls and "
@@ -99,10 +103,10 @@ def _headline(report: ReplayReport) -> Text:
 
 def _where(d: Divergence) -> Text:
     what = {"call": "call ", "transcript": "transcript ", "tool": "tool ", "session": "replay "}
-    text = Text.assemble((what[d.scope], "bold"), (d.subject, "bold cyan"))
+    text = Text.assemble((what[d.scope], "bold"), (visible(d.subject, newlines=False), "bold cyan"))
     if d.scope == "call":
         if d.tool:
-            text.append(f" ({d.tool})")
+            text.append(f" ({visible(d.tool, newlines=False)})")
         if d.index is not None:
             text.append(f", event {d.index}")
             if d.event:
@@ -152,4 +156,4 @@ def render_report(report: ReplayReport) -> RenderableType:
         lines.extend(_what(d))
     for note in report.notes:
         lines.append(Text(f"note: {note}", style="dim"))
-    return Group(*lines)
+    return Visible(Group(*lines))

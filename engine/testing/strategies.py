@@ -32,6 +32,7 @@ from .arguments import invalid_arguments, json_values, valid_arguments, weighted
 __all__ = [
     "ANNOTATION_HINTS",
     "DRAFT_07",
+    "TERMINAL_SEQUENCES",
     "input_schemas",
     "invalid_arguments",
     "nested_plans",
@@ -40,6 +41,7 @@ __all__ = [
     "property_schemas",
     "reopened_rules",
     "schedules",
+    "terminal_text",
     "tool_annotations",
     "tool_calls",
     "tool_names",
@@ -92,6 +94,32 @@ def tool_names(max_size: int = 24) -> st.SearchStrategy[str]:
 
 
 _NAMES = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz_"), min_size=1, max_size=8)
+
+#: Whole sequences a terminal obeys: set the clipboard, the window title, a hidden link, clear
+#: the screen, erase the line just printed and go back to its start, hide what follows; the
+#: 8-bit (C1) forms of CSI and OSC; a right-to-left override and isolates; zero-width, BOM and
+#: tag characters; a lone surrogate as ``os.fsdecode`` makes of a non-UTF-8 byte.
+TERMINAL_SEQUENCES = (
+    "\x1b]52;c;cHduZWQ=\x07", "\x1b]0;title\x1b\\", "\x1b]8;;https://x.example\x1b\\",
+    "\x1b[2J", "\x1b[2K\x1b[1G", "\x1b[8m", "\x9b2J", "\x9d0;t\x9c", "\u202e", "\u2066",
+    "\u2069", "\u200b", "\ufeff", "\U000e0041", "\udcff", "\r", "\n", "\t", "\x7f",
+)
+
+
+def terminal_text(*, min_size: int = 0, max_size: int = 24) -> st.SearchStrategy[str]:
+    """Text that tries to drive the terminal it is printed on: whole escape sequences, any
+    control, format or surrogate character, mixed with ordinary letters (any script).
+
+    Feed it to whatever a command prints (tool output, arguments, ids, messages, file names)
+    and check that no character of :data:`engine.visible.HIDDEN` reaches the output.
+    """
+    piece = st.one_of(
+        st.sampled_from(TERMINAL_SEQUENCES),
+        st.characters(categories=["Cc", "Cf", "Cs", "Zl", "Zp"]),
+        st.characters(codec="utf-8", exclude_categories=["Cs"]),
+        st.text(st.sampled_from("abc verified BROKEN [red]:/"), min_size=1, max_size=8),
+    )
+    return st.lists(piece, min_size=min_size, max_size=max_size).map("".join)
 
 
 def _string_schemas() -> st.SearchStrategy[dict[str, Any]]:
