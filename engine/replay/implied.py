@@ -24,6 +24,7 @@ from fnmatch import fnmatchcase
 
 from events.types import PolicyDecided, ToolCallFailed, ToolCallRequested
 
+from ..limits import MAX_CALL_DEPTH
 from ..policy import PolicyRules
 from .recorded import (
     DEFAULT_MAX_DEPTH,
@@ -163,15 +164,16 @@ def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
 
 
 def infer_max_depth(calls: dict[str, RecordedCall]) -> int:
-    """The depth limit a ``depth_limit`` failure names, else one deep enough for the log."""
+    """The depth limit a ``depth_limit`` failure names, else one deep enough for the log;
+    never past :data:`~engine.limits.MAX_CALL_DEPTH` (a session cannot be opened deeper)."""
     for call in calls.values():
         terminal = call.terminal
         if isinstance(terminal, ToolCallFailed) and terminal.kind == "depth_limit":
             match = _DEPTH.match(terminal.message)
             if match is not None:
-                return int(match.group("depth"))
+                return min(int(match.group("depth")), MAX_CALL_DEPTH)
     deepest = max((call_id.count("/") for call_id in calls), default=0)
-    return max(DEFAULT_MAX_DEPTH, deepest)
+    return min(max(DEFAULT_MAX_DEPTH, deepest), MAX_CALL_DEPTH)
 
 
 def order_names(sequences: Iterable[Sequence[str]], *, unique: bool = False) -> tuple[str, ...]:
