@@ -21,13 +21,25 @@ from typing import Any
 
 import pytest
 import trio
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import SchemaError, Session, ToolResult, ToolSpec, text, tool
+from engine import (
+    ResultPatch,
+    SchemaError,
+    Session,
+    ToolResult,
+    ToolResultEvent,
+    ToolSpec,
+    text,
+    tool,
+)
+from engine.handlers import UNSET
+from engine.schemas import compile_schema
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import JsonlStore, MemoryStore
-from events.types import ToolCallFailed
+from events.results import TextContent
+from events.types import ResultHandlerFailed, ToolCallCompleted, ToolCallFailed
 from tests.faults.checks import SAFE, assert_consistent
 
 KEYWORDS = [
@@ -248,3 +260,85 @@ def test_a_schema_that_is_json_only_once_encoded_is_refused_or_recorded_as_json(
             assert len(await store.read("s")) == written, "reopening registered the tool again"
 
     trio.run(main)
+
+
+# -- a tool_result handler cannot ship an invalid success --------------------------------------
+
+SIZE_SCHEMA = {"type": "object", "properties": {"size": {"type": "integer"}},
+               "required": ["size"]}
+
+
+async def patched_run(returns: ToolResult, patch: ResultPatch | None) -> list[Any]:
+    @tool(output_schema=SIZE_SCHEMA, annotations=SAFE)
+    async def subject(call: Any, ctx: Any) -> ToolResult:
+        return returns
+
+    def handler(event: ToolResultEvent) -> ResultPatch | None:
+        return patch
+
+    store = MemoryStore()
+    model = FauxModel([faux_tool_call("subject"), faux_text("done")])
+    async with Session.open(store, model=model, tools=[subject], session_id="s") as session:
+        session.on_tool_result(handler)
+        assert (await session.prompt("go")).text == "done"
+    await assert_consistent(store, "s", session.state)
+    return [r.event for r in await store.read("s")]
+
+
+def test_a_patch_that_breaks_the_output_schema_is_refused() -> None:
+    events = trio.run(patched_run, ToolResult(structured_content={"size": 3}),
+                      ResultPatch(structured_content={"size": "three"}))
+    [failed] = [e for e in events if isinstance(e, ResultHandlerFailed)]
+    assert "output schema" in failed.error.message and "size" in failed.error.message
+    ending = next(e for e in reversed(events) if isinstance(e, ToolCallCompleted))
+    assert not ending.result.is_error
+    assert ending.result.structured_content == {"size": 3}  # the tool's valid result stands
+    assert ending.result.text == '{"size": 3}'
+
+
+def test_a_patched_structured_content_gets_a_fresh_json_text_block() -> None:
+    events = trio.run(patched_run, ToolResult(structured_content={"size": 3}),
+                      ResultPatch(structured_content={"size": 4}))
+    ending = next(e for e in reversed(events) if isinstance(e, ToolCallCompleted))
+    assert ending.result.structured_content == {"size": 4}
+    assert ending.result.text == '{"size": 4}', "the JSON text block is stale"
+    kept = next(e for e in reversed(events) if isinstance(e, ToolCallCompleted))
+    assert kept.returned is not None and kept.returned.structured_content == {"size": 3}
+
+
+def test_a_patch_that_turns_a_failure_into_an_invalid_success_is_refused() -> None:
+    events = trio.run(patched_run, ToolResult(structured_content={"size": "x"}),
+                      ResultPatch(is_error=False, content=["all fine"]))
+    [failed] = [e for e in events if isinstance(e, ResultHandlerFailed)]
+    assert "output schema" in failed.error.message
+    ending = next(e for e in reversed(events) if isinstance(e, ToolCallFailed))
+    assert ending.kind == "invalid_output" and ending.result.is_error
+
+
+@settings(max_examples=40)
+@given(
+    returns=st.builds(ToolResult, structured_content=st.none() | JSON
+                      | st.fixed_dictionaries({"size": st.integers() | JSON}),
+                      is_error=st.booleans()),
+    patch=st.builds(ResultPatch,
+                    structured_content=st.just(UNSET) | JSON
+                    | st.fixed_dictionaries({"size": st.integers() | JSON}),
+                    is_error=st.just(UNSET) | st.booleans(),
+                    content=st.just(UNSET) | st.lists(st.text(max_size=5), max_size=2)),
+)
+def test_no_result_handler_ships_a_success_its_output_schema_refuses(
+    returns: ToolResult, patch: ResultPatch
+) -> None:
+    validator = compile_schema(SIZE_SCHEMA, role="output")
+    events = trio.run(patched_run, returns, patch)
+    ending = next(e for e in reversed(events) if isinstance(e, (ToolCallCompleted,
+                                                                 ToolCallFailed)))
+    result = ending.result
+    if not result.is_error:
+        assert result.structured_content is not None
+        assert validator.violation(result.structured_content) is None, result
+    if result.structured_content is not None and len(result.content) == 1:
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        if block.text.startswith("{"):  # a JSON text block says what the structured content says
+            assert json.loads(block.text) == result.structured_content
