@@ -22,10 +22,14 @@ from typing import Any
 
 from events.results import EmbeddedResource, ToolResult
 
-__all__ = ["MAX_DEPTH", "copy_json", "ensure_json", "own_json", "own_result"]
+__all__ = ["MAX_DEPTH", "TooDeep", "copy_json", "ensure_json", "own_json", "own_result"]
 
 #: How deep a JSON value may nest (objects and arrays inside each other).
 MAX_DEPTH = 100
+
+
+class TooDeep(ValueError):
+    """A value nested deeper than :data:`MAX_DEPTH` (or one that contains itself)."""
 
 
 def ensure_json(value: Any) -> None:
@@ -42,8 +46,9 @@ def ensure_json(value: Any) -> None:
                 raise ValueError(f"{path}: {item!r} is not a JSON number")
             continue
         if isinstance(item, (list, tuple, dict)) and depth >= MAX_DEPTH:
-            raise ValueError(f"{path}: nested more than {MAX_DEPTH} levels deep (or contains "
-                             f"itself)")
+            where = path if len(path) <= 120 else f"{path[:60]}…{path[-60:]}"
+            raise TooDeep(f"{where}: nested more than {MAX_DEPTH} levels deep (or contains "
+                          f"itself)")
         if isinstance(item, (list, tuple)):
             stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
             continue

@@ -32,7 +32,7 @@ try:
 except ImportError:  # fastjsonschema < 2.22 reads 2019-09/2020-12 as plain draft-07
     _GEN_2019 = CodeGeneratorDraft07
 
-__all__ = ["SchemaError", "SchemaValidator", "check_schema", "compile_schema"]
+__all__ = ["SchemaError", "SchemaValidator", "check_schema", "compile_schema", "too_deep"]
 
 DEFAULT_DIALECT: Final = "2020-12"  # MCP: a schema without "$schema" is 2020-12
 _DRAFT07_URI: Final = "http://json-schema.org/draft-07/schema#"
@@ -76,11 +76,24 @@ _ONE: Final = frozenset({"additionalItems", "additionalProperties", "contains", 
                          "if", "then", "else", "not", "contentSchema", "items"})
 _MAP: Final = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies"})
 _LIST: Final = frozenset({"allOf", "anyOf", "oneOf"})
+# Keywords whose subschemas apply to the value itself, not to a part of it.
+_IN_PLACE: Final = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependencies")
 # Siblings of "$ref" that do not change validation.
 _INERT: Final = frozenset({"$ref", "$schema", "$id", "$comment", "title", "description", "default",
                            "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions"})
 _TYPES: Final = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
-_MAX_DEPTH: Final = 128
+# How deep subschemas may nest. fastjsonschema compiles nested keywords into nested Python code,
+# and Python refuses code more than 100 levels indented or 20 loops/try blocks deep. Measured
+# (fastjsonschema 2.22, CPython 3.11), the deepest chain of one keyword that compiles is 48 for
+# "properties" and "dependencies" (two levels of indentation each), 19-20 for "items",
+# "additionalProperties", "patternProperties", "anyOf", "oneOf", "not" and "if" (a loop or a
+# try each), 9 for "contains" and "propertyNames" (both), 97 for "then", unbounded for "allOf".
+# The limit sits below the deepest plain nesting; a shallower mix of block-opening keywords
+# that Python still refuses is caught at compile time and refused with the same advice. A
+# "$ref" target compiles to a function of its own, so depth through "$defs" costs nothing.
+_MAX_DEPTH: Final = 40
+_DEEP_HINT: Final = ('move deep parts under "$defs" and refer to them with "$ref" (each target '
+                     'is compiled on its own, so nesting through references has no such limit)')
 _CACHE_MAX: Final = 1024
 _MSG_MAX: Final = 500
 
@@ -147,6 +160,10 @@ class _Walk:
     nodes: list[tuple[str, dict[str, Any]]] = attrs.Factory(list)  # every object subschema
     visited: set[str] = attrs.Factory(set)  # pointers of every subschema
     refs: set[str] = attrs.Factory(set)  # pointers of "$ref"s in schema positions
+    targets: dict[str, str] = attrs.Factory(dict)  # subschema -> the subschema its "$ref" names
+    depth: int = 0  # how deep the deepest subschema is, and where
+    deepest: str = ""
+    _by_path: dict[str, dict[str, Any]] | None = None
 
     def fail(self, path: str, problem: str, keyword: str | None = None) -> SchemaError:
         at = f"at '{path}'" if path else "at the root"
@@ -156,7 +173,11 @@ class _Walk:
         """Check the subschema at ``path``.  Only schema positions are walked: names
         under "properties" and values of const/enum/default/examples are data."""
         if depth > _MAX_DEPTH:
-            raise self.fail(path, f"schemas nested deeper than {_MAX_DEPTH} levels are refused")
+            raise self.fail(path, f"subschemas nested deeper than {_MAX_DEPTH} levels are refused: "
+                            f"the validator compiles each level into nested Python code, which "
+                            f"Python allows only so deep; {_DEEP_HINT}")
+        if depth > self.depth:
+            self.depth, self.deepest = depth, path
         draft04 = self.dialect == "draft-04"
         if not isinstance(node, dict) and not (isinstance(node, bool) and not draft04):
             kinds = "a JSON object (draft-04 has no boolean schemas)" if draft04 else "a JSON object or boolean"
@@ -232,9 +253,76 @@ class _Walk:
             if fragment and not fragment.startswith("/"):
                 raise self.fail(at, f"$ref {ref!r} names an anchor; {_REF_HINT}", "$ref")
             tokens = unquote(fragment).split("/")[1:]  # decoded as fastjsonschema decodes it
-            if "".join("/" + _esc(t.replace("~1", "/").replace("~0", "~")) for t in tokens) not in self.visited:
+            target = "".join("/" + _esc(t.replace("~1", "/").replace("~0", "~")) for t in tokens)
+            if target not in self.visited:
                 raise self.fail(at, f"$ref {ref!r} does not point to a subschema of this schema; {_REF_HINT}",
                                 "$ref")
+            self.targets[path] = target
+
+    def check_cycles(self) -> None:
+        """Refuse a ``$ref`` that leads back to where it started without stepping into the
+        value: the validator would call itself for ever on the same value.
+
+        A subschema applies to the same value through ``$ref``, ``allOf``/``anyOf``/``oneOf``,
+        ``not``, ``if``/``then``/``else`` and the schema form of ``dependencies``; every other
+        keyword (``properties``, ``items``, …) steps into a part of the value, which is finite.
+        A cycle of the first kind (only ``$ref`` can close one) is refused, naming its steps.
+        """
+        state: dict[str, int] = {}  # 1: on the current path, 2: done
+        for start, _ in self.nodes:
+            if start in state:
+                continue
+            trail = [start]
+            stack = [iter(self._in_place(start))]
+            state[start] = 1
+            while stack:
+                step = next(stack[-1], None)
+                if step is None:
+                    state[trail.pop()] = 2
+                    stack.pop()
+                elif state.get(step) == 1:
+                    loop = [*trail[trail.index(step):], step]
+                    shown = " -> ".join(f"'{p}'" if p else "'#'" for p in loop)
+                    raise self.fail(f"{next(p for p in loop if p in self.targets)}/$ref",
+                                    f"these references lead back to where they started without "
+                                    f"stepping into the value ({shown}), so validation never "
+                                    f"ends; make the cycle pass through a keyword that looks "
+                                    f"inside the value (\"properties\", \"items\", …)", "$ref")
+                elif step not in state:
+                    state[step] = 1
+                    trail.append(step)
+                    stack.append(iter(self._in_place(step)))
+
+    def _in_place(self, path: str) -> list[str]:
+        """The subschemas that apply to the same value as the one at ``path``."""
+        node = self.by_path.get(path)
+        if node is None:
+            return []
+        steps = [self.targets[path]] if path in self.targets else []
+        for kw in _IN_PLACE:
+            value = node.get(kw)
+            if kw in _LIST and isinstance(value, list):
+                steps.extend(f"{path}/{kw}/{i}" for i in range(len(value)))
+            elif kw == "dependencies" and isinstance(value, dict):
+                steps.extend(f"{path}/{kw}/{_esc(k)}" for k, v in value.items() if not _is_names(v))
+            elif kw in node and kw not in _LIST and kw != "dependencies":
+                steps.append(f"{path}/{kw}")
+        return [step for step in steps if step in self.visited]
+
+    @property
+    def by_path(self) -> dict[str, dict[str, Any]]:
+        return self._by_path if self._by_path is not None else self._index()
+
+    def _index(self) -> dict[str, dict[str, Any]]:
+        self._by_path = dict(self.nodes)
+        return self._by_path
+
+
+def too_deep(where: str, problem: str) -> SchemaError:
+    """The error for a schema nested too deeply to be held as JSON at all (``problem`` says
+    where)."""
+    return SchemaError(f"{where} is nested too deeply ({problem}); subschemas may nest at most "
+                       f"{_MAX_DEPTH} levels: {_DEEP_HINT}")
 
 
 def _canonical(schema: Any, where: str) -> str:
@@ -259,6 +347,7 @@ def _analyse(canonical: str, role: str, where: str) -> tuple[_Walk, dict[str, An
                         f"(MCP tool {role}s are JSON objects)", "type")
     walk.schema(doc, "")
     walk.check_refs(doc)
+    walk.check_cycles()
     return walk, doc
 
 
@@ -296,10 +385,18 @@ class _NoRemote(dict[str, Callable[[str], Any]]):
 _NO_REMOTE: Final = _NoRemote()
 
 
-def _compile_document(doc: dict[str, Any], *, assert_formats: bool, where: str) -> Callable[..., Any]:
-    """Compile a prepared private copy (fastjsonschema mutates it)."""
+def _compile_document(doc: dict[str, Any], *, assert_formats: bool, where: str,
+                      deepest: str = "") -> Callable[..., Any]:
+    """Compile a prepared private copy (fastjsonschema mutates it). ``deepest`` points to the
+    deepest subschema, named if the generated code nests deeper than Python allows."""
     try:
         return fastjsonschema.compile(doc, handlers=_NO_REMOTE, use_default=False, use_formats=assert_formats)
+    except SyntaxError as exc:  # the generated code nests past Python's limits (see _MAX_DEPTH)
+        at = f" (the deepest subschema is at '{deepest}')" if deepest else ""
+        raise SchemaError(f"{where}: the schema nests too deeply for the validator{at}: it turns "
+                          "keywords such as \"items\", \"anyOf\", \"not\" and \"contains\" into nested "
+                          "loops and try blocks, and Python allows at most 20 of those inside each "
+                          f"other; {_DEEP_HINT}", path=deepest) from exc
     except Exception as exc:  # registration time: any compiler failure means "refused"
         raise SchemaError(f"{where}: the validator cannot compile this schema: {exc}") from exc
 
@@ -359,8 +456,8 @@ def compile_schema(schema: Any, *, role: Literal["input", "output"] = "input", w
     walk, doc = _analyse(key[0], role, where)
     view = types.MappingProxyType(json.loads(key[0]))
     _prepare(walk, doc, assert_formats)
-    validator = SchemaValidator(view, walk.dialect, _compile_document(doc, assert_formats=assert_formats,
-                                                                      where=where))
+    validator = SchemaValidator(view, walk.dialect, _compile_document(
+        doc, assert_formats=assert_formats, where=where, deepest=walk.deepest))
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.pop(next(iter(_CACHE)), None)
     return _CACHE.setdefault(key, validator)

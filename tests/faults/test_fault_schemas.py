@@ -41,6 +41,7 @@ from events import JsonlStore, MemoryStore
 from events.results import TextContent
 from events.types import ResultHandlerFailed, ToolCallCompleted, ToolCallFailed
 from tests.faults.checks import SAFE, assert_consistent
+from tests.faults.hostile import nest
 
 KEYWORDS = [
     "type", "properties", "required", "items", "additionalProperties", "patternProperties",
@@ -342,3 +343,129 @@ def test_no_result_handler_ships_a_success_its_output_schema_refuses(
         assert isinstance(block, TextContent)
         if block.text.startswith("{"):  # a JSON text block says what the structured content says
             assert json.loads(block.text) == result.structured_content
+
+
+# -- schemas no validator could finish: reference cycles, and nesting past Python's limits -----
+
+def chain(kinds: list[str], leaf: Any) -> Any:
+    """``leaf`` wrapped in one keyword per entry of ``kinds``, the first outermost."""
+    schema = leaf
+    for kind in reversed(kinds):
+        if kind == "properties":
+            schema = {"type": "object", "properties": {"a": schema}}
+        elif kind == "patternProperties":
+            schema = {"patternProperties": {"^a": schema}}
+        elif kind in ("allOf", "anyOf", "oneOf"):
+            schema = {kind: [schema, {"type": "integer"}] if kind != "allOf" else [schema]}
+        elif kind == "then":
+            schema = {"if": {"type": "object"}, "then": schema}
+        elif kind == "dependencies":
+            schema = {"$schema": DIALECTS[0], "dependencies": {"a": schema}}
+        else:
+            schema = {kind: schema}
+    return schema
+
+
+NESTING = ["properties", "items", "additionalProperties", "patternProperties", "allOf", "anyOf",
+           "oneOf", "not", "contains", "propertyNames", "if", "then"]
+
+
+def validation_ends(validator: Any, value: Any) -> None:
+    problem = validator.violation(value)
+    assert problem is None or not problem.startswith("data cannot be validated"), problem
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+     "$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"allOf": [{"$ref": "#/$defs/x"}]}}},
+    {"type": "object", "allOf": [{"$ref": "#"}]},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+     "$defs": {"x": {"anyOf": [{"type": "string"}, {"not": {"$ref": "#/$defs/x"}}]}}},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+     "$defs": {"x": {"if": {"$ref": "#/$defs/x"}}}},
+], ids=["itself", "two steps", "the root", "through anyOf and not", "through if"])
+def test_a_reference_cycle_that_never_reaches_a_schema_is_refused(schema: Any) -> None:
+    refused, _ = trio.run(open_with, MemoryStore(), spec(schema))
+    assert isinstance(refused, SchemaError) and refused.keyword == "$ref", refused
+    assert "never ends" in str(refused) and "->" in str(refused)
+
+
+def test_recursion_that_steps_into_the_value_is_accepted() -> None:
+    tree = {"type": "object", "properties": {"kids": {"type": "array",
+                                                      "items": {"$ref": "#"}}},
+            "anyOf": [{"required": ["kids"]}, {"$ref": "#/$defs/leaf"}],
+            "$defs": {"leaf": {"properties": {"v": {"type": "integer"}}}}}
+    validator = compile_schema(tree)
+    assert validator.violation({"kids": [{"kids": []}, {"v": 1}]}) is None
+    assert validator.violation({"kids": [{"v": "x"}]}) is not None
+
+
+@pytest.mark.parametrize(("kind", "depth"), [("properties", 60), ("items", 25),
+                                             ("contains", 12), ("anyOf", 25), ("not", 30)])
+def test_a_schema_nested_too_deep_for_the_validator_is_refused_saying_why(
+    kind: str, depth: int
+) -> None:
+    schema = {"type": "object", "properties": {"a": chain([kind] * depth, {"type": "string"})}}
+    refused, _ = trio.run(open_with, MemoryStore(), spec(schema))
+    assert isinstance(refused, SchemaError), refused
+    message = str(refused)
+    assert "subject" in message and "deep" in message and '"$defs"' in message, message
+    assert "indentation" not in message and "statically nested" not in message, message
+
+
+def test_the_same_depth_through_defs_and_refs_is_accepted() -> None:
+    defs = {f"d{i}": {"items": {"$ref": f"#/$defs/d{i + 1}"}} for i in range(30)}
+    defs["d30"] = {"type": "string"}
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+    validator = compile_schema(schema)
+    assert validator.violation({"a": nest(30, leaf="x")}) is None
+    assert validator.violation({"a": nest(30, leaf=1)}) is not None
+
+
+@settings(max_examples=60)
+@given(kinds=st.lists(st.sampled_from(NESTING), max_size=60), value=JSON)
+def test_a_nested_schema_is_accepted_and_validates_or_is_refused_saying_why(
+    kinds: list[str], value: Any
+) -> None:
+    schema = {"type": "object", "properties": {"a": chain(kinds, {"type": "string"})}}
+    try:
+        validator = compile_schema(schema)
+    except SchemaError as exc:
+        assert "deep" in str(exc) and "indentation" not in str(exc), exc
+        return
+    validation_ends(validator, {"a": value})
+
+
+@st.composite
+def reference_graphs(draw: st.DrawFn) -> dict[str, Any]:
+    """``$defs`` whose entries refer to each other, in place (``$ref``, ``allOf``, ``not``, …)
+    or through the value (``items``, ``properties``), with random exits to real schemas."""
+    size = draw(st.integers(1, 4))
+    defs: dict[str, Any] = {}
+    for i in range(size):
+        target = {"$ref": f"#/$defs/d{draw(st.integers(0, size - 1))}"}
+        how = draw(st.sampled_from(["$ref", "allOf", "anyOf", "not", "if", "items",
+                                    "properties", "exit"]))
+        if how == "$ref":
+            defs[f"d{i}"] = target
+        elif how == "exit":
+            defs[f"d{i}"] = {"type": "integer"}
+        elif how in ("allOf", "anyOf"):
+            defs[f"d{i}"] = {how: [{"type": "string"}, target]}
+        elif how == "properties":
+            defs[f"d{i}"] = {"properties": {"a": target}}
+        else:
+            defs[f"d{i}"] = {how: target}
+    return {"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+@settings(max_examples=60)
+@given(schema=reference_graphs(), value=JSON)
+def test_any_reference_graph_is_refused_or_validates_to_an_end(schema: Any, value: Any) -> None:
+    try:
+        validator = compile_schema(schema)
+    except SchemaError as exc:
+        assert exc.keyword == "$ref" and "never ends" in str(exc), exc
+        return
+    validation_ends(validator, {"a": value})
