@@ -12,11 +12,9 @@ validator will enforce what the schema says.  Pure: no I/O, no clock.
 from __future__ import annotations
 
 import json
-import re
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
-from urllib.parse import unquote, urldefrag
 
 import attrs
 import fastjsonschema
@@ -24,6 +22,11 @@ from fastjsonschema import JsonSchemaDefinitionException, JsonSchemaValueExcepti
 from fastjsonschema.draft04 import CodeGeneratorDraft04
 from fastjsonschema.draft06 import CodeGeneratorDraft06
 from fastjsonschema.draft07 import CodeGeneratorDraft07
+
+from .patterns import linear, problem
+from .schemarefs import REF_HINT as _REF_HINT
+from .schemarefs import check_cycles, check_refs
+from .schemarefs import esc as _esc
 
 try:
     from fastjsonschema import draft2019 as _draft2019
@@ -45,7 +48,6 @@ _DIALECTS: Final = {f"{scheme}://json-schema.org/{'draft/' * name[0].isdigit()}{
 # Formats each generator can assert; it silently skips any other name.
 _FORMATS: Final = {name: frozenset(gen.FORMAT_REGEXS) | {"regex"} for name, gen in _GENERATORS.items()}
 _TUPLE_HINT: Final = f'for tuple validation declare "$schema": "{_DRAFT07_URI}" and use array-form "items"'
-_REF_HINT: Final = 'use "$ref" with a JSON pointer such as "#/$defs/name"'
 _DRAFT07_HINT: Final = f'declare draft-07 ("$schema": "{_DRAFT07_URI}")'
 _NO_COUNT: Final = "there is no draft-07 equivalent; check the count in the tool"
 # 2019-09/2020-12 keywords that no fastjsonschema generator implements: keyword -> what to do.
@@ -76,8 +78,6 @@ _ONE: Final = frozenset({"additionalItems", "additionalProperties", "contains", 
                          "if", "then", "else", "not", "contentSchema", "items"})
 _MAP: Final = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies"})
 _LIST: Final = frozenset({"allOf", "anyOf", "oneOf"})
-# Keywords whose subschemas apply to the value itself, not to a part of it.
-_IN_PLACE: Final = ("allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependencies")
 # Siblings of "$ref" that do not change validation.
 _INERT: Final = frozenset({"$ref", "$schema", "$id", "$comment", "title", "description", "default",
                            "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions"})
@@ -106,13 +106,6 @@ def _is_names(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(s, str) for s in v) and len(set(v)) == len(v)
 
 
-def _is_regex(v: Any) -> bool:
-    try:
-        return isinstance(v, str) and re.compile(v) is not None
-    except re.error:
-        return False
-
-
 # Keyword value shapes: the parts of the meta-schemas that fastjsonschema does not check.
 _SHAPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
     "type": (lambda v: v in _TYPES if isinstance(v, str) else _is_names(v) and bool(v) and set(v) <= _TYPES,
@@ -120,7 +113,7 @@ _SHAPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
     "enum": (lambda v: isinstance(v, list), "an array"),
     "required": (_is_names, "an array of distinct strings"),
     "multipleOf": (lambda v: _is_num(v) and v > 0, "a number greater than 0"),
-    "pattern": (_is_regex, "a valid regular expression"),
+    "pattern": (lambda v: isinstance(v, str), "a string (a regular expression)"),
     "uniqueItems": (lambda v: isinstance(v, bool), "a boolean"),
     **{k: (_is_num, "a number") for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")},
     **{k: (lambda v: _is_num(v) and v >= 0 and (isinstance(v, int) or v.is_integer()), "a non-negative integer")
@@ -147,10 +140,6 @@ class SchemaError(ValueError):
         self.path = path
 
 
-def _esc(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
 @attrs.define
 class _Walk:
     """One check of one schema document, remembering what the later passes need."""
@@ -161,9 +150,9 @@ class _Walk:
     visited: set[str] = attrs.Factory(set)  # pointers of every subschema
     refs: set[str] = attrs.Factory(set)  # pointers of "$ref"s in schema positions
     targets: dict[str, str] = attrs.Factory(dict)  # subschema -> the subschema its "$ref" names
+    patterns: set[str] = attrs.Factory(set)  # every regular expression the validator will match
     depth: int = 0  # how deep the deepest subschema is, and where
     deepest: str = ""
-    _by_path: dict[str, dict[str, Any]] | None = None
 
     def fail(self, path: str, problem: str, keyword: str | None = None) -> SchemaError:
         at = f"at '{path}'" if path else "at the root"
@@ -200,6 +189,8 @@ class _Walk:
             ok, shape = shapes.get(kw, (None, ""))
             if ok is not None and not ok(value):
                 raise self.fail(at, f"keyword {kw!r} must be {shape}", kw)
+            if kw == "pattern":
+                self.pattern(at, value, kw)
             if kw == "$ref":
                 self.refs.add(at)
             elif kw == "items" and isinstance(value, list):
@@ -213,8 +204,8 @@ class _Walk:
                 if not isinstance(value, dict):
                     raise self.fail(at, f"keyword {kw!r} must be an object", kw)
                 for name, sub in value.items():
-                    if kw == "patternProperties" and not _is_regex(name):
-                        raise self.fail(at, f"{name!r} is not a valid regular expression", kw)
+                    if kw == "patternProperties":
+                        self.pattern(at, name, kw)
                     if not (kw == "dependencies" and _is_names(sub)):
                         self.schema(sub, f"{at}/{_esc(name)}", depth + 1)
             elif kw in _LIST:
@@ -222,100 +213,15 @@ class _Walk:
                     raise self.fail(at, f"keyword {kw!r} must be a non-empty array of schemas", kw)
                 self.schemas(value, at, depth)
 
+    def pattern(self, at: str, pattern: str, kw: str) -> None:
+        """A regular expression the validator will match: it must run in linear time."""
+        if (why := problem(pattern)) is not None:
+            raise self.fail(at, f"{kw} {pattern!r} {why}", kw)
+        self.patterns.add(pattern)
+
     def schemas(self, items: list[Any], at: str, depth: int) -> None:
         for i, sub in enumerate(items):
             self.schema(sub, f"{at}/{i}", depth + 1)
-
-    def check_refs(self, doc: Any) -> None:
-        """Every ``$ref`` must be a local JSON-pointer fragment naming a checked subschema.
-
-        Anything else could reach the network (fastjsonschema resolves remote URIs
-        with urllib) or land where the keyword checks never looked.  Refs inside
-        data (const/enum/default/examples, unknown keywords) must be local too:
-        fastjsonschema resolves those as well, when it builds its error details.
-        """
-        stack: list[tuple[str, Any]] = [("", doc)]
-        while stack:
-            path, value = stack.pop()
-            items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-            stack.extend((f"{path}/{_esc(str(k))}", v) for k, v in items)
-            ref = value.get("$ref") if isinstance(value, dict) else None
-            if not isinstance(ref, str):
-                continue
-            at, (url, fragment) = f"{path}/$ref", urldefrag(ref)
-            if not ref.startswith("#") or url:
-                raise self.fail(at, f"$ref {ref!r} is not local; only same-document refs starting with "
-                                "'#' are allowed (the engine never fetches schemas)", "$ref")
-            if "#" + fragment != ref:  # URL parsing drops tabs and newlines: the target would shift
-                raise self.fail(at, f"$ref {ref!r} contains characters URL parsing drops", "$ref")
-            if at not in self.refs:
-                continue
-            if fragment and not fragment.startswith("/"):
-                raise self.fail(at, f"$ref {ref!r} names an anchor; {_REF_HINT}", "$ref")
-            tokens = unquote(fragment).split("/")[1:]  # decoded as fastjsonschema decodes it
-            target = "".join("/" + _esc(t.replace("~1", "/").replace("~0", "~")) for t in tokens)
-            if target not in self.visited:
-                raise self.fail(at, f"$ref {ref!r} does not point to a subschema of this schema; {_REF_HINT}",
-                                "$ref")
-            self.targets[path] = target
-
-    def check_cycles(self) -> None:
-        """Refuse a ``$ref`` that leads back to where it started without stepping into the
-        value: the validator would call itself for ever on the same value.
-
-        A subschema applies to the same value through ``$ref``, ``allOf``/``anyOf``/``oneOf``,
-        ``not``, ``if``/``then``/``else`` and the schema form of ``dependencies``; every other
-        keyword (``properties``, ``items``, …) steps into a part of the value, which is finite.
-        A cycle of the first kind (only ``$ref`` can close one) is refused, naming its steps.
-        """
-        state: dict[str, int] = {}  # 1: on the current path, 2: done
-        for start, _ in self.nodes:
-            if start in state:
-                continue
-            trail = [start]
-            stack = [iter(self._in_place(start))]
-            state[start] = 1
-            while stack:
-                step = next(stack[-1], None)
-                if step is None:
-                    state[trail.pop()] = 2
-                    stack.pop()
-                elif state.get(step) == 1:
-                    loop = [*trail[trail.index(step):], step]
-                    shown = " -> ".join(f"'{p}'" if p else "'#'" for p in loop)
-                    raise self.fail(f"{next(p for p in loop if p in self.targets)}/$ref",
-                                    f"these references lead back to where they started without "
-                                    f"stepping into the value ({shown}), so validation never "
-                                    f"ends; make the cycle pass through a keyword that looks "
-                                    f"inside the value (\"properties\", \"items\", …)", "$ref")
-                elif step not in state:
-                    state[step] = 1
-                    trail.append(step)
-                    stack.append(iter(self._in_place(step)))
-
-    def _in_place(self, path: str) -> list[str]:
-        """The subschemas that apply to the same value as the one at ``path``."""
-        node = self.by_path.get(path)
-        if node is None:
-            return []
-        steps = [self.targets[path]] if path in self.targets else []
-        for kw in _IN_PLACE:
-            value = node.get(kw)
-            if kw in _LIST and isinstance(value, list):
-                steps.extend(f"{path}/{kw}/{i}" for i in range(len(value)))
-            elif kw == "dependencies" and isinstance(value, dict):
-                steps.extend(f"{path}/{kw}/{_esc(k)}" for k, v in value.items() if not _is_names(v))
-            elif kw in node and kw not in _LIST and kw != "dependencies":
-                steps.append(f"{path}/{kw}")
-        return [step for step in steps if step in self.visited]
-
-    @property
-    def by_path(self) -> dict[str, dict[str, Any]]:
-        return self._by_path if self._by_path is not None else self._index()
-
-    def _index(self) -> dict[str, dict[str, Any]]:
-        self._by_path = dict(self.nodes)
-        return self._by_path
 
 
 def too_deep(where: str, problem: str) -> SchemaError:
@@ -346,8 +252,8 @@ def _analyse(canonical: str, role: str, where: str) -> tuple[_Walk, dict[str, An
         raise walk.fail("", f'an {role} schema must be a JSON object with "type": "object" at the root '
                         f"(MCP tool {role}s are JSON objects)", "type")
     walk.schema(doc, "")
-    walk.check_refs(doc)
-    walk.check_cycles()
+    check_refs(walk, doc)
+    check_cycles(walk)
     return walk, doc
 
 
@@ -456,8 +362,9 @@ def compile_schema(schema: Any, *, role: Literal["input", "output"] = "input", w
     walk, doc = _analyse(key[0], role, where)
     view = types.MappingProxyType(json.loads(key[0]))
     _prepare(walk, doc, assert_formats)
-    validator = SchemaValidator(view, walk.dialect, _compile_document(
-        doc, assert_formats=assert_formats, where=where, deepest=walk.deepest))
+    check = _compile_document(doc, assert_formats=assert_formats, where=where, deepest=walk.deepest)
+    linear(check, walk.patterns)
+    validator = SchemaValidator(view, walk.dialect, check)
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.pop(next(iter(_CACHE)), None)
     return _CACHE.setdefault(key, validator)

@@ -41,7 +41,7 @@ from events import JsonlStore, MemoryStore
 from events.results import TextContent
 from events.types import ResultHandlerFailed, ToolCallCompleted, ToolCallFailed
 from tests.faults.checks import SAFE, assert_consistent
-from tests.faults.hostile import nest
+from tests.faults.hostile import hostile_patterns, nest, watchdog
 
 KEYWORDS = [
     "type", "properties", "required", "items", "additionalProperties", "patternProperties",
@@ -469,3 +469,85 @@ def test_any_reference_graph_is_refused_or_validates_to_an_end(schema: Any, valu
         assert exc.keyword == "$ref" and "never ends" in str(exc), exc
         return
     validation_ends(validator, {"a": value})
+
+
+# -- regular expressions cannot freeze the loop -------------------------------------------------
+
+WATCHDOG = 120  # seconds; a linear-time match of a megabyte takes milliseconds
+
+
+async def pattern_run(pattern: str, where: str, text_: str) -> list[Any]:
+    """One call to a tool whose schema matches ``pattern``: against the model's argument
+    (``where="pattern"``), an argument's name (``"patternProperties"``) or the tool's output."""
+    string = {"type": "string", "pattern": pattern}
+    inputs: dict[str, Any] = {"type": "object"}
+    arguments: dict[str, Any] = {}
+    if where == "pattern":
+        inputs, arguments = {"type": "object", "properties": {"s": string}}, {"s": text_}
+    elif where == "patternProperties":
+        inputs = {"type": "object", "patternProperties": {pattern: {"type": "integer"}}}
+        arguments = {text_: "not an integer"}
+    output = {"type": "object", "properties": {"s": string}} if where == "output" else None
+
+    @tool(input_schema=inputs, output_schema=output, annotations=SAFE)
+    async def subject(call: Any, ctx: Any) -> ToolResult:
+        return ToolResult(content=[text("ran")], structured_content={"s": text_})
+
+    store = MemoryStore()
+    model = FauxModel([faux_tool_call("subject", arguments), faux_text("done")])
+    async with Session.open(store, model=model, tools=[subject], session_id="s") as session:
+        with trio.move_on_after(60):  # the host's own guard, which a frozen loop never reaches
+            assert (await session.prompt("go")).text == "done"
+    await assert_consistent(store, "s", session.state)
+    return [r.event for r in await store.read("s")]
+
+
+def ending_of(events: list[Any]) -> Any:
+    return next(e for e in reversed(events) if isinstance(e, (ToolCallCompleted, ToolCallFailed)))
+
+
+@settings(max_examples=15)
+@given(attack=hostile_patterns(), where=st.sampled_from(["pattern", "patternProperties",
+                                                         "output"]))
+def test_no_pattern_and_string_can_freeze_the_loop(attack: tuple[str, str], where: str) -> None:
+    pattern, string = attack
+    with watchdog(WATCHDOG):
+        ending = ending_of(trio.run(pattern_run, pattern, where, string))
+    # every attack string fails to match: the argument is invalid, the output is invalid, and
+    # a name that no pattern matches is just another property
+    expected = {"pattern": "invalid_arguments", "output": "invalid_output"}.get(where)
+    assert getattr(ending, "kind", None) == expected, ending
+
+
+def test_the_first_reported_pattern_fails_its_call_at_once() -> None:
+    with watchdog(WATCHDOG):
+        ending = ending_of(trio.run(pattern_run, "^(a+)+$", "pattern", "a" * 28 + "!"))
+    assert isinstance(ending, ToolCallFailed) and ending.kind == "invalid_arguments"
+    assert "must match pattern" in ending.message
+
+
+@pytest.mark.parametrize(("keyword", "pattern"), [
+    ("pattern", r"^(a)\1$"), ("pattern", r"^(?=a)"), ("patternProperties", r"(?<!x)y"),
+    ("pattern", r"a{1001}"),
+])
+def test_a_pattern_no_linear_engine_can_match_is_refused_naming_the_keyword(
+    keyword: str, pattern: str
+) -> None:
+    schema: dict[str, Any] = (
+        {"type": "object", "properties": {"s": {"pattern": pattern}}} if keyword == "pattern"
+        else {"type": "object", "patternProperties": {pattern: {}}})
+    refused, _ = trio.run(open_with, MemoryStore(), spec(schema))
+    assert isinstance(refused, SchemaError) and refused.keyword == keyword, refused
+    assert "linear time" in str(refused) and repr(pattern) in str(refused)
+
+
+def test_patterns_read_as_json_schema_says_ecma_262_reads_them() -> None:
+    validator = compile_schema({"type": "object", "properties": {
+        "digits": {"type": "string", "pattern": r"^\d+$"},
+        "line": {"type": "string", "pattern": "^a$"}},
+        "patternProperties": {"^x-": {"type": "integer"}}})
+    assert validator.violation({"digits": "123", "line": "a", "x-n": 1}) is None
+    assert validator.violation({"digits": "\u0661\u0662"}) is not None  # \d is ASCII
+    assert validator.violation({"line": "a\n"}) is not None  # $ is the very end
+    assert validator.violation({"x-n": "one"}) is not None
+    assert validator.violation({"line": "\ud800"}) is not None  # a lone surrogate is read too
