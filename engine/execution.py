@@ -21,7 +21,7 @@ from events.types import (
 )
 
 from .context import ToolContext
-from .handlers import ResultPatch, ToolResultEvent, handler_name
+from .handlers import UNSET, ResultPatch, ToolResultEvent, handler_name
 from .jsonvalues import copy_json, own_result
 from .limits import result_size
 from .policy import deny_rule
@@ -176,9 +176,38 @@ def _check_output(runner: CallRunner, spec: ToolSpec, returned: Any) -> tuple[To
             return result, ("invalid_output", f"{spec.name} returned output that violates "
                             f"its output schema: {problem}", None)
     if result.structured_content is not None and not result.content:
-        block = TextContent(text=json.dumps(result.structured_content, ensure_ascii=False))
-        result = attrs.evolve(result, content=(block,))
+        result = attrs.evolve(result, content=(_json_block(result.structured_content),))
     return result, None
+
+
+def _json_block(structured: Any) -> TextContent:
+    """The text block a result with structured content and no content gets (MCP's rule)."""
+    return TextContent(text=json.dumps(structured, ensure_ascii=False))
+
+
+def _checked_patch(runner: CallRunner, name: str, before: ToolResult, patch: ResultPatch,
+                   patched: ToolResult) -> ToolResult:
+    """A handler's patched result, held to the rules the tool's own result met: a JSON text
+    block the engine made for the old structured content is made again for the new one, and a
+    success must satisfy the tool's output schema (``ValueError`` otherwise: the patch is
+    refused, like one over the size limit)."""
+    if patch.content is UNSET and patch.structured_content is not UNSET and (
+        not before.content or (before.structured_content is not None
+                               and before.content == (_json_block(before.structured_content),))
+    ):
+        structured = patched.structured_content
+        patched = attrs.evolve(patched, content=() if structured is None
+                               else (_json_block(structured),))
+    validator = runner.registry.outputs.get(name)
+    if validator is not None and not patched.is_error:
+        if patched.structured_content is None:
+            raise ValueError(f"the patched result is a success without the structured content "
+                             f"{name}'s output schema requires; the patch was not applied")
+        problem = validator.violation(patched.structured_content)
+        if problem is not None:
+            raise ValueError(f"the patched result violates {name}'s output schema: {problem}; "
+                             f"the patch was not applied")
+    return patched
 
 
 async def _result_handlers(runner: CallRunner, view: LiveCall, result: ToolResult) -> ToolResult:
@@ -197,7 +226,8 @@ async def _result_handlers(runner: CallRunner, view: LiveCall, result: ToolResul
                 continue
             if not isinstance(patch, ResultPatch):
                 raise TypeError(f"returned {patch!r}; return None or a ResultPatch")
-            patched = own_result(patch.apply(result))
+            patched = _checked_patch(runner, view.name, result, patch,
+                                     own_result(patch.apply(result)))
             if result_size(patched) > runner.limits.max_result_bytes:
                 raise ValueError("the patched result is over the size limit")
         except Exception as exc:

@@ -7,6 +7,12 @@ log holds. :func:`own_json` does both in one pass (the hot path of every call);
 
 A value nested deeper than :data:`MAX_DEPTH` levels is refused: no JSON anyone means is that
 deep, and a value that contains itself (a list appended to itself) would otherwise never end.
+The limit is set well below what the interpreter's stack allows, because a value the engine
+accepts is walked again by code that recurses once or more per level (the codec's converter
+spends three frames a level, the JSON encoder and decoder one each, a validator compiled from
+a recursive schema one or two), and that walk may happen at the bottom of the deepest nested
+call :data:`engine.limits.MAX_CALL_DEPTH` allows. tests/faults/test_fault_recursion.py runs
+both limits together under a host that already uses 300 frames.
 """
 
 from __future__ import annotations
@@ -16,10 +22,14 @@ from typing import Any
 
 from events.results import EmbeddedResource, ToolResult
 
-__all__ = ["MAX_DEPTH", "copy_json", "ensure_json", "own_json", "own_result"]
+__all__ = ["MAX_DEPTH", "TooDeep", "copy_json", "ensure_json", "own_json", "own_result"]
 
 #: How deep a JSON value may nest (objects and arrays inside each other).
-MAX_DEPTH = 500
+MAX_DEPTH = 100
+
+
+class TooDeep(ValueError):
+    """A value nested deeper than :data:`MAX_DEPTH` (or one that contains itself)."""
 
 
 def ensure_json(value: Any) -> None:
@@ -36,8 +46,9 @@ def ensure_json(value: Any) -> None:
                 raise ValueError(f"{path}: {item!r} is not a JSON number")
             continue
         if isinstance(item, (list, tuple, dict)) and depth >= MAX_DEPTH:
-            raise ValueError(f"{path}: nested more than {MAX_DEPTH} levels deep (or contains "
-                             f"itself)")
+            where = path if len(path) <= 120 else f"{path[:60]}…{path[-60:]}"
+            raise TooDeep(f"{where}: nested more than {MAX_DEPTH} levels deep (or contains "
+                          f"itself)")
         if isinstance(item, (list, tuple)):
             stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
             continue

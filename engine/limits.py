@@ -6,6 +6,11 @@ engine is handed goes into the log. The limits keep one call from filling it: ar
 size) and the call fails with kind ``too_large`` before any handler sees it; a result over
 ``max_result_bytes`` fails the call the same way and is not kept. Sizes are measured as compact,
 ASCII-escaped JSON: an upper bound of the bytes a record spends on the value.
+
+Depth is bounded too. A nested call runs in its parent's task, five interpreter frames below
+it, so ``max_depth`` cannot go past :data:`MAX_CALL_DEPTH`: the deepest call must still have the
+stack to record its events and to check values as deep as
+:data:`engine.jsonvalues.MAX_DEPTH` allows.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import attrs
 from events.results import AudioContent, EmbeddedResource, ImageContent, TextContent, ToolResult
 
 __all__ = [
+    "MAX_CALL_DEPTH",
     "MAX_NAME",
     "OVERSIZED",
     "Limits",
@@ -31,6 +37,14 @@ __all__ = [
 
 #: How long a model's tool name or call id may be in the log (MCP names are at most 128).
 MAX_NAME = 256
+
+#: How deep nested calls may go (``Session.open``'s ``max_depth`` is refused above it). Measured
+#: on CPython 3.11 with its default recursion limit of 1 000 frames: each level of nesting costs
+#: 5 frames, a tool body at the top level runs 14 frames deep, and recording and checking a
+#: value :data:`~engine.jsonvalues.MAX_DEPTH` (100) levels deep costs about 330 more. Without a
+#: cap, a session with ``max_depth=1000`` broke at depth 195 with a ``RecursionError``. At 64
+#: the deepest call, carrying the deepest values, still leaves 300 frames to the host.
+MAX_CALL_DEPTH = 64
 
 #: The key of the marker that stands in for arguments too large to record.
 OVERSIZED = "$toolledger.oversized"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .jsonvalues import ensure_json
-from .schemas import SchemaError, SchemaValidator, compile_schema
+from .jsonvalues import TooDeep, ensure_json
+from .schemas import SchemaError, SchemaValidator, compile_schema, too_deep
 from .tools import ToolSpec
 
 __all__ = ["Registry"]
@@ -24,6 +24,8 @@ class Registry:
         for role, schema in (("input", spec.input_schema), ("output", spec.output_schema)):
             try:
                 ensure_json(schema)
+            except TooDeep as exc:
+                raise too_deep(f"tool {spec.name!r} {role}_schema", str(exc)) from None
             except ValueError as exc:
                 raise SchemaError(
                     f"tool {spec.name!r} {role}_schema is not plain JSON ({exc}): the log could "

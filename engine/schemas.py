@@ -12,11 +12,9 @@ validator will enforce what the schema says.  Pure: no I/O, no clock.
 from __future__ import annotations
 
 import json
-import re
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
-from urllib.parse import unquote, urldefrag
 
 import attrs
 import fastjsonschema
@@ -25,6 +23,11 @@ from fastjsonschema.draft04 import CodeGeneratorDraft04
 from fastjsonschema.draft06 import CodeGeneratorDraft06
 from fastjsonschema.draft07 import CodeGeneratorDraft07
 
+from .patterns import linear, problem
+from .schemarefs import REF_HINT as _REF_HINT
+from .schemarefs import check_cycles, check_refs
+from .schemarefs import esc as _esc
+
 try:
     from fastjsonschema import draft2019 as _draft2019
 
@@ -32,7 +35,7 @@ try:
 except ImportError:  # fastjsonschema < 2.22 reads 2019-09/2020-12 as plain draft-07
     _GEN_2019 = CodeGeneratorDraft07
 
-__all__ = ["SchemaError", "SchemaValidator", "check_schema", "compile_schema"]
+__all__ = ["SchemaError", "SchemaValidator", "check_schema", "compile_schema", "too_deep"]
 
 DEFAULT_DIALECT: Final = "2020-12"  # MCP: a schema without "$schema" is 2020-12
 _DRAFT07_URI: Final = "http://json-schema.org/draft-07/schema#"
@@ -45,7 +48,6 @@ _DIALECTS: Final = {f"{scheme}://json-schema.org/{'draft/' * name[0].isdigit()}{
 # Formats each generator can assert; it silently skips any other name.
 _FORMATS: Final = {name: frozenset(gen.FORMAT_REGEXS) | {"regex"} for name, gen in _GENERATORS.items()}
 _TUPLE_HINT: Final = f'for tuple validation declare "$schema": "{_DRAFT07_URI}" and use array-form "items"'
-_REF_HINT: Final = 'use "$ref" with a JSON pointer such as "#/$defs/name"'
 _DRAFT07_HINT: Final = f'declare draft-07 ("$schema": "{_DRAFT07_URI}")'
 _NO_COUNT: Final = "there is no draft-07 equivalent; check the count in the tool"
 # 2019-09/2020-12 keywords that no fastjsonschema generator implements: keyword -> what to do.
@@ -80,7 +82,18 @@ _LIST: Final = frozenset({"allOf", "anyOf", "oneOf"})
 _INERT: Final = frozenset({"$ref", "$schema", "$id", "$comment", "title", "description", "default",
                            "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions"})
 _TYPES: Final = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
-_MAX_DEPTH: Final = 128
+# How deep subschemas may nest. fastjsonschema compiles nested keywords into nested Python code,
+# and Python refuses code more than 100 levels indented or 20 loops/try blocks deep. Measured
+# (fastjsonschema 2.22, CPython 3.11), the deepest chain of one keyword that compiles is 48 for
+# "properties" and "dependencies" (two levels of indentation each), 19-20 for "items",
+# "additionalProperties", "patternProperties", "anyOf", "oneOf", "not" and "if" (a loop or a
+# try each), 9 for "contains" and "propertyNames" (both), 97 for "then", unbounded for "allOf".
+# The limit sits below the deepest plain nesting; a shallower mix of block-opening keywords
+# that Python still refuses is caught at compile time and refused with the same advice. A
+# "$ref" target compiles to a function of its own, so depth through "$defs" costs nothing.
+_MAX_DEPTH: Final = 40
+_DEEP_HINT: Final = ('move deep parts under "$defs" and refer to them with "$ref" (each target '
+                     'is compiled on its own, so nesting through references has no such limit)')
 _CACHE_MAX: Final = 1024
 _MSG_MAX: Final = 500
 
@@ -93,13 +106,6 @@ def _is_names(v: Any) -> bool:
     return isinstance(v, list) and all(isinstance(s, str) for s in v) and len(set(v)) == len(v)
 
 
-def _is_regex(v: Any) -> bool:
-    try:
-        return isinstance(v, str) and re.compile(v) is not None
-    except re.error:
-        return False
-
-
 # Keyword value shapes: the parts of the meta-schemas that fastjsonschema does not check.
 _SHAPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
     "type": (lambda v: v in _TYPES if isinstance(v, str) else _is_names(v) and bool(v) and set(v) <= _TYPES,
@@ -107,7 +113,7 @@ _SHAPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
     "enum": (lambda v: isinstance(v, list), "an array"),
     "required": (_is_names, "an array of distinct strings"),
     "multipleOf": (lambda v: _is_num(v) and v > 0, "a number greater than 0"),
-    "pattern": (_is_regex, "a valid regular expression"),
+    "pattern": (lambda v: isinstance(v, str), "a string (a regular expression)"),
     "uniqueItems": (lambda v: isinstance(v, bool), "a boolean"),
     **{k: (_is_num, "a number") for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")},
     **{k: (lambda v: _is_num(v) and v >= 0 and (isinstance(v, int) or v.is_integer()), "a non-negative integer")
@@ -134,10 +140,6 @@ class SchemaError(ValueError):
         self.path = path
 
 
-def _esc(token: str) -> str:
-    return token.replace("~", "~0").replace("/", "~1")
-
-
 @attrs.define
 class _Walk:
     """One check of one schema document, remembering what the later passes need."""
@@ -147,6 +149,10 @@ class _Walk:
     nodes: list[tuple[str, dict[str, Any]]] = attrs.Factory(list)  # every object subschema
     visited: set[str] = attrs.Factory(set)  # pointers of every subschema
     refs: set[str] = attrs.Factory(set)  # pointers of "$ref"s in schema positions
+    targets: dict[str, str] = attrs.Factory(dict)  # subschema -> the subschema its "$ref" names
+    patterns: set[str] = attrs.Factory(set)  # every regular expression the validator will match
+    depth: int = 0  # how deep the deepest subschema is, and where
+    deepest: str = ""
 
     def fail(self, path: str, problem: str, keyword: str | None = None) -> SchemaError:
         at = f"at '{path}'" if path else "at the root"
@@ -156,7 +162,11 @@ class _Walk:
         """Check the subschema at ``path``.  Only schema positions are walked: names
         under "properties" and values of const/enum/default/examples are data."""
         if depth > _MAX_DEPTH:
-            raise self.fail(path, f"schemas nested deeper than {_MAX_DEPTH} levels are refused")
+            raise self.fail(path, f"subschemas nested deeper than {_MAX_DEPTH} levels are refused: "
+                            f"the validator compiles each level into nested Python code, which "
+                            f"Python allows only so deep; {_DEEP_HINT}")
+        if depth > self.depth:
+            self.depth, self.deepest = depth, path
         draft04 = self.dialect == "draft-04"
         if not isinstance(node, dict) and not (isinstance(node, bool) and not draft04):
             kinds = "a JSON object (draft-04 has no boolean schemas)" if draft04 else "a JSON object or boolean"
@@ -179,6 +189,8 @@ class _Walk:
             ok, shape = shapes.get(kw, (None, ""))
             if ok is not None and not ok(value):
                 raise self.fail(at, f"keyword {kw!r} must be {shape}", kw)
+            if kw == "pattern":
+                self.pattern(at, value, kw)
             if kw == "$ref":
                 self.refs.add(at)
             elif kw == "items" and isinstance(value, list):
@@ -192,8 +204,8 @@ class _Walk:
                 if not isinstance(value, dict):
                     raise self.fail(at, f"keyword {kw!r} must be an object", kw)
                 for name, sub in value.items():
-                    if kw == "patternProperties" and not _is_regex(name):
-                        raise self.fail(at, f"{name!r} is not a valid regular expression", kw)
+                    if kw == "patternProperties":
+                        self.pattern(at, name, kw)
                     if not (kw == "dependencies" and _is_names(sub)):
                         self.schema(sub, f"{at}/{_esc(name)}", depth + 1)
             elif kw in _LIST:
@@ -201,40 +213,22 @@ class _Walk:
                     raise self.fail(at, f"keyword {kw!r} must be a non-empty array of schemas", kw)
                 self.schemas(value, at, depth)
 
+    def pattern(self, at: str, pattern: str, kw: str) -> None:
+        """A regular expression the validator will match: it must run in linear time."""
+        if (why := problem(pattern)) is not None:
+            raise self.fail(at, f"{kw} {pattern!r} {why}", kw)
+        self.patterns.add(pattern)
+
     def schemas(self, items: list[Any], at: str, depth: int) -> None:
         for i, sub in enumerate(items):
             self.schema(sub, f"{at}/{i}", depth + 1)
 
-    def check_refs(self, doc: Any) -> None:
-        """Every ``$ref`` must be a local JSON-pointer fragment naming a checked subschema.
 
-        Anything else could reach the network (fastjsonschema resolves remote URIs
-        with urllib) or land where the keyword checks never looked.  Refs inside
-        data (const/enum/default/examples, unknown keywords) must be local too:
-        fastjsonschema resolves those as well, when it builds its error details.
-        """
-        stack: list[tuple[str, Any]] = [("", doc)]
-        while stack:
-            path, value = stack.pop()
-            items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-            stack.extend((f"{path}/{_esc(str(k))}", v) for k, v in items)
-            ref = value.get("$ref") if isinstance(value, dict) else None
-            if not isinstance(ref, str):
-                continue
-            at, (url, fragment) = f"{path}/$ref", urldefrag(ref)
-            if not ref.startswith("#") or url:
-                raise self.fail(at, f"$ref {ref!r} is not local; only same-document refs starting with "
-                                "'#' are allowed (the engine never fetches schemas)", "$ref")
-            if "#" + fragment != ref:  # URL parsing drops tabs and newlines: the target would shift
-                raise self.fail(at, f"$ref {ref!r} contains characters URL parsing drops", "$ref")
-            if at not in self.refs:
-                continue
-            if fragment and not fragment.startswith("/"):
-                raise self.fail(at, f"$ref {ref!r} names an anchor; {_REF_HINT}", "$ref")
-            tokens = unquote(fragment).split("/")[1:]  # decoded as fastjsonschema decodes it
-            if "".join("/" + _esc(t.replace("~1", "/").replace("~0", "~")) for t in tokens) not in self.visited:
-                raise self.fail(at, f"$ref {ref!r} does not point to a subschema of this schema; {_REF_HINT}",
-                                "$ref")
+def too_deep(where: str, problem: str) -> SchemaError:
+    """The error for a schema nested too deeply to be held as JSON at all (``problem`` says
+    where)."""
+    return SchemaError(f"{where} is nested too deeply ({problem}); subschemas may nest at most "
+                       f"{_MAX_DEPTH} levels: {_DEEP_HINT}")
 
 
 def _canonical(schema: Any, where: str) -> str:
@@ -258,7 +252,8 @@ def _analyse(canonical: str, role: str, where: str) -> tuple[_Walk, dict[str, An
         raise walk.fail("", f'an {role} schema must be a JSON object with "type": "object" at the root '
                         f"(MCP tool {role}s are JSON objects)", "type")
     walk.schema(doc, "")
-    walk.check_refs(doc)
+    check_refs(walk, doc)
+    check_cycles(walk)
     return walk, doc
 
 
@@ -296,10 +291,18 @@ class _NoRemote(dict[str, Callable[[str], Any]]):
 _NO_REMOTE: Final = _NoRemote()
 
 
-def _compile_document(doc: dict[str, Any], *, assert_formats: bool, where: str) -> Callable[..., Any]:
-    """Compile a prepared private copy (fastjsonschema mutates it)."""
+def _compile_document(doc: dict[str, Any], *, assert_formats: bool, where: str,
+                      deepest: str = "") -> Callable[..., Any]:
+    """Compile a prepared private copy (fastjsonschema mutates it). ``deepest`` points to the
+    deepest subschema, named if the generated code nests deeper than Python allows."""
     try:
         return fastjsonschema.compile(doc, handlers=_NO_REMOTE, use_default=False, use_formats=assert_formats)
+    except SyntaxError as exc:  # the generated code nests past Python's limits (see _MAX_DEPTH)
+        at = f" (the deepest subschema is at '{deepest}')" if deepest else ""
+        raise SchemaError(f"{where}: the schema nests too deeply for the validator{at}: it turns "
+                          "keywords such as \"items\", \"anyOf\", \"not\" and \"contains\" into nested "
+                          "loops and try blocks, and Python allows at most 20 of those inside each "
+                          f"other; {_DEEP_HINT}", path=deepest) from exc
     except Exception as exc:  # registration time: any compiler failure means "refused"
         raise SchemaError(f"{where}: the validator cannot compile this schema: {exc}") from exc
 
@@ -359,8 +362,9 @@ def compile_schema(schema: Any, *, role: Literal["input", "output"] = "input", w
     walk, doc = _analyse(key[0], role, where)
     view = types.MappingProxyType(json.loads(key[0]))
     _prepare(walk, doc, assert_formats)
-    validator = SchemaValidator(view, walk.dialect, _compile_document(doc, assert_formats=assert_formats,
-                                                                      where=where))
+    check = _compile_document(doc, assert_formats=assert_formats, where=where, deepest=walk.deepest)
+    linear(check, walk.patterns)
+    validator = SchemaValidator(view, walk.dialect, check)
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.pop(next(iter(_CACHE)), None)
     return _CACHE.setdefault(key, validator)

@@ -42,7 +42,7 @@ from .batch import Batch
 from .calls import CallRunner
 from .handlers import ToolCallHandler, ToolResultHandler
 from .jsonvalues import copy_json, own_json
-from .limits import Limits, admit, clip_name
+from .limits import MAX_CALL_DEPTH, Limits, admit, clip_name
 from .looptask import Drive, LoopTask
 from .models import Model, ModelMessage, ModelRequest
 from .policy import PolicyRules
@@ -134,6 +134,10 @@ class Session:
             raise ValueError(f"two tools are named {duplicated[0]!r}: tool names must be unique")
         if max_depth < 0 or max_turns < 1:
             raise ValueError("max_depth must be >= 0 and max_turns >= 1")
+        if max_depth > MAX_CALL_DEPTH:
+            raise ValueError(f"max_depth={max_depth} is deeper than nested calls can go: use at "
+                             f"most {MAX_CALL_DEPTH} (engine.limits.MAX_CALL_DEPTH)")
+        started = SessionStarted(metadata=own_json(dict(metadata or {})))  # or ValueError
 
         sid = session_id or new_session_id()
         history = await store.read(sid)
@@ -143,7 +147,7 @@ class Session:
                             max_depth=max_depth, limits=limits)
         session = cls(recorder, runner, model, max_turns=max_turns)
         if not history:
-            recorder.record(SessionStarted(metadata=copy_json(dict(metadata or {}))))
+            recorder.record(started)
         for spec in specs:
             session._register(spec)
         await recorder.flush()

@@ -24,6 +24,7 @@ from fnmatch import fnmatchcase
 
 from events.types import PolicyDecided, ToolCallFailed, ToolCallRequested
 
+from ..limits import MAX_CALL_DEPTH
 from ..policy import PolicyRules
 from .recorded import (
     DEFAULT_MAX_DEPTH,
@@ -172,7 +173,8 @@ def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
 
 def infer_max_depth(calls: dict[str, RecordedCall]) -> int:
     """The depth limit a ``depth_limit`` failure names (if the failing call is deeper than
-    it, as the engine's are), else one deep enough for the log."""
+    it, as the engine's are), else one deep enough for the log; never past
+    :data:`~engine.limits.MAX_CALL_DEPTH` (a session cannot be opened deeper)."""
     for call in calls.values():
         terminal = call.terminal
         if isinstance(terminal, ToolCallFailed) and terminal.kind == "depth_limit":
@@ -180,9 +182,9 @@ def infer_max_depth(calls: dict[str, RecordedCall]) -> int:
             # the failing call is deeper than the limit: a message naming a limit it is not
             # deeper than was not written by the engine, and is not believed
             if match is not None and int(match.group("depth")) < call.call_id.count("/"):
-                return int(match.group("depth"))
+                return min(int(match.group("depth")), MAX_CALL_DEPTH)
     deepest = max((call_id.count("/") for call_id in calls), default=0)
-    return max(DEFAULT_MAX_DEPTH, deepest)
+    return min(max(DEFAULT_MAX_DEPTH, deepest), MAX_CALL_DEPTH)
 
 
 def order_names(sequences: Iterable[Sequence[str]], *, unique: bool = False) -> tuple[str, ...]:

@@ -14,26 +14,42 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
 import trio
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from trio.testing import MockClock
 
 from engine import (
     Annotations,
+    ApprovalDecision,
     ApprovalRequest,
     Session,
+    ResultPatch,
+    Rewrite,
     ToolCallEvent,
     ToolResult,
+    ToolResultEvent,
     ToolSpec,
     text,
     tool,
 )
+from engine.jsonvalues import MAX_DEPTH
+from engine.limits import MAX_CALL_DEPTH
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.reducers import ToolResultEntry
 from events import MemoryStore
-from events.types import ToolCallFailed, ToolCallRequested
+from events.types import (
+    ResultHandlerFailed,
+    ToolCallBlocked,
+    ToolCallCompleted,
+    ToolCallDenied,
+    ToolCallFailed,
+    ToolCallRequested,
+    ToolProgress,
+)
 from tests.faults.checks import DEADLOCK, SAFE, assert_consistent
+from tests.faults.hostile import deep_values, nest
 
 
 class Recursion:
@@ -168,3 +184,163 @@ async def test_a_recursing_tool_with_a_timeout_meets_the_limit_before_its_deadli
         "completed"] * 4
     refused = state.calls["1.0/0/0/0/0"].outcome
     assert isinstance(refused, ToolCallFailed) and refused.kind == "depth_limit"
+
+
+# -- values too deep for any walk, and calls nested as deep as the runtime allows ------------
+
+DEEP_ENTRIES = ("model", "nested", "rewrite", "approver edit", "progress data", "result",
+                "patch")
+
+
+class DeepProbe:
+    """A session whose one ``target`` call brings ``value`` in through ``entry``."""
+
+    def __init__(self, entry: str, value: Any) -> None:
+        self.entry = entry
+        self.value = value
+        self.ran: list[str] = []
+        self.progress_errors: list[str] = []
+        self.nested_error: list[bool] = []
+        self.store = MemoryStore()
+
+    def tools(self) -> list[ToolSpec]:
+        probe = self
+
+        @tool(annotations=Annotations(destructive=True) if probe.entry == "approver edit"
+              else SAFE)
+        async def target(call: Any, ctx: Any) -> ToolResult:
+            probe.ran.append(call.call_id)
+            if probe.entry == "progress data":
+                try:
+                    ctx.report_progress("deep", probe.value)
+                except ValueError as exc:
+                    probe.progress_errors.append(str(exc))
+            if probe.entry == "result":
+                return ToolResult(content=[text("deep")], structured_content={"v": probe.value})
+            return ToolResult(content=[text("target done")])
+
+        @tool(annotations=SAFE)
+        async def relay(call: Any, ctx: Any) -> ToolResult:
+            outcome = await ctx.execute_tool("target", {"v": probe.value})
+            probe.nested_error.append(outcome.is_error)
+            return ToolResult(content=[text("relayed")])
+
+        return [target, relay]
+
+    async def approver(self, request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(granted=True, arguments={"v": self.value})
+
+    def rewrite(self, event: ToolCallEvent) -> Rewrite | None:
+        return Rewrite({"v": self.value}) if self.entry == "rewrite" else None
+
+    def patch(self, event: ToolResultEvent) -> ResultPatch | None:
+        return ResultPatch(structured_content=self.value) if self.entry == "patch" else None
+
+    async def run(self) -> list[Any]:
+        first = {"model": faux_tool_call("target", {"v": self.value}),
+                 "nested": faux_tool_call("relay")}.get(self.entry, faux_tool_call("target"))
+        model = FauxModel([first, faux_text("done"), faux_text("again")])
+        with trio.fail_after(DEADLOCK):
+            async with Session.open(self.store, model=model, tools=self.tools(),
+                                    approver=self.approver, session_id="s") as session:
+                session.on_tool_call(self.rewrite)
+                session.on_tool_result(self.patch)
+                assert (await session.prompt("go")).text == "done"
+                assert (await session.prompt("again")).text == "again"  # it goes on
+        await assert_consistent(self.store, "s", session.state)
+        return [r.event for r in await self.store.read("s")]
+
+
+def ending_of(events: list[Any], call_id: str) -> Any:
+    return [e for e in events if getattr(e, "call_id", None) == call_id][-1]
+
+
+@settings(max_examples=25)
+@given(entry=st.sampled_from(DEEP_ENTRIES), value=deep_values())
+def test_a_value_too_deep_fails_its_call_and_the_session_goes_on(entry: str, value: Any) -> None:
+    probe = DeepProbe(entry, value)
+    events = trio.run(probe.run)
+    target = "1.0/0" if entry == "nested" else "1.0"
+    ending = ending_of(events, target)
+    if entry in ("model", "nested"):
+        assert isinstance(ending, ToolCallFailed) and ending.kind == "invalid_arguments", ending
+        assert probe.ran == []
+        if entry == "nested":
+            assert probe.nested_error == [True]
+            assert isinstance(ending_of(events, "1.0"), ToolCallCompleted)
+    elif entry in ("rewrite", "approver edit"):
+        assert isinstance(ending, (ToolCallBlocked, ToolCallDenied)), ending
+        assert probe.ran == []
+    elif entry == "progress data":
+        assert len(probe.progress_errors) == 1 and "levels deep" in probe.progress_errors[0]
+        assert not any(isinstance(e, ToolProgress) for e in events)
+        assert isinstance(ending, ToolCallCompleted)
+    elif entry == "result":
+        assert isinstance(ending, ToolCallFailed) and ending.kind == "not_serialisable"
+        assert "levels deep" in ending.message
+    else:  # patch: the handler's failure is recorded; the result it wanted to change stands
+        [failed] = [e for e in events if isinstance(e, ResultHandlerFailed)]
+        assert "levels deep" in failed.error.message
+        assert isinstance(ending, ToolCallCompleted) and ending.result.text == "target done"
+
+
+def test_metadata_too_deep_is_refused_before_anything_is_written() -> None:
+    async def main() -> None:
+        store = MemoryStore()
+        with pytest.raises(ValueError, match="levels deep"):
+            async with Session.open(store, model=FauxModel([faux_text("x")]), session_id="s",
+                                    metadata={"m": nest(5_000)}):
+                pass  # pragma: no cover
+        assert await store.read("s") == []
+
+    trio.run(main)
+
+
+def test_a_max_depth_past_what_the_runtime_can_do_is_refused() -> None:
+    async def main() -> None:
+        with pytest.raises(ValueError, match=f"at most {MAX_CALL_DEPTH}"):
+            async with Session.open(MemoryStore(), model=FauxModel([faux_text("x")]),
+                                    max_depth=MAX_CALL_DEPTH + 1):
+                pass  # pragma: no cover
+
+    trio.run(main)
+
+
+def test_the_deepest_calls_carry_the_deepest_values_with_room_to_spare() -> None:
+    """The limits measured together: a tool recursing to the deepest nesting ``max_depth``
+    allows, where every level passes on arguments, reports progress and returns structured
+    content as deep as JSON may be (checked against a recursive output schema), under a host
+    that already spends ``HOST_FRAMES`` of the interpreter's stack. Every call ends normally,
+    and the refused level below the deepest ends as ``depth_limit``."""
+    host_frames = 300
+    deepest = nest(MAX_DEPTH - 2, "mixed")  # inside {"v": ...}: MAX_DEPTH levels in all
+    tree = {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/tree"}},
+                      {"type": "object", "additionalProperties": {"$ref": "#/$defs/tree"}},
+                      {"type": "integer"}]}
+    schema = {"type": "object", "properties": {"v": {"$ref": "#/$defs/tree"}},
+              "$defs": {"tree": tree}}
+
+    @tool(annotations=SAFE, input_schema=schema, output_schema=schema)
+    async def dive(call: Any, ctx: Any) -> ToolResult:
+        ctx.report_progress("down", {"v": deepest})
+        await ctx.execute_tool("dive", {"v": deepest})
+        return ToolResult(content=[text("up")], structured_content={"v": deepest})
+
+    async def main() -> Any:
+        store = MemoryStore()
+        model = FauxModel([faux_tool_call("dive", {"v": deepest}), faux_text("ok")])
+        async with Session.open(store, model=model, tools=[dive], max_depth=MAX_CALL_DEPTH,
+                                session_id="s") as session:
+            assert (await session.prompt("go")).text == "ok"
+        return await assert_consistent(store, "s", session.state)
+
+    def under_a_deep_host(frames: int) -> Any:
+        if frames:
+            return under_a_deep_host(frames - 1)
+        return trio.run(main)
+
+    state = under_a_deep_host(host_frames)
+    statuses = Counter(view.status for view in state.calls.values())
+    assert statuses == Counter({"completed": MAX_CALL_DEPTH + 1, "failed": 1})
+    refused = next(v for v in state.calls.values() if v.status == "failed").outcome
+    assert refused.kind == "depth_limit"

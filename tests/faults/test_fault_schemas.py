@@ -21,14 +21,27 @@ from typing import Any
 
 import pytest
 import trio
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import SchemaError, Session, ToolResult, ToolSpec, text, tool
+from engine import (
+    ResultPatch,
+    SchemaError,
+    Session,
+    ToolResult,
+    ToolResultEvent,
+    ToolSpec,
+    text,
+    tool,
+)
+from engine.handlers import UNSET
+from engine.schemas import compile_schema
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import JsonlStore, MemoryStore
-from events.types import ToolCallFailed
+from events.results import TextContent
+from events.types import ResultHandlerFailed, ToolCallCompleted, ToolCallFailed
 from tests.faults.checks import SAFE, assert_consistent
+from tests.faults.hostile import hostile_patterns, nest, watchdog
 
 KEYWORDS = [
     "type", "properties", "required", "items", "additionalProperties", "patternProperties",
@@ -248,3 +261,293 @@ def test_a_schema_that_is_json_only_once_encoded_is_refused_or_recorded_as_json(
             assert len(await store.read("s")) == written, "reopening registered the tool again"
 
     trio.run(main)
+
+
+# -- a tool_result handler cannot ship an invalid success --------------------------------------
+
+SIZE_SCHEMA = {"type": "object", "properties": {"size": {"type": "integer"}},
+               "required": ["size"]}
+
+
+async def patched_run(returns: ToolResult, patch: ResultPatch | None) -> list[Any]:
+    @tool(output_schema=SIZE_SCHEMA, annotations=SAFE)
+    async def subject(call: Any, ctx: Any) -> ToolResult:
+        return returns
+
+    def handler(event: ToolResultEvent) -> ResultPatch | None:
+        return patch
+
+    store = MemoryStore()
+    model = FauxModel([faux_tool_call("subject"), faux_text("done")])
+    async with Session.open(store, model=model, tools=[subject], session_id="s") as session:
+        session.on_tool_result(handler)
+        assert (await session.prompt("go")).text == "done"
+    await assert_consistent(store, "s", session.state)
+    return [r.event for r in await store.read("s")]
+
+
+def test_a_patch_that_breaks_the_output_schema_is_refused() -> None:
+    events = trio.run(patched_run, ToolResult(structured_content={"size": 3}),
+                      ResultPatch(structured_content={"size": "three"}))
+    [failed] = [e for e in events if isinstance(e, ResultHandlerFailed)]
+    assert "output schema" in failed.error.message and "size" in failed.error.message
+    ending = next(e for e in reversed(events) if isinstance(e, ToolCallCompleted))
+    assert not ending.result.is_error
+    assert ending.result.structured_content == {"size": 3}  # the tool's valid result stands
+    assert ending.result.text == '{"size": 3}'
+
+
+def test_a_patched_structured_content_gets_a_fresh_json_text_block() -> None:
+    events = trio.run(patched_run, ToolResult(structured_content={"size": 3}),
+                      ResultPatch(structured_content={"size": 4}))
+    ending = next(e for e in reversed(events) if isinstance(e, ToolCallCompleted))
+    assert ending.result.structured_content == {"size": 4}
+    assert ending.result.text == '{"size": 4}', "the JSON text block is stale"
+    kept = next(e for e in reversed(events) if isinstance(e, ToolCallCompleted))
+    assert kept.returned is not None and kept.returned.structured_content == {"size": 3}
+
+
+def test_a_patch_that_turns_a_failure_into_an_invalid_success_is_refused() -> None:
+    events = trio.run(patched_run, ToolResult(structured_content={"size": "x"}),
+                      ResultPatch(is_error=False, content=["all fine"]))
+    [failed] = [e for e in events if isinstance(e, ResultHandlerFailed)]
+    assert "output schema" in failed.error.message
+    ending = next(e for e in reversed(events) if isinstance(e, ToolCallFailed))
+    assert ending.kind == "invalid_output" and ending.result.is_error
+
+
+@settings(max_examples=40)
+@given(
+    returns=st.builds(ToolResult, structured_content=st.none() | JSON
+                      | st.fixed_dictionaries({"size": st.integers() | JSON}),
+                      is_error=st.booleans()),
+    patch=st.builds(ResultPatch,
+                    structured_content=st.just(UNSET) | JSON
+                    | st.fixed_dictionaries({"size": st.integers() | JSON}),
+                    is_error=st.just(UNSET) | st.booleans(),
+                    content=st.just(UNSET) | st.lists(st.text(max_size=5), max_size=2)),
+)
+def test_no_result_handler_ships_a_success_its_output_schema_refuses(
+    returns: ToolResult, patch: ResultPatch
+) -> None:
+    validator = compile_schema(SIZE_SCHEMA, role="output")
+    events = trio.run(patched_run, returns, patch)
+    ending = next(e for e in reversed(events) if isinstance(e, (ToolCallCompleted,
+                                                                 ToolCallFailed)))
+    result = ending.result
+    if not result.is_error:
+        assert result.structured_content is not None
+        assert validator.violation(result.structured_content) is None, result
+    if result.structured_content is not None and len(result.content) == 1:
+        block = result.content[0]
+        assert isinstance(block, TextContent)
+        if block.text.startswith("{"):  # a JSON text block says what the structured content says
+            assert json.loads(block.text) == result.structured_content
+
+
+# -- schemas no validator could finish: reference cycles, and nesting past Python's limits -----
+
+def chain(kinds: list[str], leaf: Any) -> Any:
+    """``leaf`` wrapped in one keyword per entry of ``kinds``, the first outermost."""
+    schema = leaf
+    for kind in reversed(kinds):
+        if kind == "properties":
+            schema = {"type": "object", "properties": {"a": schema}}
+        elif kind == "patternProperties":
+            schema = {"patternProperties": {"^a": schema}}
+        elif kind in ("allOf", "anyOf", "oneOf"):
+            schema = {kind: [schema, {"type": "integer"}] if kind != "allOf" else [schema]}
+        elif kind == "then":
+            schema = {"if": {"type": "object"}, "then": schema}
+        elif kind == "dependencies":
+            schema = {"$schema": DIALECTS[0], "dependencies": {"a": schema}}
+        else:
+            schema = {kind: schema}
+    return schema
+
+
+NESTING = ["properties", "items", "additionalProperties", "patternProperties", "allOf", "anyOf",
+           "oneOf", "not", "contains", "propertyNames", "if", "then"]
+
+
+def validation_ends(validator: Any, value: Any) -> None:
+    problem = validator.violation(value)
+    assert problem is None or not problem.startswith("data cannot be validated"), problem
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"a": {"$ref": "#/properties/a"}}},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+     "$defs": {"x": {"$ref": "#/$defs/y"}, "y": {"allOf": [{"$ref": "#/$defs/x"}]}}},
+    {"type": "object", "allOf": [{"$ref": "#"}]},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+     "$defs": {"x": {"anyOf": [{"type": "string"}, {"not": {"$ref": "#/$defs/x"}}]}}},
+    {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}},
+     "$defs": {"x": {"if": {"$ref": "#/$defs/x"}}}},
+], ids=["itself", "two steps", "the root", "through anyOf and not", "through if"])
+def test_a_reference_cycle_that_never_reaches_a_schema_is_refused(schema: Any) -> None:
+    refused, _ = trio.run(open_with, MemoryStore(), spec(schema))
+    assert isinstance(refused, SchemaError) and refused.keyword == "$ref", refused
+    assert "never ends" in str(refused) and "->" in str(refused)
+
+
+def test_recursion_that_steps_into_the_value_is_accepted() -> None:
+    tree = {"type": "object", "properties": {"kids": {"type": "array",
+                                                      "items": {"$ref": "#"}}},
+            "anyOf": [{"required": ["kids"]}, {"$ref": "#/$defs/leaf"}],
+            "$defs": {"leaf": {"properties": {"v": {"type": "integer"}}}}}
+    validator = compile_schema(tree)
+    assert validator.violation({"kids": [{"kids": []}, {"v": 1}]}) is None
+    assert validator.violation({"kids": [{"v": "x"}]}) is not None
+
+
+@pytest.mark.parametrize(("kind", "depth"), [("properties", 60), ("items", 25),
+                                             ("contains", 12), ("anyOf", 25), ("not", 30)])
+def test_a_schema_nested_too_deep_for_the_validator_is_refused_saying_why(
+    kind: str, depth: int
+) -> None:
+    schema = {"type": "object", "properties": {"a": chain([kind] * depth, {"type": "string"})}}
+    refused, _ = trio.run(open_with, MemoryStore(), spec(schema))
+    assert isinstance(refused, SchemaError), refused
+    message = str(refused)
+    assert "subject" in message and "deep" in message and '"$defs"' in message, message
+    assert "indentation" not in message and "statically nested" not in message, message
+
+
+def test_the_same_depth_through_defs_and_refs_is_accepted() -> None:
+    defs = {f"d{i}": {"items": {"$ref": f"#/$defs/d{i + 1}"}} for i in range(30)}
+    defs["d30"] = {"type": "string"}
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+    validator = compile_schema(schema)
+    assert validator.violation({"a": nest(30, leaf="x")}) is None
+    assert validator.violation({"a": nest(30, leaf=1)}) is not None
+
+
+@settings(max_examples=60)
+@given(kinds=st.lists(st.sampled_from(NESTING), max_size=60), value=JSON)
+def test_a_nested_schema_is_accepted_and_validates_or_is_refused_saying_why(
+    kinds: list[str], value: Any
+) -> None:
+    schema = {"type": "object", "properties": {"a": chain(kinds, {"type": "string"})}}
+    try:
+        validator = compile_schema(schema)
+    except SchemaError as exc:
+        assert "deep" in str(exc) and "indentation" not in str(exc), exc
+        return
+    validation_ends(validator, {"a": value})
+
+
+@st.composite
+def reference_graphs(draw: st.DrawFn) -> dict[str, Any]:
+    """``$defs`` whose entries refer to each other, in place (``$ref``, ``allOf``, ``not``, …)
+    or through the value (``items``, ``properties``), with random exits to real schemas."""
+    size = draw(st.integers(1, 4))
+    defs: dict[str, Any] = {}
+    for i in range(size):
+        target = {"$ref": f"#/$defs/d{draw(st.integers(0, size - 1))}"}
+        how = draw(st.sampled_from(["$ref", "allOf", "anyOf", "not", "if", "items",
+                                    "properties", "exit"]))
+        if how == "$ref":
+            defs[f"d{i}"] = target
+        elif how == "exit":
+            defs[f"d{i}"] = {"type": "integer"}
+        elif how in ("allOf", "anyOf"):
+            defs[f"d{i}"] = {how: [{"type": "string"}, target]}
+        elif how == "properties":
+            defs[f"d{i}"] = {"properties": {"a": target}}
+        else:
+            defs[f"d{i}"] = {how: target}
+    return {"type": "object", "properties": {"a": {"$ref": "#/$defs/d0"}}, "$defs": defs}
+
+
+@settings(max_examples=60)
+@given(schema=reference_graphs(), value=JSON)
+def test_any_reference_graph_is_refused_or_validates_to_an_end(schema: Any, value: Any) -> None:
+    try:
+        validator = compile_schema(schema)
+    except SchemaError as exc:
+        assert exc.keyword == "$ref" and "never ends" in str(exc), exc
+        return
+    validation_ends(validator, {"a": value})
+
+
+# -- regular expressions cannot freeze the loop -------------------------------------------------
+
+WATCHDOG = 120  # seconds; a linear-time match of a megabyte takes milliseconds
+
+
+async def pattern_run(pattern: str, where: str, text_: str) -> list[Any]:
+    """One call to a tool whose schema matches ``pattern``: against the model's argument
+    (``where="pattern"``), an argument's name (``"patternProperties"``) or the tool's output."""
+    string = {"type": "string", "pattern": pattern}
+    inputs: dict[str, Any] = {"type": "object"}
+    arguments: dict[str, Any] = {}
+    if where == "pattern":
+        inputs, arguments = {"type": "object", "properties": {"s": string}}, {"s": text_}
+    elif where == "patternProperties":
+        inputs = {"type": "object", "patternProperties": {pattern: {"type": "integer"}}}
+        arguments = {text_: "not an integer"}
+    output = {"type": "object", "properties": {"s": string}} if where == "output" else None
+
+    @tool(input_schema=inputs, output_schema=output, annotations=SAFE)
+    async def subject(call: Any, ctx: Any) -> ToolResult:
+        return ToolResult(content=[text("ran")], structured_content={"s": text_})
+
+    store = MemoryStore()
+    model = FauxModel([faux_tool_call("subject", arguments), faux_text("done")])
+    async with Session.open(store, model=model, tools=[subject], session_id="s") as session:
+        with trio.move_on_after(60):  # the host's own guard, which a frozen loop never reaches
+            assert (await session.prompt("go")).text == "done"
+    await assert_consistent(store, "s", session.state)
+    return [r.event for r in await store.read("s")]
+
+
+def ending_of(events: list[Any]) -> Any:
+    return next(e for e in reversed(events) if isinstance(e, (ToolCallCompleted, ToolCallFailed)))
+
+
+@settings(max_examples=15)
+@given(attack=hostile_patterns(), where=st.sampled_from(["pattern", "patternProperties",
+                                                         "output"]))
+def test_no_pattern_and_string_can_freeze_the_loop(attack: tuple[str, str], where: str) -> None:
+    pattern, string = attack
+    with watchdog(WATCHDOG):
+        ending = ending_of(trio.run(pattern_run, pattern, where, string))
+    # every attack string fails to match: the argument is invalid, the output is invalid, and
+    # a name that no pattern matches is just another property
+    expected = {"pattern": "invalid_arguments", "output": "invalid_output"}.get(where)
+    assert getattr(ending, "kind", None) == expected, ending
+
+
+def test_the_first_reported_pattern_fails_its_call_at_once() -> None:
+    with watchdog(WATCHDOG):
+        ending = ending_of(trio.run(pattern_run, "^(a+)+$", "pattern", "a" * 28 + "!"))
+    assert isinstance(ending, ToolCallFailed) and ending.kind == "invalid_arguments"
+    assert "must match pattern" in ending.message
+
+
+@pytest.mark.parametrize(("keyword", "pattern"), [
+    ("pattern", r"^(a)\1$"), ("pattern", r"^(?=a)"), ("patternProperties", r"(?<!x)y"),
+    ("pattern", r"a{1001}"),
+])
+def test_a_pattern_no_linear_engine_can_match_is_refused_naming_the_keyword(
+    keyword: str, pattern: str
+) -> None:
+    schema: dict[str, Any] = (
+        {"type": "object", "properties": {"s": {"pattern": pattern}}} if keyword == "pattern"
+        else {"type": "object", "patternProperties": {pattern: {}}})
+    refused, _ = trio.run(open_with, MemoryStore(), spec(schema))
+    assert isinstance(refused, SchemaError) and refused.keyword == keyword, refused
+    assert "linear time" in str(refused) and repr(pattern) in str(refused)
+
+
+def test_patterns_read_as_json_schema_says_ecma_262_reads_them() -> None:
+    validator = compile_schema({"type": "object", "properties": {
+        "digits": {"type": "string", "pattern": r"^\d+$"},
+        "line": {"type": "string", "pattern": "^a$"}},
+        "patternProperties": {"^x-": {"type": "integer"}}})
+    assert validator.violation({"digits": "123", "line": "a", "x-n": 1}) is None
+    assert validator.violation({"digits": "\u0661\u0662"}) is not None  # \d is ASCII
+    assert validator.violation({"line": "a\n"}) is not None  # $ is the very end
+    assert validator.violation({"x-n": "one"}) is not None
+    assert validator.violation({"line": "\ud800"}) is not None  # a lone surrogate is read too
