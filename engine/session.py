@@ -24,6 +24,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
+from events.errors import SessionNotFound
 from events.stores import EventStore
 from events.types import (
     ActiveToolsSet,
@@ -110,6 +111,7 @@ class Session:
         approver: Approver = deny_all,
         rules: PolicyRules = PolicyRules(),
         session_id: str | None = None,
+        create: bool = False,
         max_turns: int = 50,
         max_depth: int = 8,
         limits: Limits = Limits(),
@@ -118,6 +120,11 @@ class Session:
         metadata: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Session]:
         """Open a session on ``store``: a new one, or the one ``session_id`` names.
+
+        Without ``session_id`` the session is new, under an id from ``new_session_id`` (one
+        the store already holds is a ``ValueError``). With it, the store must hold that session
+        (else :class:`~events.errors.SessionNotFound`: a mistyped id must not start an empty
+        session) unless ``create=True``, which opens it or starts it under that id.
 
         Tools are checked before anything is written (a bad schema raises ``SchemaError``
         naming the tool and the keyword). The approver answers when the policy says ask; the
@@ -135,8 +142,13 @@ class Session:
         if max_depth < 0 or max_turns < 1:
             raise ValueError("max_depth must be >= 0 and max_turns >= 1")
 
-        sid = session_id or new_session_id()
+        sid = session_id if session_id is not None else new_session_id()
         history = await store.read(sid)
+        if not history and session_id is not None and not create:
+            raise SessionNotFound(sid)
+        if history and session_id is None:
+            raise ValueError(f"new_session_id() returned {sid!r}, a session the store already "
+                             f"holds: pass session_id={sid!r} to open it, or draw unique ids")
         projection = fold(history)
         recorder = Recorder(store, sid, projection, history, clock)
         runner = CallRunner(recorder, registry, approver=approver, rules=rules,

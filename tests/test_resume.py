@@ -84,7 +84,7 @@ async def test_a_batch_pauses_with_every_approval_it_needs_pending_and_resumes()
     ])
     store = MemoryStore()
     async with Session.open(store, model=model, tools=tools.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         paused = await session.prompt("go")
         assert paused.stop == "paused"
         assert [r.call_id for r in paused.pending] == ["1.0", "1.2"]
@@ -117,7 +117,7 @@ async def test_a_nested_call_waits_in_its_parent_and_goes_on_when_answered() -> 
     tools = Tools()
     model = FauxModel([faux_tool_call("parent"), faux_text("done")])
     async with Session.open(MemoryStore(), model=model, tools=tools.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         paused = await session.prompt("go")
         assert paused.stop == "paused"
         assert [(r.call_id, r.parent_id) for r in paused.pending] == [("1.0/0", "1.0")]
@@ -134,7 +134,7 @@ async def test_an_approvers_edit_at_resolution_is_a_validated_rewrite() -> None:
     model = FauxModel([[faux_tool_call("danger", {"n": 1}), faux_tool_call("danger", {"n": 2})],
                        faux_text("done")])
     async with Session.open(MemoryStore(), model=model, tools=tools.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         await session.prompt("go")
         await session.resolve_approval("1.0", True, arguments={"n": 10})
         await session.resolve_approval("1.1", True, arguments={"n": "ten"})
@@ -158,7 +158,7 @@ async def test_a_session_grant_given_at_resolution_governs_later_calls() -> None
     model = FauxModel([faux_tool_call("danger", {"n": 1}), faux_tool_call("danger", {"n": 2}),
                        faux_text("done")])
     async with Session.open(MemoryStore(), model=model, tools=tools.specs, approver=approver,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         await session.prompt("go")
         await session.resolve_approval("1.0", True, scope="session")
         assert (await session.resume()).stop == "end_turn"
@@ -168,7 +168,7 @@ async def test_a_session_grant_given_at_resolution_governs_later_calls() -> None
 
 async def test_resume_with_nothing_to_do_returns_without_asking_the_model() -> None:
     model = FauxModel([faux_text("hi")])
-    async with Session.open(MemoryStore(), model=model, session_id=SID) as session:
+    async with Session.open(MemoryStore(), model=model, session_id=SID, create=True) as session:
         await session.prompt("hello")
         again = await session.resume()
         assert again.stop == "end_turn" and again.turns == 0 and again.text == "hi"
@@ -179,7 +179,8 @@ async def test_closing_a_session_with_a_parked_call_leaves_it_resumable() -> Non
     store = MemoryStore()
     first = Tools(idempotent_parent=True)
     async with Session.open(store, model=FauxModel([faux_tool_call("parent")]),
-                            tools=first.specs, approver=later, session_id=SID) as session:
+                            tools=first.specs, approver=later, session_id=SID,
+                            create=True) as session:
         assert (await session.prompt("go")).stop == "paused"
     # the close recorded nothing about the parked calls: the log reads as a stopped process
     state = fold(await store.read(SID))
@@ -188,7 +189,7 @@ async def test_closing_a_session_with_a_parked_call_leaves_it_resumable() -> Non
     second = Tools(idempotent_parent=True)
     model = FauxModel([faux_text("done")])
     async with Session.open(store, model=model, tools=second.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         assert [r.call_id for r in session.pending_approvals()] == ["1.0/0"]
         await session.resolve_approval("1.0/0", True)
         assert (await session.resume()).stop == "end_turn"
@@ -203,12 +204,13 @@ async def test_closing_a_session_with_a_parked_call_leaves_it_resumable() -> Non
 async def test_a_non_idempotent_parent_left_running_ends_interrupted_and_the_model_is_told() -> None:
     store = MemoryStore()
     async with Session.open(store, model=FauxModel([faux_tool_call("parent")]),
-                            tools=Tools().specs, approver=later, session_id=SID) as session:
+                            tools=Tools().specs, approver=later, session_id=SID,
+                            create=True) as session:
         await session.prompt("go")
     tools = Tools()
     model = FauxModel([faux_text("done")])
     async with Session.open(store, model=model, tools=tools.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         assert (await session.resume()).stop == "end_turn"
         assert tools.runs == []
         outcome = session.calls["1.0"].outcome
@@ -222,7 +224,8 @@ async def test_a_non_idempotent_parent_left_running_ends_interrupted_and_the_mod
 async def test_cancelling_a_paused_session_closes_the_pending_calls() -> None:
     tools = Tools()
     async with Session.open(MemoryStore(), model=FauxModel([faux_tool_call("parent")]),
-                            tools=tools.specs, approver=later, session_id=SID) as session:
+                            tools=tools.specs, approver=later, session_id=SID,
+                            create=True) as session:
         await session.prompt("go")
         with trio.CancelScope() as scope:
             scope.cancel()

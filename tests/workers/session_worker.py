@@ -75,6 +75,7 @@ async def run(mode: str, log: Path, side: Path, flavour: str) -> None:
     model = FauxModel(script)
     with JsonlStore(log) as store:
         async with Session.open(store, model=model, session_id=SESSION, approver=later,
+                                create=mode in ("pause", "hang"),
                                 tools=tools(side, idempotent=idempotent,
                                             hang=mode == "hang")) as session:
             if mode in ("pause", "hang"):
