@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -24,12 +25,15 @@ from engine import (
     text,
     tool,
 )
+from engine.fork import fork
 from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.recorder import SessionBroken
 from engine.reducers import ToolResultEntry
 from events import JsonlStore, MemoryStore
 from events.stores.jsonl import verify_jsonl
 from events.types import (
     ApprovalResolved,
+    ToolCallCompleted,
     ToolCallFailed,
     ToolCallRewritten,
     ToolExecutionStarted,
@@ -198,7 +202,7 @@ async def test_closing_a_session_with_a_parked_call_leaves_it_resumable() -> Non
         assert results(session) == [("1.0", "parent saw: danger 1")]
         started = [r.event.call_id for r in session.records
                    if isinstance(r.event, ToolExecutionStarted)]
-        assert started == ["1.0", "1.0/0"]  # one started event per call, even run twice
+        assert started == ["1.0", "1.0", "1.0/0"]  # every run of a body is on the record
 
 
 async def test_a_non_idempotent_parent_left_running_ends_interrupted_and_the_model_is_told() -> None:
@@ -221,6 +225,52 @@ async def test_a_non_idempotent_parent_left_running_ends_interrupted_and_the_mod
         assert isinstance(seen, ToolResultEntry) and "interrupted" in seen.result.text
 
 
+def leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
+    return [exc]
+
+
+class Racing(MemoryStore):
+    """Another writer that appends a ``tool_execution_started`` to session ``"cut"`` just
+    before this one writes there: what a second process re-entering the same call at the same
+    time would do."""
+
+    def append_nowait(self, session_id: str, records: Any, expected_seq: int) -> None:
+        if session_id == "cut" and records and isinstance(records[0].event,
+                                                          ToolExecutionStarted):
+            other = attrs.evolve(records[0], time=records[0].time + 1)
+            super().append_nowait(session_id, [other], expected_seq)
+        super().append_nowait(session_id, records, expected_seq)
+
+
+async def test_a_rerun_records_its_start_before_the_body_so_a_racing_writer_conflicts() -> None:
+    runs: list[str] = []
+
+    @tool(annotations=Annotations(read_only=True, open_world=False, idempotent=True))
+    async def step(call: Any, ctx: Any) -> ToolResult:
+        runs.append(call.call_id)
+        return ToolResult(content=[text("done")])
+
+    store = Racing()
+    async with Session.open(store, model=FauxModel([faux_tool_call("step"), faux_text("ok")]),
+                            tools=[step], session_id="s", create=True) as session:
+        await session.prompt("go")
+    started = next(r.seq for r in session.records if isinstance(r.event, ToolExecutionStarted))
+    await fork(store, "s", at=started, new_session_id="cut")  # as if the body never returned
+    runs.clear()
+
+    with pytest.raises(BaseException) as raised:  # the session stops: its log is not its own
+        async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=[step],
+                                session_id="cut") as session:
+            await session.resume()
+    [broken] = leaves(raised.value)
+    assert isinstance(broken, SessionBroken) and "another writer appended first" in str(broken)
+    assert runs == []  # the racing writer got there first: no second execution
+    [first, other] = (await store.read("cut"))[started - 1:]
+    assert isinstance(first.event, ToolExecutionStarted) and other.event == first.event
+
+
 async def test_cancelling_a_paused_session_closes_the_pending_calls() -> None:
     tools = Tools()
     async with Session.open(MemoryStore(), model=FauxModel([faux_tool_call("parent")]),
@@ -241,13 +291,15 @@ async def test_cancelling_a_paused_session_closes_the_pending_calls() -> None:
 def worker(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "tests.workers.session_worker", *args],
-                            stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                            cwd=ROOT)
 
 
-def finish(*args: str) -> dict[str, Any]:
-    proc = worker(*args)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0, out
+def finish(*args: str, status: int = 0, proc: subprocess.Popen[str] | None = None,
+           stdin: str | None = None) -> dict[str, Any]:
+    proc = proc if proc is not None else worker(*args)
+    out, _ = proc.communicate(stdin, timeout=60)
+    assert proc.returncode == status, out
     report: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return report
 
@@ -296,6 +348,32 @@ def test_a_call_killed_mid_body_reruns_only_if_idempotent(
         assert isinstance(outcome, ToolCallFailed) and outcome.kind == "interrupted"
     assert state.open_calls == ()
     assert verify_jsonl(log).ok
+
+
+@pytest.mark.parametrize("flavour", ["idempotent", "plain"])
+def test_a_second_process_cannot_take_over_a_session_whose_body_still_runs(
+    tmp_path: Path, flavour: str
+) -> None:
+    log, side = tmp_path / "log.jsonl", tmp_path / "side"
+    first = worker("hold", str(log), str(side), flavour)
+    try:
+        assert first.stdout is not None
+        assert first.stdout.readline().strip() == "STARTED"  # the body runs, and waits for us
+        refused = finish("finish", str(log), str(side), flavour, status=3)
+        assert refused["error"] == "SessionInUse"
+        assert "'worker-session' is in use" in refused["message"]
+        assert side.read_text().splitlines() == ["slow_step 1.0"]  # not run a second time
+        done = finish(proc=first, stdin="go on\n")  # the owner finishes its own call
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert done["stop"] == "end_turn" and done["statuses"] == {"1.0": "completed"}
+    state = fold(stored(log))
+    assert isinstance(state.calls["1.0"].outcome, ToolCallCompleted)
+    assert state.open_calls == () and verify_jsonl(log).ok
+    after = finish("finish", str(log), str(side), flavour)  # closed: anyone may open it now
+    assert after["stop"] == "end_turn" and side.read_text().splitlines() == ["slow_step 1.0"]
 
 
 def test_an_exception_in_the_hosts_block_comes_out_as_itself() -> None:
