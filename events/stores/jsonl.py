@@ -132,20 +132,16 @@ class JsonlStore(InlineStore):
         """Append a batch, all or nothing, without waiting; see :meth:`EventStore.append`.
 
         Raises :class:`trio.WouldBlock`, having stored nothing, when it would have to wait:
-        another process holds the file's lock, or the store is ``durable`` (an ``fsync``
-        waits for the disk). :meth:`append` waits then, off the event loop.
+        the store is ``durable`` (an ``fsync`` waits for the disk), or another process holds
+        the file's lock. :meth:`append` waits then, off the event loop.
         """
         fd = self._ensure_open()
+        if self.durable:
+            raise trio.WouldBlock
         check_batch(session_id, records, expected_seq)
         bodies = encode_bodies(records)  # before the lock: an unencodable batch stores nothing
-        if self.durable or not try_lock(fd, fcntl.LOCK_EX):
+        if not self._append_inline(fd, session_id, bodies, expected_seq):
             raise trio.WouldBlock
-        try:
-            written = self._write_locked(fd, session_id, bodies, expected_seq)
-            if written is not None:
-                self._commit(session_id, *written)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
 
     async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
         """Append a batch, all or nothing; see :meth:`EventStore.append`.
@@ -154,13 +150,11 @@ class JsonlStore(InlineStore):
         lock and the ``fsync`` run in worker threads, so the event loop goes on meanwhile.
         Cancellation lands only while it waits for the lock, before anything is written.
         """
-        try:
-            self.append_nowait(session_id, records, expected_seq)
-            return
-        except trio.WouldBlock:
-            pass
         fd = self._ensure_open()
+        check_batch(session_id, records, expected_seq)
         bodies = encode_bodies(records)
+        if not self.durable and self._append_inline(fd, session_id, bodies, expected_seq):
+            return
         async with locked_elsewhere(self.path, fd, fcntl.LOCK_EX):
             fd = self._ensure_open()  # it may have been closed while we waited
             self._holding += 1
@@ -177,6 +171,20 @@ class JsonlStore(InlineStore):
                 self._commit(session_id, *written)
             finally:
                 self._holding -= 1
+
+    def _append_inline(
+        self, fd: int, session_id: str, bodies: list[bytes], expected_seq: int
+    ) -> bool:
+        """The append, now, if the lock is free; ``False`` (nothing done) if it is not."""
+        if not try_lock(fd, fcntl.LOCK_EX):
+            return False
+        try:
+            written = self._write_locked(fd, session_id, bodies, expected_seq)
+            if written is not None:
+                self._commit(session_id, *written)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
 
     def _write_locked(
         self, fd: int, session_id: str, bodies: list[bytes], expected_seq: int
