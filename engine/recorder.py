@@ -107,8 +107,8 @@ class Recorder:
                 return
             try:
                 if self._append_nowait is not None:
-                    # an inline store's append is cancelled only before it writes anything:
-                    # the batch goes back to the queue, for the next flush
+                    # an inline store's append waits only before it writes anything, and a
+                    # cancelled wait puts the batch back in the queue, for the next flush
                     await self.store.append(self.session_id, batch, batch[0].seq - 1)
                 else:
                     # a write that has begun finishes: cancelling it would lose the batch,

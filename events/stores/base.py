@@ -19,6 +19,8 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
+import trio
+
 from ..codec import decode_line, encode_line_bytes
 from ..errors import CodecError, ConflictError, SessionInUse
 from ..integrity import GENESIS, seal_bytes
@@ -173,8 +175,20 @@ class InlineStore(ClosingStore):
         raise NotImplementedError
 
     async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
-        """Append a batch, all or nothing; see :meth:`EventStore.append`."""
-        self.append_nowait(session_id, records, expected_seq)
+        """Append a batch, all or nothing; see :meth:`EventStore.append`: now if it can be,
+        else through :meth:`append_waiting`."""
+        try:
+            self.append_nowait(session_id, records, expected_seq)
+        except trio.WouldBlock:
+            await self.append_waiting(session_id, records, expected_seq)
+
+    async def append_waiting(
+        self, session_id: str, records: Sequence[Record], expected_seq: int
+    ) -> None:
+        """The append when :meth:`append_nowait` would block: it may wait (off the event
+        loop), and is cancelled only before it has written anything. A store whose
+        ``append_nowait`` never blocks need not implement it."""
+        raise NotImplementedError
 
 
 def append_nowait(store: object) -> Callable[[str, Sequence[Record], int], None] | None:

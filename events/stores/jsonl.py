@@ -133,7 +133,7 @@ class JsonlStore(InlineStore):
 
         Raises :class:`trio.WouldBlock`, having stored nothing, when it would have to wait:
         the store is ``durable`` (an ``fsync`` waits for the disk), or another process holds
-        the file's lock. :meth:`append` waits then, off the event loop.
+        the file's lock. ``await append()`` waits then, off the event loop.
         """
         fd = self._ensure_open()
         if self.durable:
@@ -143,18 +143,16 @@ class JsonlStore(InlineStore):
         if not self._append_inline(fd, session_id, bodies, expected_seq):
             raise trio.WouldBlock
 
-    async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
-        """Append a batch, all or nothing; see :meth:`EventStore.append`.
-
-        Done inline when the lock is free and nothing needs syncing; else the wait for the
-        lock and the ``fsync`` run in worker threads, so the event loop goes on meanwhile.
-        Cancellation lands only while it waits for the lock, before anything is written.
-        """
+    async def append_waiting(
+        self, session_id: str, records: Sequence[Record], expected_seq: int
+    ) -> None:
+        """The append when :meth:`append_nowait` cannot be done now (``append`` calls it then):
+        the wait for the lock and the ``fsync`` run in worker threads, so the event loop goes
+        on meanwhile. Cancellation lands only while it waits for the lock, before anything is
+        written."""
         fd = self._ensure_open()
         check_batch(session_id, records, expected_seq)
         bodies = encode_bodies(records)
-        if not self.durable and self._append_inline(fd, session_id, bodies, expected_seq):
-            return
         async with locked_elsewhere(self.path, fd, fcntl.LOCK_EX):
             fd = self._ensure_open()  # it may have been closed while we waited
             self._holding += 1
