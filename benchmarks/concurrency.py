@@ -27,7 +27,7 @@ US = 1e6
 
 async def one_session(store: MemoryStore, session_id: str, calls: int) -> None:
     async with Session.open(store, model=ScriptModel(calls), tools=[echo], approver=approve_all,
-                            session_id=session_id, max_turns=calls + 1) as session:
+                            session_id=session_id, create=True, max_turns=calls + 1) as session:
         result = await session.prompt("go")
     if result.turns != calls + 1:
         raise RuntimeError(f"session {session_id} ended with {result}")

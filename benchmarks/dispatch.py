@@ -60,7 +60,7 @@ def engine_dispatch(
         model = FauxModel([faux_tool_call("drive"), faux_text("done")])
         tools = [echo, driver(calls, laps, clock)]
         async with Session.open(store, model=model, tools=tools, approver=approve_all,
-                                session_id="dispatch") as session:
+                                session_id="dispatch", create=True) as session:
             for handler in call_handlers(handlers):
                 session.on_tool_call(handler)
             for result_handler in result_handlers(results):

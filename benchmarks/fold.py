@@ -56,7 +56,7 @@ def write_log(path: str, calls: int) -> str:
         with JsonlStore(path) as store:
             model = ScriptModel(calls, [("echo", ARGS), ("relay", {})])
             async with Session.open(store, model=model, tools=[echo, relay],
-                                    approver=approve_all, session_id="fold",
+                                    approver=approve_all, session_id="fold", create=True,
                                     max_turns=calls + 1) as session:
                 session.on_tool_call(rewrite)
                 await session.prompt("go")

@@ -59,7 +59,7 @@ def session_of(
     async def main() -> None:
         model = FauxModel(script)
         async with Session.open(MemoryStore(check_encodable=False), model=model, tools=[echo],
-                                approver=approve_all, session_id="loop",
+                                approver=approve_all, session_id="loop", create=True,
                                 max_turns=calls + 1) as session:
             result = await session.prompt("go")
         if result.stop != "end_turn" or result.turns != calls + 1:

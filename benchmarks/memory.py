@@ -39,7 +39,7 @@ def live_session(calls: int) -> float:
     async def main() -> None:
         store = MemoryStore(check_encodable=False)
         async with Session.open(store, model=ScriptModel(calls), tools=[echo],
-                                approver=approve_all, session_id="memory",
+                                approver=approve_all, session_id="memory", create=True,
                                 max_turns=calls + 1) as session:
             before = _traced()
             await session.prompt("go")
@@ -61,7 +61,7 @@ def log_lines(calls: int) -> list[bytes]:
         async def main() -> None:
             with JsonlStore(path) as store:
                 async with Session.open(store, model=ScriptModel(calls), tools=[echo],
-                                        approver=approve_all, session_id="memory",
+                                        approver=approve_all, session_id="memory", create=True,
                                         max_turns=calls + 1) as session:
                     await session.prompt("go")
 

@@ -165,12 +165,16 @@ class CallRunner:
 
     async def _again(self, call_id: str) -> ToolResult:
         """A body that started in an earlier process and has no result: run it again if its
-        tool is idempotent (its nested calls are answered from the log), else end it."""
+        tool is idempotent (its nested calls are answered from the log), else end it.
+
+        The re-run records a new ``started`` and writes it before the body runs, like a first
+        run: a second process re-entering the same call at the same time then gets the store's
+        ``ConflictError`` (its session stops) instead of running the body a second time."""
         view = self.recorder.projection.live_calls[call_id]
         spec = self.registry.specs.get(view.name)
         if (spec is not None and spec.annotations.idempotent is True
                 and self._idempotent_when_started(call_id, view.name)):
-            return await execute(self, view, again=True)
+            return await execute(self, view)
         self.close_open(call_id, "interrupted", include_root=False)
         return self.fail(
             call_id, "interrupted",

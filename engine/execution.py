@@ -72,10 +72,10 @@ def _text_limit(runner: CallRunner) -> int:
     return max(200, runner.limits.max_result_bytes // 4)
 
 
-async def execute(runner: CallRunner, view: LiveCall, *, again: bool = False) -> ToolResult:
-    """Run the body of an allowed call and end it. ``again``: the body started in an earlier
-    process and never finished; it runs again (only idempotent tools are) without a second
-    ``started`` event."""
+async def execute(runner: CallRunner, view: LiveCall) -> ToolResult:
+    """Run the body of an allowed call and end it. ``started`` is recorded and written before
+    the body runs, also when the body runs again after a restart (an interrupted idempotent
+    call): no body runs without a fact in the log that says so."""
     call_id = view.call_id
     if not may_run(runner, view):  # a deny rule, or no such tool here: it ends unrun
         assert view.result is not None
@@ -83,8 +83,7 @@ async def execute(runner: CallRunner, view: LiveCall, *, again: bool = False) ->
             await runner.recorder.flush()
         return view.result
     spec = runner.registry.specs[view.name]
-    if not again:
-        runner.recorder.record(ToolExecutionStarted(call_id=call_id))
+    runner.recorder.record(ToolExecutionStarted(call_id=call_id))
     await runner.recorder.flush()
     call = ToolCall(call_id=call_id, name=spec.name, arguments=copy_json(view.arguments),
                     origin=view.origin, parent_id=view.parent_id)

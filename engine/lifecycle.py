@@ -22,6 +22,7 @@ A call moves through these states::
         └ blocked | failed (unavailable, invalid arguments, …) ──▶ closed
     allowed ──denied | failed (unavailable)──▶ closed
     running ──progress | result handler failed──▶ running
+    running ──started (the body runs again after a restart)──▶ running
     running ──completed | failed | denied──▶ closed
     any open state ──cancelled──▶ closed
 
@@ -31,7 +32,9 @@ A deny rule is checked again just before a body runs, whatever the log decided: 
 ``closed`` accepts nothing: exactly one terminal event per call. Arguments can change only
 before the policy has judged them (handlers) or while a human is looking at them (the
 approver's edit), so no log can run arguments the policy never saw unless a person approved
-them. This module knows nothing about tools, sessions or I/O: the reducers feed it events, the
+them. A second ``started`` while running is a re-run of an idempotent body after a restart:
+it is written before the body runs again, so two processes re-entering the same call cannot
+both write it (the store's conflict check refuses the second). This module knows nothing about tools, sessions or I/O: the reducers feed it events, the
 runtime produces only events it allows, and the docs' diagram is generated from the table.
 """
 
@@ -93,6 +96,7 @@ TRANSITIONS: Mapping[CallState, Mapping[str, CallState]] = {
     },
     S.DENYING: {"tool_call_denied": S.CLOSED, **_CANCEL},
     S.RUNNING: {
+        "tool_execution_started": S.RUNNING,
         "tool_progress": S.RUNNING,
         "result_handler_failed": S.RUNNING,
         "tool_call_completed": S.CLOSED,

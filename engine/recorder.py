@@ -12,8 +12,11 @@ process, with the parent.
 A store that writes inline (:class:`~events.stores.base.InlineStore`: the memory and JSONL
 stores) is written through its ``append_nowait``: the write cannot be interrupted half-way, so
 it needs neither the lock that orders flushes nor a cancel shield, and a flush costs no trip
-through the event loop. A flush is a cancellation point either way: a cancelled task is
-cancelled before it writes, never during the write.
+through the event loop. When such a store would have to wait (``trio.WouldBlock``: another
+process holds the JSONL file's lock, or a durable store must ``fsync``), the flush awaits its
+``append`` instead, under the lock, unshielded: that wait is cancellable and writes nothing
+when cancelled, and the batch stays queued for the next flush. A flush is a cancellation point
+either way: a cancelled task is cancelled before it writes, never during the write.
 
 Followers (:meth:`Recorder.follow`) read the in-memory history at their own pace; recording
 never waits for them.
@@ -84,25 +87,38 @@ class Recorder:
         """Write every queued record to the store, as one batch per call."""
         if not self._outbox:
             return
-        if self._append_nowait is not None:
+        if self._append_nowait is not None and not self._lock.locked():
             await trio.lowlevel.checkpoint_if_cancelled()
-            batch, self._outbox = self._outbox, []
+            batch = self._outbox
             try:
                 self._append_nowait(self.session_id, batch, batch[0].seq - 1)
+            except trio.WouldBlock:
+                pass  # the store must wait (a lock held elsewhere, an fsync): wait below
             except BaseException as exc:
+                self._outbox = []
                 self._broken = exc
                 raise
-            return
+            else:
+                self._outbox = []
+                return
         async with self._lock:
             batch, self._outbox = self._outbox, []
             if not batch:
                 return
             try:
-                # a write that has begun finishes: cancelling it would lose the batch, which
-                # the session's state already holds. The cancellation lands at the next
-                # checkpoint instead.
-                with trio.CancelScope(shield=True):
+                if self._append_nowait is not None:
+                    # an inline store's append waits only before it writes anything, and a
+                    # cancelled wait puts the batch back in the queue, for the next flush
                     await self.store.append(self.session_id, batch, batch[0].seq - 1)
+                else:
+                    # a write that has begun finishes: cancelling it would lose the batch,
+                    # which the session's state already holds. The cancellation lands at the
+                    # next checkpoint instead.
+                    with trio.CancelScope(shield=True):
+                        await self.store.append(self.session_id, batch, batch[0].seq - 1)
+            except trio.Cancelled:  # only the inline store's wait can be cancelled
+                self._outbox[:0] = batch
+                raise
             except BaseException as exc:
                 self._broken = exc
                 raise

@@ -24,6 +24,7 @@ from typing import Any, Literal
 import attrs
 import trio
 
+from events.errors import SessionNotFound
 from events.stores import EventStore
 from events.types import (
     ActiveToolsSet,
@@ -110,6 +111,7 @@ class Session:
         approver: Approver = deny_all,
         rules: PolicyRules = PolicyRules(),
         session_id: str | None = None,
+        create: bool = False,
         max_turns: int = 50,
         max_depth: int = 8,
         limits: Limits = Limits(),
@@ -118,6 +120,15 @@ class Session:
         metadata: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Session]:
         """Open a session on ``store``: a new one, or the one ``session_id`` names.
+
+        Without ``session_id`` the session is new, under an id from ``new_session_id`` (one
+        the store already holds is a ``ValueError``). With it, the store must hold that session
+        (else :class:`~events.errors.SessionNotFound`: a mistyped id must not start an empty
+        session) unless ``create=True``, which opens it or starts it under that id.
+
+        A session has one owner at a time: until the block ends, opening it again (in this
+        process or another) raises :class:`~events.errors.SessionInUse`, through the store's
+        :meth:`~events.stores.EventStore.claim`.
 
         Tools are checked before anything is written (a bad schema raises ``SchemaError``
         naming the tool and the keyword). The approver answers when the policy says ask; the
@@ -139,40 +150,53 @@ class Session:
                              f"most {MAX_CALL_DEPTH} (engine.limits.MAX_CALL_DEPTH)")
         started = SessionStarted(metadata=own_json(dict(metadata or {})))  # or ValueError
 
-        sid = session_id or new_session_id()
-        history = await store.read(sid)
-        projection = fold(history)
-        recorder = Recorder(store, sid, projection, history, clock)
-        runner = CallRunner(recorder, registry, approver=approver, rules=rules,
-                            max_depth=max_depth, limits=limits)
-        session = cls(recorder, runner, model, max_turns=max_turns)
-        if not history:
-            recorder.record(started)
-        for spec in specs:
-            session._register(spec)
-        await recorder.flush()
-        raised: BaseException | None = None
+        sid = session_id if session_id is not None else new_session_id()
+        # one owner at a time: SessionInUse if another block (or process) has it open
+        claim = store.claim(sid)
         try:
-            async with trio.open_nursery() as nursery:
-                session._task.attach(nursery)
-                try:
-                    yield session
-                except BaseException as exc:
-                    raised = exc
-                    raise
-                finally:
-                    # calls still in flight (waiting for an approval) stop here without a
-                    # word in the log, as if the process had stopped: resume() takes them up
-                    await session._batch.suspend()
-                    session._task.attach(None)
-                    recorder.close()
-                    with trio.CancelScope(shield=True):
-                        await recorder.flush()
-        except BaseExceptionGroup as group:
-            # the nursery wraps what the host's block raised; give the host its own exception
-            if raised is not None and list(group.exceptions) == [raised]:
-                raise raised from None
-            raise
+            history = await store.read(sid)
+            if not history and session_id is not None and not create:
+                raise SessionNotFound(sid)
+            if history and session_id is None:
+                raise ValueError(f"new_session_id() returned {sid!r}, a session the store "
+                                 f"already holds: pass session_id={sid!r} to open it, or draw "
+                                 f"unique ids")
+            projection = fold(history)
+            recorder = Recorder(store, sid, projection, history, clock)
+            runner = CallRunner(recorder, registry, approver=approver, rules=rules,
+                                max_depth=max_depth, limits=limits)
+            session = cls(recorder, runner, model, max_turns=max_turns)
+            if not history:
+                recorder.record(started)
+            for spec in specs:
+                session._register(spec)
+            await recorder.flush()
+            raised: BaseException | None = None
+            try:
+                async with trio.open_nursery() as nursery:
+                    session._task.attach(nursery)
+                    try:
+                        yield session
+                    except BaseException as exc:
+                        raised = exc
+                        raise
+                    finally:
+                        # calls still in flight (waiting for an approval) stop here without
+                        # a word in the log, as if the process had stopped: resume() takes
+                        # them up
+                        await session._batch.suspend()
+                        session._task.attach(None)
+                        recorder.close()
+                        with trio.CancelScope(shield=True):
+                            await recorder.flush()
+            except BaseExceptionGroup as group:
+                # the nursery wraps what the host's block raised; give the host its own
+                # exception
+                if raised is not None and list(group.exceptions) == [raised]:
+                    raise raised from None
+                raise
+        finally:
+            claim.release()  # after the last flush, and after the session's tasks ended
 
     # -- what the host reads ----------------------------------------------------------------
 

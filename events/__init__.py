@@ -4,7 +4,15 @@ This package never imports ``engine``: the facts do not depend on what produces 
 """
 
 from .codec import decode_line, decode_record, encode_line, encode_record
-from .errors import CodecError, ConflictError, CorruptLogError, LogError, UnverifiedRecordError
+from .errors import (
+    CodecError,
+    ConflictError,
+    CorruptLogError,
+    LogError,
+    SessionInUse,
+    SessionNotFound,
+    UnverifiedRecordError,
+)
 from .integrity import GENESIS, Anchor, VerifyReport, verify_lines
 from .results import ToolResult, text
 from .stores import EventStore, JsonlStore, MemoryStore
@@ -23,6 +31,8 @@ __all__ = [
     "LogError",
     "MemoryStore",
     "Record",
+    "SessionInUse",
+    "SessionNotFound",
     "ToolResult",
     "UnverifiedRecordError",
     "VerifyReport",

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-__all__ = ["CodecError", "ConflictError", "CorruptLogError", "LogError", "UnverifiedRecordError"]
+__all__ = [
+    "CodecError",
+    "ConflictError",
+    "CorruptLogError",
+    "LogError",
+    "SessionInUse",
+    "SessionNotFound",
+    "UnverifiedRecordError",
+]
 
 
 class LogError(Exception):
@@ -81,3 +89,30 @@ class ConflictError(LogError):
         self.session_id = session_id
         self.expected_seq = expected_seq
         self.actual_seq = actual_seq
+
+
+class SessionNotFound(LogError, LookupError):
+    """The store holds no session with this id, and the caller did not ask to create one."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(
+            f"session {session_id!r} is not in the store: check the id (the store's "
+            f"sessions() lists them), or pass create=True to start a new session under it"
+        )
+        self.session_id = session_id
+
+
+class SessionInUse(LogError):
+    """Someone else has the session open: a session has one owner at a time.
+
+    Raised when a session is opened while another :meth:`~engine.Session.open` block (in
+    this process or another one) still holds it. Nothing was written.
+    """
+
+    def __init__(self, session_id: str, where: str = "") -> None:
+        super().__init__(
+            f"session {session_id!r} is in use: another process (or another Session.open "
+            f"in this one) has it open{f' ({where})' if where else ''}. Wait until that "
+            f"block ends, then open it again"
+        )
+        self.session_id = session_id

@@ -75,6 +75,7 @@ async def run_session(
     store = store if store is not None else MemoryStore()
     model = FauxModel(script)
     session_kwargs.setdefault("session_id", SESSION_ID)
+    session_kwargs.setdefault("create", True)
     session_kwargs.setdefault("clock", counting_clock())
     async with Session.open(store, model=model, tools=tools, **session_kwargs) as session:
         for handler in on_tool_call:

@@ -30,7 +30,7 @@ async def test_a_fork_replays_a_different_answer_from_the_same_start() -> None:
     scenario = SCENARIOS["reference"]
     store = MemoryStore()
     async with Session.open(store, model=FauxModel(scenario.script()), tools=scenario.tools,
-                            approver=approve_all, session_id="old") as session:
+                            approver=approve_all, session_id="old", create=True) as session:
         await session.prompt("review please")
     old = await store.read("old")
     # keep everything up to the user's message: the model has not answered yet
@@ -56,7 +56,7 @@ async def test_a_fork_cut_inside_a_call_continues_it_as_after_a_restart() -> Non
     scenario = SCENARIOS["reference"]
     store = MemoryStore()
     async with Session.open(store, model=FauxModel(scenario.script()), tools=scenario.tools,
-                            approver=approve_all, session_id="old") as session:
+                            approver=approve_all, session_id="old", create=True) as session:
         await session.prompt("review please")
     old = await store.read("old")
     started = [r.seq for r in old if type(r.event).__name__ == "ToolExecutionStarted"][0]
@@ -73,7 +73,8 @@ async def test_a_fork_cut_inside_a_call_continues_it_as_after_a_restart() -> Non
 @pytest.mark.parametrize("at", [0, 10_000])
 async def test_fork_refuses_a_seq_outside_the_session(at: int) -> None:
     store = MemoryStore()
-    async with Session.open(store, model=FauxModel([faux_text("hi")]), session_id="old") as s:
+    async with Session.open(store, model=FauxModel([faux_text("hi")]), session_id="old",
+                            create=True) as s:
         await s.prompt("hello")
     with pytest.raises(ValueError, match="--at must be a seq"):
         await fork(store, "old", at=at)
@@ -81,7 +82,8 @@ async def test_fork_refuses_a_seq_outside_the_session(at: int) -> None:
 
 async def test_fork_refuses_a_taken_id_and_an_unknown_session() -> None:
     store = MemoryStore()
-    async with Session.open(store, model=FauxModel([faux_text("hi")]), session_id="old") as s:
+    async with Session.open(store, model=FauxModel([faux_text("hi")]), session_id="old",
+                            create=True) as s:
         await s.prompt("hello")
     with pytest.raises(ValueError, match="already exists"):
         await fork(store, "old", at=1, new_session_id="old")

@@ -138,11 +138,16 @@ def test_a_rewrite_after_the_policy_judged_is_refused(state: CallState) -> None:
     assert next_state(S.REQUESTED, SAMPLES["tool_call_rewritten"](CID)) is S.REQUESTED
 
 
-@pytest.mark.parametrize("state", [s for s in CallState if s is not S.ALLOWED],
+@pytest.mark.parametrize("state", [s for s in CallState if s not in (S.ALLOWED, S.RUNNING)],
                          ids=lambda s: s.value)
 def test_started_without_allow_is_refused(state: CallState) -> None:
     with pytest.raises(LifecycleError):
         next_state(state, ToolExecutionStarted(call_id=CID), call_id=CID)
+
+
+def test_a_running_call_may_start_again_only_as_a_rerun() -> None:
+    # an idempotent body re-entered after a restart records its new start first
+    assert next_state(S.RUNNING, ToolExecutionStarted(call_id=CID)) is S.RUNNING
 
 
 def test_only_allowed_leads_to_running() -> None:

@@ -19,7 +19,7 @@ from engine.models import (
     faux_tool_call,
 )
 from engine.reducers import ToolResultEntry, TranscriptView
-from events import MemoryStore
+from events import MemoryStore, SessionNotFound
 from events.types import (
     AssistantMessage,
     ModelToolCall,
@@ -381,9 +381,34 @@ async def test_an_explicit_session_id_wins_over_the_id_source() -> None:
         raise AssertionError("an explicit session_id must not draw a new id")
 
     async with Session.open(store, model=FauxModel([faux_text("ok")]), session_id="mine",
+                            create=True,
                             new_session_id=no_new_ids) as session:
         await session.prompt("go")
     assert await store.sessions() == ["mine"]
+
+
+async def test_opening_an_id_the_store_does_not_hold_is_an_error_unless_asked_to_create() -> None:
+    store = MemoryStore()
+    model = FauxModel([faux_text("hello")])
+    with pytest.raises(SessionNotFound, match="'typo' is not in the store.*create=True"):
+        async with Session.open(store, model=model, session_id="typo") as session:
+            await session.resume()
+    assert await store.sessions() == [] and model.requests == []  # nothing written, nobody asked
+
+    async with Session.open(store, model=model, session_id="typo", create=True) as session:
+        await session.prompt("go")
+    async with Session.open(store, model=model, session_id="typo") as session:  # it exists now
+        assert (await session.resume()).stop == "end_turn"
+    assert await store.sessions() == ["typo"]
+
+
+async def test_an_id_source_that_names_a_stored_session_is_refused() -> None:
+    store = MemoryStore()
+    async with Session.open(store, model=FauxModel([]), new_session_id=lambda: "same"):
+        pass
+    with pytest.raises(ValueError, match="new_session_id.*'same'.*already"):
+        async with Session.open(store, model=FauxModel([]), new_session_id=lambda: "same"):
+            pass
 
 
 async def _run_once() -> list[Record]:

@@ -86,7 +86,8 @@ async def record_session(
     """Run a scripted session (one prompt, or what ``drive`` does) and return its log."""
     store = MemoryStore()
     async with Session.open(store, model=FauxModel(script), tools=tools, approver=approver,
-                            rules=rules, session_id="s", clock=counting_clock()) as session:
+                            rules=rules, session_id="s",
+                            create=True, clock=counting_clock()) as session:
         if drive is None:
             await session.prompt("go")
         else:

@@ -394,7 +394,7 @@ def _spec_with_schema(schema: Any, name: str = "tuple_tool") -> Any:
 
 
 async def _open(store: MemoryStore, specs: list[Any]) -> None:
-    async with Session.open(store, model=FauxModel([]), tools=specs, session_id="s"):
+    async with Session.open(store, model=FauxModel([]), tools=specs, session_id="s", create=True):
         pass  # pragma: no cover - the open must fail
 
 

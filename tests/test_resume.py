@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -24,12 +25,15 @@ from engine import (
     text,
     tool,
 )
+from engine.fork import fork
 from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.recorder import SessionBroken
 from engine.reducers import ToolResultEntry
 from events import JsonlStore, MemoryStore
 from events.stores.jsonl import verify_jsonl
 from events.types import (
     ApprovalResolved,
+    ToolCallCompleted,
     ToolCallFailed,
     ToolCallRewritten,
     ToolExecutionStarted,
@@ -84,7 +88,7 @@ async def test_a_batch_pauses_with_every_approval_it_needs_pending_and_resumes()
     ])
     store = MemoryStore()
     async with Session.open(store, model=model, tools=tools.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         paused = await session.prompt("go")
         assert paused.stop == "paused"
         assert [r.call_id for r in paused.pending] == ["1.0", "1.2"]
@@ -117,7 +121,7 @@ async def test_a_nested_call_waits_in_its_parent_and_goes_on_when_answered() -> 
     tools = Tools()
     model = FauxModel([faux_tool_call("parent"), faux_text("done")])
     async with Session.open(MemoryStore(), model=model, tools=tools.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         paused = await session.prompt("go")
         assert paused.stop == "paused"
         assert [(r.call_id, r.parent_id) for r in paused.pending] == [("1.0/0", "1.0")]
@@ -134,7 +138,7 @@ async def test_an_approvers_edit_at_resolution_is_a_validated_rewrite() -> None:
     model = FauxModel([[faux_tool_call("danger", {"n": 1}), faux_tool_call("danger", {"n": 2})],
                        faux_text("done")])
     async with Session.open(MemoryStore(), model=model, tools=tools.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         await session.prompt("go")
         await session.resolve_approval("1.0", True, arguments={"n": 10})
         await session.resolve_approval("1.1", True, arguments={"n": "ten"})
@@ -158,7 +162,7 @@ async def test_a_session_grant_given_at_resolution_governs_later_calls() -> None
     model = FauxModel([faux_tool_call("danger", {"n": 1}), faux_tool_call("danger", {"n": 2}),
                        faux_text("done")])
     async with Session.open(MemoryStore(), model=model, tools=tools.specs, approver=approver,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         await session.prompt("go")
         await session.resolve_approval("1.0", True, scope="session")
         assert (await session.resume()).stop == "end_turn"
@@ -168,7 +172,7 @@ async def test_a_session_grant_given_at_resolution_governs_later_calls() -> None
 
 async def test_resume_with_nothing_to_do_returns_without_asking_the_model() -> None:
     model = FauxModel([faux_text("hi")])
-    async with Session.open(MemoryStore(), model=model, session_id=SID) as session:
+    async with Session.open(MemoryStore(), model=model, session_id=SID, create=True) as session:
         await session.prompt("hello")
         again = await session.resume()
         assert again.stop == "end_turn" and again.turns == 0 and again.text == "hi"
@@ -179,7 +183,8 @@ async def test_closing_a_session_with_a_parked_call_leaves_it_resumable() -> Non
     store = MemoryStore()
     first = Tools(idempotent_parent=True)
     async with Session.open(store, model=FauxModel([faux_tool_call("parent")]),
-                            tools=first.specs, approver=later, session_id=SID) as session:
+                            tools=first.specs, approver=later, session_id=SID,
+                            create=True) as session:
         assert (await session.prompt("go")).stop == "paused"
     # the close recorded nothing about the parked calls: the log reads as a stopped process
     state = fold(await store.read(SID))
@@ -188,7 +193,7 @@ async def test_closing_a_session_with_a_parked_call_leaves_it_resumable() -> Non
     second = Tools(idempotent_parent=True)
     model = FauxModel([faux_text("done")])
     async with Session.open(store, model=model, tools=second.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         assert [r.call_id for r in session.pending_approvals()] == ["1.0/0"]
         await session.resolve_approval("1.0/0", True)
         assert (await session.resume()).stop == "end_turn"
@@ -197,18 +202,19 @@ async def test_closing_a_session_with_a_parked_call_leaves_it_resumable() -> Non
         assert results(session) == [("1.0", "parent saw: danger 1")]
         started = [r.event.call_id for r in session.records
                    if isinstance(r.event, ToolExecutionStarted)]
-        assert started == ["1.0", "1.0/0"]  # one started event per call, even run twice
+        assert started == ["1.0", "1.0", "1.0/0"]  # every run of a body is on the record
 
 
 async def test_a_non_idempotent_parent_left_running_ends_interrupted_and_the_model_is_told() -> None:
     store = MemoryStore()
     async with Session.open(store, model=FauxModel([faux_tool_call("parent")]),
-                            tools=Tools().specs, approver=later, session_id=SID) as session:
+                            tools=Tools().specs, approver=later, session_id=SID,
+                            create=True) as session:
         await session.prompt("go")
     tools = Tools()
     model = FauxModel([faux_text("done")])
     async with Session.open(store, model=model, tools=tools.specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         assert (await session.resume()).stop == "end_turn"
         assert tools.runs == []
         outcome = session.calls["1.0"].outcome
@@ -219,10 +225,57 @@ async def test_a_non_idempotent_parent_left_running_ends_interrupted_and_the_mod
         assert isinstance(seen, ToolResultEntry) and "interrupted" in seen.result.text
 
 
+def leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaves(inner)]
+    return [exc]
+
+
+class Racing(MemoryStore):
+    """Another writer that appends a ``tool_execution_started`` to session ``"cut"`` just
+    before this one writes there: what a second process re-entering the same call at the same
+    time would do."""
+
+    def append_nowait(self, session_id: str, records: Any, expected_seq: int) -> None:
+        if session_id == "cut" and records and isinstance(records[0].event,
+                                                          ToolExecutionStarted):
+            other = attrs.evolve(records[0], time=records[0].time + 1)
+            super().append_nowait(session_id, [other], expected_seq)
+        super().append_nowait(session_id, records, expected_seq)
+
+
+async def test_a_rerun_records_its_start_before_the_body_so_a_racing_writer_conflicts() -> None:
+    runs: list[str] = []
+
+    @tool(annotations=Annotations(read_only=True, open_world=False, idempotent=True))
+    async def step(call: Any, ctx: Any) -> ToolResult:
+        runs.append(call.call_id)
+        return ToolResult(content=[text("done")])
+
+    store = Racing()
+    async with Session.open(store, model=FauxModel([faux_tool_call("step"), faux_text("ok")]),
+                            tools=[step], session_id="s", create=True) as session:
+        await session.prompt("go")
+    started = next(r.seq for r in session.records if isinstance(r.event, ToolExecutionStarted))
+    await fork(store, "s", at=started, new_session_id="cut")  # as if the body never returned
+    runs.clear()
+
+    with pytest.raises(BaseException) as raised:  # the session stops: its log is not its own
+        async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=[step],
+                                session_id="cut") as session:
+            await session.resume()
+    [broken] = leaves(raised.value)
+    assert isinstance(broken, SessionBroken) and "another writer appended first" in str(broken)
+    assert runs == []  # the racing writer got there first: no second execution
+    [first, other] = (await store.read("cut"))[started - 1:]
+    assert isinstance(first.event, ToolExecutionStarted) and other.event == first.event
+
+
 async def test_cancelling_a_paused_session_closes_the_pending_calls() -> None:
     tools = Tools()
     async with Session.open(MemoryStore(), model=FauxModel([faux_tool_call("parent")]),
-                            tools=tools.specs, approver=later, session_id=SID) as session:
+                            tools=tools.specs, approver=later, session_id=SID,
+                            create=True) as session:
         await session.prompt("go")
         with trio.CancelScope() as scope:
             scope.cancel()
@@ -238,13 +291,15 @@ async def test_cancelling_a_paused_session_closes_the_pending_calls() -> None:
 def worker(*args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen([sys.executable, "-m", "tests.workers.session_worker", *args],
-                            stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                            cwd=ROOT)
 
 
-def finish(*args: str) -> dict[str, Any]:
-    proc = worker(*args)
-    out, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 0, out
+def finish(*args: str, status: int = 0, proc: subprocess.Popen[str] | None = None,
+           stdin: str | None = None) -> dict[str, Any]:
+    proc = proc if proc is not None else worker(*args)
+    out, _ = proc.communicate(stdin, timeout=60)
+    assert proc.returncode == status, out
     report: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
     return report
 
@@ -293,6 +348,32 @@ def test_a_call_killed_mid_body_reruns_only_if_idempotent(
         assert isinstance(outcome, ToolCallFailed) and outcome.kind == "interrupted"
     assert state.open_calls == ()
     assert verify_jsonl(log).ok
+
+
+@pytest.mark.parametrize("flavour", ["idempotent", "plain"])
+def test_a_second_process_cannot_take_over_a_session_whose_body_still_runs(
+    tmp_path: Path, flavour: str
+) -> None:
+    log, side = tmp_path / "log.jsonl", tmp_path / "side"
+    first = worker("hold", str(log), str(side), flavour)
+    try:
+        assert first.stdout is not None
+        assert first.stdout.readline().strip() == "STARTED"  # the body runs, and waits for us
+        refused = finish("finish", str(log), str(side), flavour, status=3)
+        assert refused["error"] == "SessionInUse"
+        assert "'worker-session' is in use" in refused["message"]
+        assert side.read_text().splitlines() == ["slow_step 1.0"]  # not run a second time
+        done = finish(proc=first, stdin="go on\n")  # the owner finishes its own call
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert done["stop"] == "end_turn" and done["statuses"] == {"1.0": "completed"}
+    state = fold(stored(log))
+    assert isinstance(state.calls["1.0"].outcome, ToolCallCompleted)
+    assert state.open_calls == () and verify_jsonl(log).ok
+    after = finish("finish", str(log), str(side), flavour)  # closed: anyone may open it now
+    assert after["stop"] == "end_turn" and side.read_text().splitlines() == ["slow_step 1.0"]
 
 
 def test_an_exception_in_the_hosts_block_comes_out_as_itself() -> None:

@@ -153,7 +153,7 @@ def test_a_cancellation_at_any_step_leaves_a_consistent_log(
         async with Session.open(store, model=model, tools=harness.tools,
                                 approver=harness.approver, rules=script.rules,
                                 max_depth=script.max_depth, clock=counting_clock(),
-                                session_id="s") as session:
+                                session_id="s", create=True) as session:
             for handler in harness.call_handlers:
                 session.on_tool_call(handler)
             for result_handler in harness.result_handlers:
@@ -222,7 +222,7 @@ def sample_session() -> Sample:
         store = MemoryStore()
         tools = [counted(t, runs) for t in (read, wipe, outer)]
         async with Session.open(store, model=model, tools=tools, approver=approver,
-                                clock=counting_clock(), session_id="s") as session:
+                                clock=counting_clock(), session_id="s", create=True) as session:
             await session.prompt("go")
             return Sample(tuple(await store.read("s")), session.state.snapshot(),
                           tuple(session.transcript), runs, tuple(asked))
@@ -409,10 +409,10 @@ def test_a_newer_version_cannot_make_a_half_run_call_safe_to_run_again(
         model = ScriptModel(FauxModel([faux_tool_call("nest", {"plan": [{"name": "ask_me"}]})]))
         clock = counting_clock()
         async with Session.open(store, model=model, tools=tools, approver=later,
-                                session_id="s", clock=clock) as session:
+                                session_id="s", create=True, clock=clock) as session:
             assert (await session.prompt("go")).stop == "paused"
         async with Session.open(store, model=model, tools=tools, approver=later,
-                                session_id="s", clock=clock) as session:
+                                session_id="s", create=True, clock=clock) as session:
             await session.register(attrs.evolve(nest, annotations=Annotations(
                 read_only=True, open_world=False, idempotent=idempotent)))
             await session.resume()

@@ -201,8 +201,8 @@ class SessionMachine(RuleBasedStateMachine):
             return await approver(request)
 
         return Session.open(self.store, model=self.model, tools=self._specs, approver=asked,
-                            rules=self.policy, session_id=self.session_id, clock=self._clock,
-                            max_depth=self.max_depth)
+                            rules=self.policy, session_id=self.session_id, create=True,
+                            clock=self._clock, max_depth=self.max_depth)
 
     async def _open(self) -> None:
         await self._held.open(self._loop.nursery)

@@ -19,12 +19,16 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
+import trio
+
 from ..codec import decode_line, encode_line_bytes
-from ..errors import CodecError, ConflictError
+from ..errors import CodecError, ConflictError, SessionInUse
 from ..integrity import GENESIS, seal_bytes
 from ..types import SCHEMA_VERSION, Record
 
 __all__ = [
+    "Claim",
+    "Claims",
     "ClosingStore",
     "EventStore",
     "InlineStore",
@@ -72,9 +76,67 @@ class EventStore(Protocol):
         """Every session id, in order of first appearance."""
         ...
 
+    def claim(self, session_id: str) -> Claim:
+        """Make the caller the session's one owner until the claim is released.
+
+        Raises :class:`~events.errors.SessionInUse` at once (it never waits) if someone holds
+        it: another claim on this store, or, for a store shared between processes, in another
+        process. :meth:`~engine.Session.open` claims the session it opens for as long as its
+        block runs. Claiming changes nothing in the log; an unknown session may be claimed.
+        """
+        ...
+
     def close(self) -> None:
         """Release the store's resources. Idempotent; the store is unusable afterwards."""
         ...
+
+
+class Claim:
+    """A store's hold on one session (see :meth:`EventStore.claim`). :meth:`release` ends it
+    (once; again is a no-op); usable as ``with store.claim(session_id):``."""
+
+    __slots__ = ("_release",)
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self._release: Callable[[], None] | None = release
+
+    def release(self) -> None:
+        """Let someone else claim the session."""
+        release, self._release = self._release, None
+        if release is not None:
+            release()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
+
+
+class Claims:
+    """The sessions claimed through one store object: the in-process half of ownership. A
+    store shared between processes adds its own cross-process lock on top."""
+
+    def __init__(self, store: str) -> None:
+        self._store = store
+        self._held: set[str] = set()
+
+    def claim(self, session_id: str, release: Callable[[], None] = lambda: None) -> Claim:
+        """Hold ``session_id`` in this process; ``release`` runs when the claim ends."""
+        if session_id in self._held:
+            raise SessionInUse(session_id, f"claimed through this {self._store}")
+        self._held.add(session_id)
+
+        def end() -> None:
+            self._held.discard(session_id)
+            release()
+
+        return Claim(end)
 
 
 class ClosingStore:
@@ -101,18 +163,33 @@ class InlineStore(ClosingStore):
 
     A writer that holds such a store may call :meth:`append_nowait` itself (see
     :func:`append_nowait`): no trip through the event loop, and no need to shield the write
-    from cancellation, since nothing in it can be interrupted. A subclass that overrides
-    ``append`` (to wait for something, or to watch the writes) is written through ``append``
-    again, as any store.
+    from cancellation, since nothing in it can be interrupted. If it raises
+    :class:`trio.WouldBlock` (it would have to wait: for a lock, a disk), nothing was stored
+    and the writer awaits :meth:`append`, which may wait (off the event loop) and is
+    cancelled only before it has written anything. A subclass that overrides ``append`` (to
+    wait for something, or to watch the writes) is written through ``append`` again, as any
+    store.
     """
 
     def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
-        """:meth:`EventStore.append`, done now."""
+        """:meth:`EventStore.append`, done now; :class:`trio.WouldBlock` if it cannot be."""
         raise NotImplementedError
 
     async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
-        """Append a batch, all or nothing; see :meth:`EventStore.append`."""
-        self.append_nowait(session_id, records, expected_seq)
+        """Append a batch, all or nothing; see :meth:`EventStore.append`: now if it can be,
+        else through :meth:`append_waiting`."""
+        try:
+            self.append_nowait(session_id, records, expected_seq)
+        except trio.WouldBlock:
+            await self.append_waiting(session_id, records, expected_seq)
+
+    async def append_waiting(
+        self, session_id: str, records: Sequence[Record], expected_seq: int
+    ) -> None:
+        """The append when :meth:`append_nowait` would block: it may wait (off the event
+        loop), and is cancelled only before it has written anything. A store whose
+        ``append_nowait`` never blocks need not implement it."""
+        raise NotImplementedError
 
 
 def append_nowait(store: object) -> Callable[[str, Sequence[Record], int], None] | None:

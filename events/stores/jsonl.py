@@ -31,7 +31,10 @@ included, is :class:`~events.errors.UnverifiedRecordError` naming the record.
 Several processes may share one file. Appends hold ``fcntl.flock(LOCK_EX)``; under it the
 store first indexes whatever other processes appended, so a stale writer anywhere gets
 :class:`~events.errors.ConflictError`. Readers notice a grown file (``fstat``) and index its
-new tail under ``LOCK_SH``. Unix only (``fcntl``).
+new tail under ``LOCK_SH``. The ``async`` methods never wait for a lock on the event loop: they
+try it without waiting, and if another process holds it they wait in a worker thread (see
+:mod:`events.stores.locks`). A session has one owner at a time: :meth:`JsonlStore.claim` locks
+a file of its own next to the log. Unix only (``fcntl``).
 """
 
 from __future__ import annotations
@@ -42,10 +45,12 @@ import os
 from array import array
 from collections.abc import Iterator, Sequence
 
+import trio
+
 from ..errors import CorruptLogError, UnverifiedRecordError
 from ..integrity import GENESIS, LinkError, check_link
 from ..types import Record
-from .base import InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
+from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .jsonlines import (
     check_seq,
     decode_stored,
@@ -54,6 +59,7 @@ from .jsonlines import (
     read_jsonl,
     verify_jsonl,
 )
+from .locks import claim_file, locked_elsewhere, try_lock
 
 __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
@@ -84,12 +90,16 @@ class JsonlStore(InlineStore):
     refused when the store is made, not at some later ``await``. The scan keeps per session
     the offset of each line; reads seek to those lines and decode only them.
 
-    The methods are ``async`` but do plain blocking file I/O inline: local appends and
-    indexed reads are short, and handing them to a thread would cost more than it saves.
-    No method awaits (a session writes through :meth:`append_nowait`), so tasks in one event
-    loop never see a half-done change; the store is not thread-safe. If another process holds
-    the lock, the loop waits for it (briefly: locks are held only while indexing a tail and
-    writing one batch).
+    The ``async`` methods do their file I/O inline when they can: local appends and indexed
+    reads are short, and handing them to a thread would cost more than it saves. What may
+    take long is waited for off the event loop: a lock another process holds (tried first
+    without waiting; then waited for in a worker thread, cancellably) and, with ``durable``,
+    the ``fsync`` (in a worker thread, not cancellable: the batch is written by then). The
+    index changes only in the loop's thread, all at once, so tasks in one event loop never
+    see a half-done change; the store is not thread-safe. The constructor and :meth:`head`
+    are synchronous and may wait for a lock held elsewhere (briefly: locks are held only
+    while indexing a tail and writing one batch); build the store with
+    ``await trio.to_thread.run_sync(JsonlStore, path)`` if even that must not hold the loop.
 
     Durability: every batch goes to the OS in one unbuffered ``write`` (no user-space buffer
     to flush), so it survives a crash of this process. With ``durable=True`` each append also
@@ -131,6 +141,7 @@ class JsonlStore(InlineStore):
         # the session of the last line, if a read-only store indexed it without its newline
         self._open_line: str | None = None
         self._fd = -1
+        self._holding = 0  # appends of this store that hold the lock across an await
         flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT
         fd = os.open(self.path, flags | os.O_CLOEXEC, 0o644)
         try:
@@ -144,42 +155,97 @@ class JsonlStore(InlineStore):
         self._fd = fd
 
     def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
-        """Append a batch, all or nothing; see :meth:`EventStore.append`."""
+        """Append a batch, all or nothing, without waiting; see :meth:`EventStore.append`.
+
+        Raises :class:`trio.WouldBlock`, having stored nothing, when it would have to wait:
+        the store is ``durable`` (an ``fsync`` waits for the disk), or another process holds
+        the file's lock. ``await append()`` waits then, off the event loop.
+        """
         fd = self._ensure_open()
         if self.read_only:
             raise ValueError(f"the JsonlStore for {self.path} is read-only: it cannot append")
+        if self.durable:
+            raise trio.WouldBlock
         check_batch(session_id, records, expected_seq)
         bodies = encode_bodies(records)  # before the lock: an unencodable batch stores nothing
-        with _locked(fd, fcntl.LOCK_EX):
-            self._refresh_locked(fd, repair=True)
-            check_conflict(session_id, expected_seq, self._last_seq(session_id))
-            if not bodies:
-                return
-            # The head is only certain under the lock: another process may have appended.
-            index = self._index.get(session_id)
-            lines, head = seal_lines(bodies, index.head if index else GENESIS, self._key)
-            start = self._size
+        if not self._append_inline(fd, session_id, bodies, expected_seq):
+            raise trio.WouldBlock
+
+    async def append_waiting(
+        self, session_id: str, records: Sequence[Record], expected_seq: int
+    ) -> None:
+        """The append when :meth:`append_nowait` cannot be done now (``append`` calls it then):
+        the wait for the lock and the ``fsync`` run in worker threads, so the event loop goes
+        on meanwhile. Cancellation lands only while it waits for the lock, before anything is
+        written."""
+        fd = self._ensure_open()
+        check_batch(session_id, records, expected_seq)
+        bodies = encode_bodies(records)
+        async with locked_elsewhere(self.path, fd, fcntl.LOCK_EX):
+            fd = self._ensure_open()  # it may have been closed while we waited
+            self._holding += 1
             try:
-                _write_all(fd, b"".join(lines))
+                written = self._write_locked(fd, session_id, bodies, expected_seq)
+                if written is None:
+                    return
                 if self.durable:
-                    os.fsync(fd)
-            except BaseException:
-                # The caller will believe nothing was stored: make it so.
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, start)
-                raise
-            offset = start
-            for line in lines:
-                self._lines += 1
-                self._add(session_id, offset, len(line), self._lines)
-                offset += len(line)
-            self._size = offset
-            self._index[session_id].head = head
+                    try:  # not abandoned on cancellation: the batch is written, it must be synced
+                        await trio.to_thread.run_sync(os.fsync, fd)
+                    except BaseException:
+                        _cut(fd, written[0])
+                        raise
+                self._commit(session_id, *written)
+            finally:
+                self._holding -= 1
+
+    def _append_inline(
+        self, fd: int, session_id: str, bodies: list[bytes], expected_seq: int
+    ) -> bool:
+        """The append, now, if the lock is free; ``False`` (nothing done) if it is not."""
+        if not try_lock(fd, fcntl.LOCK_EX):
+            return False
+        try:
+            written = self._write_locked(fd, session_id, bodies, expected_seq)
+            if written is not None:
+                self._commit(session_id, *written)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+
+    def _write_locked(
+        self, fd: int, session_id: str, bodies: list[bytes], expected_seq: int
+    ) -> tuple[int, list[bytes], str] | None:
+        """Under ``LOCK_EX``: index other writers' lines, check the conflict, seal and write
+        the batch; where it starts, its lines and the session's new head, or ``None`` for an
+        empty batch. Not synced, and the index is not updated yet: see :meth:`_commit`."""
+        self._refresh_locked(fd, repair=True)
+        check_conflict(session_id, expected_seq, self._last_seq(session_id))
+        if not bodies:
+            return None
+        # The head is only certain under the lock: another process may have appended.
+        index = self._index.get(session_id)
+        lines, head = seal_lines(bodies, index.head if index else GENESIS, self._key)
+        start = self._size
+        try:
+            _write_all(fd, b"".join(lines))
+        except BaseException:
+            _cut(fd, start)
+            raise
+        return start, lines, head
+
+    def _commit(self, session_id: str, start: int, lines: list[bytes], head: str) -> None:
+        """Index a batch :meth:`_write_locked` wrote (and, if durable, synced)."""
+        offset = start
+        for line in lines:
+            self._lines += 1
+            self._add(session_id, offset, len(line), self._lines)
+            offset += len(line)
+        self._size = offset
+        self._index[session_id].head = head
 
     async def read(self, session_id: str, after: int = 0) -> list[Record]:
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
-        fd = self._ensure_open()
-        self._refresh(fd)
+        fd = await self._catch_up()
         index = self._index.get(session_id)
         if index is None:
             return []
@@ -208,12 +274,12 @@ class JsonlStore(InlineStore):
 
     async def last_seq(self, session_id: str) -> int:
         """The seq of the session's last record; 0 for an unknown session."""
-        self._refresh(self._ensure_open())
+        await self._catch_up()
         return self._last_seq(session_id)
 
     async def sessions(self) -> list[str]:
         """Every session id, in order of first appearance in the file."""
-        self._refresh(self._ensure_open())
+        await self._catch_up()
         return list(self._index)
 
     def head(self, session_id: str) -> str | None:
@@ -229,6 +295,14 @@ class JsonlStore(InlineStore):
         """Whether the store was given a key: it seals with it, and every record it hands out
         was verified with it."""
         return self._key is not None
+
+    def claim(self, session_id: str) -> Claim:
+        """Own ``session_id`` until the claim is released: an exclusive lock on the session's
+        own lock file, ``<path>.owners/<digest>.lock``, which any claim of it in any process
+        (this one included) respects; :class:`~events.errors.SessionInUse` at once if it is
+        held (see :mod:`events.stores.locks`). The kernel drops the lock if the process dies."""
+        self._ensure_open()
+        return claim_file(self.path, session_id)
 
     def close(self) -> None:
         """Close the file. Idempotent; the store refuses to be used afterwards."""
@@ -262,10 +336,34 @@ class JsonlStore(InlineStore):
         index.lines.append(line)
 
     def _refresh(self, fd: int) -> None:
-        """Index what other processes appended, if the file changed size."""
+        """Index what other processes appended, if the file changed size. Blocking: for the
+        synchronous methods (:meth:`head`); the ``async`` ones use :meth:`_catch_up`."""
         if os.fstat(fd).st_size != self._size:
-            with _locked(fd, fcntl.LOCK_SH):
+            if not try_lock(fd, fcntl.LOCK_SH):
+                if self._holding:  # our own append, in flight: the index is whole without it
+                    return
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            try:
                 self._refresh_locked(fd, repair=False)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    async def _catch_up(self) -> int:
+        """:meth:`_refresh`, waiting for the lock off the loop if another holder has it;
+        returns the store's descriptor."""
+        fd = self._ensure_open()
+        if os.fstat(fd).st_size == self._size:
+            return fd
+        if try_lock(fd, fcntl.LOCK_SH):
+            try:
+                self._refresh_locked(fd, repair=False)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            return fd
+        async with locked_elsewhere(self.path, fd, fcntl.LOCK_SH):
+            fd = self._ensure_open()  # it may have been closed while we waited
+            self._refresh_locked(fd, repair=False)
+        return fd
 
     def _refresh_locked(self, fd: int, *, repair: bool) -> None:
         """Index the complete lines past ``self._size``; the caller holds a lock.
@@ -374,6 +472,13 @@ def _locked(fd: int, operation: int) -> Iterator[None]:
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def _cut(fd: int, size: int) -> None:
+    """A batch failed to be written (or synced): the caller will believe nothing was stored,
+    so make it so."""
+    with contextlib.suppress(OSError):
+        os.ftruncate(fd, size)
 
 
 def _write_all(fd: int, data: bytes) -> None:

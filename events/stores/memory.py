@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..types import Record
-from .base import InlineStore, check_batch, check_conflict, encode_batch
+from .base import Claim, Claims, InlineStore, check_batch, check_conflict, encode_batch
 
 __all__ = ["MemoryStore"]
 
@@ -31,6 +31,7 @@ class MemoryStore(InlineStore):
     def __init__(self, *, check_encodable: bool = True) -> None:
         self._check_encodable = check_encodable
         self._sessions: dict[str, list[Record]] = {}
+        self._claims = Claims("MemoryStore")
         self._closed = False
 
     def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
@@ -59,6 +60,12 @@ class MemoryStore(InlineStore):
         """Every session id, in order of first appearance (dicts keep insertion order)."""
         self._ensure_open()
         return list(self._sessions)
+
+    def claim(self, session_id: str) -> Claim:
+        """Own ``session_id`` until the claim is released; a second claim of it is
+        :class:`~events.errors.SessionInUse` (see :meth:`EventStore.claim`)."""
+        self._ensure_open()
+        return self._claims.claim(session_id)
 
     def close(self) -> None:
         """Forget every record. Idempotent; the store refuses to be used afterwards."""

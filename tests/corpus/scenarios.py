@@ -147,7 +147,7 @@ async def record(scenario: Scenario, path: Path, *, session_id: str) -> None:
     ticks = iter(range(1, 1_000_000))
     with JsonlStore(path) as store:
         async with Session.open(store, model=FauxModel(scenario.script()), tools=scenario.tools,
-                                approver=scenario.approver, session_id=session_id,
+                                approver=scenario.approver, session_id=session_id, create=True,
                                 clock=lambda: 1_767_225_600.0 + next(ticks)) as session:
             for handler in scenario.handlers:
                 session.on_tool_call(handler)

@@ -168,7 +168,7 @@ async def drive(busy: Busy, deadline: float | None) -> None:
     store = MemoryStore()
     with trio.fail_after(DEADLOCK):
         async with Session.open(store, model=busy, tools=busy.tools(),  # type: ignore[arg-type]
-                                approver=busy.approver, session_id=SID) as session:
+                                approver=busy.approver, session_id=SID, create=True) as session:
             session.on_tool_call(busy.call_handler)
             session.on_tool_result(busy.result_handler)
             if deadline is not None:
@@ -279,7 +279,7 @@ async def test_a_pause_waits_until_nothing_else_can_move(autojump_clock: Any) ->
     model = FauxModel([faux_tool_call("parent"), faux_text("done")])
     with trio.fail_after(DEADLOCK):
         async with Session.open(store, model=model, tools=[risky, parent], approver=approver,
-                                session_id=SID) as session:
+                                session_id=SID, create=True) as session:
             paused = await session.prompt("go")
             assert paused.stop == "paused"
             assert deliberating.is_set()
@@ -317,7 +317,7 @@ async def test_cancelling_a_resume_stops_the_loop_a_pause_left_behind(autojump_c
     model = FauxModel([faux_tool_call("parent"), faux_text("done"), faux_text("again")])
     with trio.fail_after(DEADLOCK):
         async with Session.open(store, model=model, tools=[risky, parent], approver=approver,
-                                session_id=SID) as session:
+                                session_id=SID, create=True) as session:
             paused = await session.prompt("go")
             assert paused.stop == "paused"
             [request] = paused.pending

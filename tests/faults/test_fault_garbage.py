@@ -87,7 +87,7 @@ async def write_log(path: Path) -> None:
                        faux_text("done")])
     with JsonlStore(path) as store:
         async with Session.open(store, model=model, tools=[inner, outer, change],
-                                approver=approve_all, session_id=SID,
+                                approver=approve_all, session_id=SID, create=True,
                                 clock=counting_clock()) as session:
             await session.prompt("go")
 
@@ -323,7 +323,7 @@ def test_a_decodable_record_that_breaks_the_story_is_a_log_inconsistency(
         with JsonlStore(path) as store:  # the store checks lines, not stories
             assert len(await store.read(SID)) == len(lines)
             with pytest.raises(LogInconsistency, match=f"record seq {original.seq} "):
-                async with Session.open(store, model=FauxModel([]), session_id=SID):
+                async with Session.open(store, model=FauxModel([]), session_id=SID, create=True):
                     raise AssertionError("opened a session on an impossible log")
 
     with log_file(content) as path:

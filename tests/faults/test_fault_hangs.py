@@ -43,7 +43,7 @@ async def run(tools: list[Any], script: list[Any], **kwargs: Any) -> tuple[Sessi
     store = MemoryStore()
     model = FauxModel([*script, faux_text("done"), faux_text("again")])
     with trio.fail_after(DEADLOCK):
-        async with Session.open(store, model=model, tools=tools, session_id="s",
+        async with Session.open(store, model=model, tools=tools, session_id="s", create=True,
                                 **kwargs) as session:
             result = await session.prompt("go")
             assert result.stop == "end_turn" and result.text == "done", result
@@ -149,7 +149,7 @@ async def test_a_parent_times_out_while_its_nested_call_waits_for_an_approval(
     model = FauxModel([faux_tool_call("parent"), faux_text("done")])
     with trio.fail_after(DEADLOCK):
         async with Session.open(store, model=model, tools=[risky, parent], approver=later,
-                                session_id="s") as session:
+                                session_id="s", create=True) as session:
             paused = await session.prompt("go")
             assert paused.stop == "paused" and [r.call_id for r in paused.pending] == ["1.0/0"]
             await trio.sleep(10)  # the host is away; the parent's deadline passes
@@ -239,7 +239,7 @@ async def test_a_host_cancel_waits_for_a_shielded_body_then_closes_every_call(
                        faux_text("recovered")])
     with trio.fail_after(DEADLOCK):
         async with Session.open(store, model=model, tools=[stubborn, child, parent],
-                                session_id="s") as session:
+                                session_id="s", create=True) as session:
             with trio.CancelScope() as scope:
                 async with trio.open_nursery() as nursery:
                     async def cancel_when_shielded() -> None:

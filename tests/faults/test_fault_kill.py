@@ -124,7 +124,7 @@ async def resume(log: Path) -> None:
     with JsonlStore(log) as store:
         async with Session.open(store, model=model, tools=kill_worker.tools(),
                                 approver=kill_worker.approver,
-                                session_id=kill_worker.SESSION) as session:
+                                session_id=kill_worker.SESSION, create=True) as session:
             session.on_tool_call(kill_worker.guard)
             result = await session.resume()
             for _ in range(10):  # approvals asked before the kill wait for the host

@@ -117,7 +117,7 @@ class Probe:
             first = faux_tool_call("target")
         model = FauxModel([first, faux_text("done"), faux_text("again")])
         async with Session.open(self.store, model=model, tools=self.tools(), limits=self.limits,
-                                session_id="s") as session:
+                                session_id="s", create=True) as session:
             session.on_tool_call(self.rewrite)
             session.on_tool_result(self.patch)
             assert (await session.prompt("go")).text == "done"
@@ -202,7 +202,7 @@ async def edit_session(approver: Any, host_edit: bool) -> tuple[list[Record], li
     store = MemoryStore()
     model = FauxModel([faux_tool_call("danger", {}), faux_text("done")])
     async with Session.open(store, model=model, tools=danger_tools(ran), approver=approver,
-                            limits=LIMITS, session_id="s") as session:
+                            limits=LIMITS, session_id="s", create=True) as session:
         result = await session.prompt("go")
         if host_edit:
             assert result.stop == "paused"
@@ -235,7 +235,7 @@ async def one_call(tool_spec: Any, **call: Any) -> list[Record]:
     store = MemoryStore()
     model = FauxModel([faux_tool_call(**call), faux_text("done")])
     async with Session.open(store, model=model, tools=[tool_spec], limits=LIMITS,
-                            session_id="s") as session:
+                            session_id="s", create=True) as session:
         assert (await session.prompt("go")).text == "done"
     await assert_consistent(store, "s", session.state)
     return await store.read("s")

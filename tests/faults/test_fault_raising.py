@@ -178,7 +178,7 @@ class Scene:
         self.prompt_result: Any = None
         self.again: Any = None
         async with Session.open(self.store, model=self, tools=self.tools(),  # type: ignore[arg-type]
-                                approver=self.approver, session_id=SID,
+                                approver=self.approver, session_id=SID, create=True,
                                 clock=counting_clock()) as session:
             session.on_tool_call(self.call_handler)
             session.on_tool_result(self.result_handler)
@@ -383,7 +383,8 @@ def count_readings() -> int:
     async def main() -> None:
         scene = Scene("none", ValueError)
         async with Session.open(scene.store, model=scene.model, tools=scene.tools(),
-                                approver=approve_all, session_id=SID, clock=counted) as session:
+                                approver=approve_all, session_id=SID,
+                                create=True, clock=counted) as session:
             await session.prompt("go")
 
     trio.run(main)
@@ -410,7 +411,8 @@ async def clock_scene(broken_at: int, persistent: bool) -> tuple[list[BaseExcept
     raised: list[BaseException] = []
     try:
         async with Session.open(scene.store, model=scene.model, tools=scene.tools(),
-                                approver=approve_all, session_id=SID, clock=clock) as session:
+                                approver=approve_all, session_id=SID,
+                                create=True, clock=clock) as session:
             try:
                 await session.prompt("go")
             except ClockBroke as exc:
@@ -419,7 +421,7 @@ async def clock_scene(broken_at: int, persistent: bool) -> tuple[list[BaseExcept
         raised.append(exc)
     # whatever the failure left in the store opens, folds and resumes
     async with Session.open(scene.store, model=FauxModel([faux_text("resumed")]),
-                            tools=scene.tools(), approver=approve_all, session_id=SID,
+                            tools=scene.tools(), approver=approve_all, session_id=SID, create=True,
                             clock=counting_clock(5_000.0)) as session:
         result = await session.resume()
         for _ in range(5):

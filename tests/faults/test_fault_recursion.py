@@ -113,7 +113,7 @@ async def run(recursion: Recursion, max_depth: int) -> tuple[Any, list[Any], int
     model = FauxModel([faux_tool_call("ping"), faux_text("done")])
     with trio.fail_after(DEADLOCK):
         async with Session.open(store, model=model, tools=recursion.specs, approver=approver,
-                                max_depth=max_depth, session_id="s") as session:
+                                max_depth=max_depth, session_id="s", create=True) as session:
             session.on_tool_call(handler)
             result = await session.prompt("go")
             assert result.stop == "end_turn" and result.text == "done"
@@ -177,7 +177,7 @@ async def test_a_recursing_tool_with_a_timeout_meets_the_limit_before_its_deadli
     store = MemoryStore()
     with trio.fail_after(DEADLOCK):
         async with Session.open(store, model=FauxModel([faux_tool_call("dive"), faux_text("ok")]),
-                                tools=[dive], max_depth=3, session_id="s") as session:
+                                tools=[dive], max_depth=3, session_id="s", create=True) as session:
             await session.prompt("go")
     state = await assert_consistent(store, "s", session.state)
     assert [state.calls[c].status for c in ("1.0", "1.0/0", "1.0/0/0", "1.0/0/0/0")] == [

@@ -160,7 +160,7 @@ async def open_with(store: MemoryStore, tool_spec: ToolSpec, arguments: Any = No
     model = FauxModel([faux_tool_call("subject", arguments), faux_text("done")])
     try:
         async with Session.open(store, model=model, tools=[tool_spec],
-                                session_id="s") as session:
+                                session_id="s", create=True) as session:
             if call:
                 assert (await session.prompt("go")).text == "done"
             live = session.state
@@ -200,7 +200,7 @@ def test_any_json_as_a_schema_is_accepted_or_refused_with_a_schema_error(
 def test_registering_a_malformed_schema_later_writes_nothing(input_schema: Any) -> None:
     async def main() -> None:
         store = MemoryStore()
-        async with Session.open(store, model=FauxModel([]), session_id="s") as session:
+        async with Session.open(store, model=FauxModel([]), session_id="s", create=True) as session:
             written = len(await store.read("s"))
             try:
                 await session.register(spec(input_schema))
@@ -248,7 +248,7 @@ def test_a_schema_that_is_json_only_once_encoded_is_refused_or_recorded_as_json(
         with JsonlStore(path) as store:
             try:
                 async with Session.open(store, model=FauxModel([]), tools=[spec(schema)],
-                                        session_id="s") as session:
+                                        session_id="s", create=True) as session:
                     live = session.state
             except SchemaError:
                 assert await store.sessions() == []
@@ -256,7 +256,7 @@ def test_a_schema_that_is_json_only_once_encoded_is_refused_or_recorded_as_json(
             written = len(await store.read("s"))
             await assert_consistent(store, "s", live)  # fold of the file == the live state
             async with Session.open(store, model=FauxModel([]), tools=[spec(schema)],
-                                    session_id="s"):
+                                    session_id="s", create=True):
                 pass
             assert len(await store.read("s")) == written, "reopening registered the tool again"
 

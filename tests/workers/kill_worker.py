@@ -197,7 +197,7 @@ async def write(log: str, seed: int, tear: int = 0, fd: int = 1) -> None:
     store = AckingStore(log, fd)
     try:
         async with Session.open(store, model=ScriptModel(seed), tools=tools(),
-                                approver=approver, session_id=SESSION,
+                                approver=approver, session_id=SESSION, create=True,
                                 max_turns=1_000_000) as session:
             session.on_tool_call(guard)
             prompt = 0

@@ -4,10 +4,14 @@
     python -m tests.workers.session_worker pause LOG SIDE
     python -m tests.workers.session_worker resume LOG SIDE
     python -m tests.workers.session_worker hang LOG SIDE idempotent|plain
+    python -m tests.workers.session_worker hold LOG SIDE idempotent|plain
     python -m tests.workers.session_worker finish LOG SIDE idempotent|plain
 
 LOG is the JSONL log, SIDE a file each tool body appends a line to (so a test can count how
-often a body ran). Every run prints one JSON line describing how its prompt or resume ended.
+often a body ran). Every run prints one JSON line describing how its prompt or resume ended,
+or, if the session could not be opened because another process has it, ``{"error": ...}``
+(and exits with status 3). ``hang`` and ``hold`` print ``STARTED`` once the tool's body runs;
+``hang``'s body never ends, ``hold``'s ends when a line arrives on the worker's stdin.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ import trio
 
 from engine import LATER, Annotations, PromptResult, Session, ToolResult, text, tool
 from engine.models import FauxModel, FauxStep, faux_text, faux_tool_call
-from events import JsonlStore
+from events import JsonlStore, SessionInUse
 
 SESSION = "worker-session"
 
 
-def tools(side: Path, *, idempotent: bool = False, hang: bool = False) -> list[Any]:
+def tools(side: Path, *, idempotent: bool = False, hang: bool = False,
+          hold: bool = False) -> list[Any]:
     @tool(input_schema={"type": "object", "properties": {"text": {"type": "string"}},
                         "required": ["text"]},
           annotations=Annotations(destructive=True))
@@ -42,9 +47,12 @@ def tools(side: Path, *, idempotent: bool = False, hang: bool = False) -> list[A
         """A step that takes a while."""
         with side.open("a") as f:
             f.write(f"slow_step {call.call_id}\n")
-        if hang:
+        if hang or hold:
             print("STARTED", flush=True)
+        if hang:
             await trio.sleep_forever()
+        if hold:  # until the test says go on
+            await trio.to_thread.run_sync(sys.stdin.readline)
         return ToolResult(content=[text("step done")])
 
     return [write_note, slow_step]
@@ -68,16 +76,17 @@ async def run(mode: str, log: Path, side: Path, flavour: str) -> None:
     script: list[FauxStep]
     if mode == "pause":
         script = [faux_tool_call("write_note", {"text": "hello"}), faux_text("done")]
-    elif mode == "hang":
+    elif mode in ("hang", "hold"):
         script = [faux_tool_call("slow_step", {}), faux_text("done")]
     else:  # resume, finish: the model is asked only for what comes after the batch
         script = [faux_text("done")]
     model = FauxModel(script)
     with JsonlStore(log) as store:
         async with Session.open(store, model=model, session_id=SESSION, approver=later,
-                                tools=tools(side, idempotent=idempotent,
-                                            hang=mode == "hang")) as session:
-            if mode in ("pause", "hang"):
+                                create=mode in ("pause", "hang", "hold"),
+                                tools=tools(side, idempotent=idempotent, hang=mode == "hang",
+                                            hold=mode == "hold")) as session:
+            if mode in ("pause", "hang", "hold"):
                 result = await session.prompt("go")
             else:
                 if mode == "resume":
@@ -89,4 +98,8 @@ async def run(mode: str, log: Path, side: Path, flavour: str) -> None:
 if __name__ == "__main__":
     mode, log, side = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     flavour = sys.argv[4] if len(sys.argv) > 4 else "plain"
-    trio.run(partial(run, mode, log, side, flavour))
+    try:
+        trio.run(partial(run, mode, log, side, flavour))
+    except SessionInUse as exc:
+        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}), flush=True)
+        sys.exit(3)

@@ -1,0 +1,215 @@
+"""Who owns a session, and waiting for a store's locks without stopping the host's loop.
+
+A lock "held elsewhere" is held through another open file description of the log (in a thread
+of the test, standing for another process: ``flock`` cannot tell them apart). The thread lets
+go when a task of the loop tells it to, so the test proves the loop ran while the lock was
+held; if the loop were frozen, the thread gives up after a while and the order is wrong.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from engine import Session
+from engine.models import FauxModel, faux_text
+from events import JsonlStore, MemoryStore, SessionInUse
+from events.stores import EventStore
+from events.stores import jsonl as jsonl_module
+from events.types import Record, UserMessage
+
+#: how long a holder waits for the loop before it gives up (only a frozen loop makes it wait)
+PATIENCE = 10.0
+
+
+def rec(seq: int, session: str = "s") -> Record:
+    return Record(session_id=session, seq=seq, time=1.0 + seq, event=UserMessage(text=f"#{seq}"))
+
+
+class HeldElsewhere:
+    """An exclusive lock on the log, held through a descriptor of its own until
+    :meth:`let_go` (or :data:`PATIENCE` seconds, if the loop never gets to say so)."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDONLY)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self._go = threading.Event()
+        self._thread = threading.Thread(target=self._hold)
+        self._thread.start()
+
+    def _hold(self) -> None:
+        self._go.wait(PATIENCE)
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def let_go(self) -> None:
+        self._go.set()
+
+    def join(self) -> None:
+        self._go.set()
+        self._thread.join()
+        os.close(self.fd)
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "log.jsonl"
+    JsonlStore(path).close()
+    yield path
+
+
+async def other_task(order: list[str], held: HeldElsewhere) -> None:
+    await trio.testing.wait_all_tasks_blocked()  # everyone else waits: for the lock, say
+    order.append("another task ran")
+    held.let_go()
+
+
+async def test_a_lock_held_elsewhere_does_not_stop_the_loop_while_an_append_waits(
+    log: Path,
+) -> None:
+    order: list[str] = []
+    with JsonlStore(log) as store:
+        held = HeldElsewhere(log)
+        try:
+            async def append() -> None:
+                await store.append("s", [rec(1)], 0)
+                order.append("appended")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(append)
+                nursery.start_soon(other_task, order, held)
+        finally:
+            held.join()
+        assert order == ["another task ran", "appended"]
+        assert [r.seq for r in await store.read("s")] == [1]
+
+
+async def test_a_session_waiting_for_a_lock_held_elsewhere_leaves_the_loop_running(
+    log: Path,
+) -> None:
+    order: list[str] = []
+    with JsonlStore(log) as store:
+        async with Session.open(store, model=FauxModel([faux_text("hi")]), session_id="s",
+                                create=True) as session:
+            held = HeldElsewhere(log)
+            try:
+                async def prompt() -> None:
+                    await session.prompt("go")
+                    order.append("prompt returned")
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(prompt)
+                    nursery.start_soon(other_task, order, held)
+            finally:
+                held.join()
+        assert order == ["another task ran", "prompt returned"]
+        assert len(await store.read("s")) == len(session.records)
+
+
+async def test_a_wait_for_a_lock_held_elsewhere_can_be_cancelled_and_writes_nothing(
+    log: Path,
+) -> None:
+    with JsonlStore(log) as store:
+        held = HeldElsewhere(log)
+        try:
+            with trio.CancelScope() as scope:
+                async def cancel() -> None:
+                    await trio.testing.wait_all_tasks_blocked()
+                    scope.cancel()
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(cancel)
+                    await store.append("s", [rec(1)], 0)
+            assert scope.cancelled_caught
+        finally:
+            held.join()
+        assert await store.read("s") == []
+        await store.append("s", [rec(1)], 0)  # the store goes on: the lock was let go
+        assert [r.seq for r in await store.read("s")] == [1]
+
+
+async def test_a_durable_append_syncs_off_the_loop(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order: list[str] = []
+    go = threading.Event()
+    real_fsync = os.fsync
+
+    def slow_fsync(fd: int) -> None:  # a disk that takes its time
+        go.wait(PATIENCE)
+        real_fsync(fd)
+
+    with JsonlStore(log, durable=True) as store:
+        monkeypatch.setattr(jsonl_module.os, "fsync", slow_fsync)
+
+        async def append() -> None:
+            await store.append("s", [rec(1)], 0)
+            order.append("appended")
+
+        async def other() -> None:
+            await trio.testing.wait_all_tasks_blocked()
+            order.append("another task ran")
+            go.set()
+
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(append)
+                nursery.start_soon(other)
+        finally:
+            go.set()
+        assert order == ["another task ran", "appended"]
+
+
+# -- one owner per session ----------------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "jsonl"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EventStore]:
+    made: Any = MemoryStore() if request.param == "memory" else JsonlStore(tmp_path / "log.jsonl")
+    yield made
+    made.close()
+
+
+def test_a_claimed_session_is_refused_until_its_claim_ends(store: EventStore) -> None:
+    claim = store.claim("s")
+    with pytest.raises(SessionInUse, match="'s' is in use"):
+        store.claim("s")
+    with store.claim("t"):  # other sessions are free
+        pass
+    claim.release()
+    claim.release()  # once is enough; again does nothing
+    with store.claim("s"):
+        pass
+
+
+async def test_a_session_open_twice_at_once_is_refused_and_nothing_is_written(
+    store: EventStore,
+) -> None:
+    async with Session.open(store, model=FauxModel([faux_text("hi")]), session_id="s",
+                            create=True) as session:
+        await session.prompt("go")
+        before = await store.read("s")
+        with pytest.raises(SessionInUse, match="'s' is in use"):
+            async with Session.open(store, model=FauxModel([]), session_id="s"):
+                pass
+        assert await store.read("s") == before
+    async with Session.open(store, model=FauxModel([]), session_id="s") as session:
+        assert (await session.resume()).stop == "end_turn"  # free again once the block ended
+
+
+def test_two_jsonl_stores_on_one_file_share_the_claims(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    with JsonlStore(path) as first, JsonlStore(path) as second:
+        with first.claim("s"):
+            with pytest.raises(SessionInUse, match="held by this process"):
+                second.claim("s")
+        with second.claim("s"):
+            pass
+    assert sorted(os.listdir(tmp_path)) == ["log.jsonl"]  # no lock file is left behind
