@@ -50,7 +50,7 @@ async def pause_on_approval(log: Path) -> int:
     model = FauxModel([faux_tool_call("rm_rf", {"path": "/"}), faux_text("done")])
     with JsonlStore(log, key=KEY) as store:
         async with Session.open(store, model=model, tools=danger.specs, approver=later,
-                                session_id=SID) as session:
+                                session_id=SID, create=True) as session:
             paused = await session.prompt("clean up")
             assert paused.stop == "paused" and [p.call_id for p in paused.pending] == ["1.0"]
         assert danger.runs == []
@@ -91,7 +91,7 @@ async def test_a_keyed_store_refuses_a_forged_approval_and_runs_nothing(tmp_path
         with JsonlStore(log, key=KEY) as store:
             async with Session.open(store, model=FauxModel([faux_text("done")]),
                                     tools=danger.specs, approver=deny_all,
-                                    session_id=SID) as session:
+                                    session_id=SID, create=True) as session:
                 await session.resume()
     assert danger.runs == []  # the destructive call never ran
     error = info.value
@@ -189,7 +189,7 @@ def test_verify_with_a_key_refuses_unchained_records(
 
 async def test_fork_never_seals_with_a_key_what_it_did_not_verify(tmp_path: Path) -> None:
     source = MemoryStore()
-    async with Session.open(source, model=FauxModel([faux_text("hi")]), session_id=SID) as s:
+    async with Session.open(source, model=FauxModel([faux_text("hi")]), session_id=SID, create=True) as s:
         await s.prompt("hello")
     plain, keyed = tmp_path / "plain.jsonl", tmp_path / "keyed.jsonl"
     with JsonlStore(plain) as store:
@@ -232,7 +232,7 @@ def test_the_fork_command_verifies_what_it_copies(
 
     async def write_plain() -> None:
         async with Session.open(JsonlStore(plain), model=FauxModel([faux_text("hi")]),
-                                session_id=SID) as session:
+                                session_id=SID, create=True) as session:
             await session.prompt("clean up")
 
     trio.run(write_plain)

@@ -83,7 +83,7 @@ def test_replaying_an_edited_not_serialisable_message_allocates_no_more_than_the
         store = MemoryStore()
         async with Session.open(store, model=FauxModel([faux_tool_call("sloppy"),
                                                         faux_text("done")]),
-                                tools=[sloppy], approver=approve_all, session_id="s") as session:
+                                tools=[sloppy], approver=approve_all, session_id="s", create=True) as session:
             await session.prompt("go")
         records = await store.read("s")
         edited = []
@@ -120,7 +120,7 @@ def edit_messages(records: list[Record], kind: type, field: str, change: Any) ->
 async def record(tools: list[Any], script: list[Any], **options: Any) -> list[Record]:
     store = MemoryStore()
     async with Session.open(store, model=FauxModel(script), tools=tools, approver=approve_all,
-                            session_id="s", **options) as session:
+                            session_id="s", create=True, **options) as session:
         await session.prompt("go")
     return await store.read("s")
 

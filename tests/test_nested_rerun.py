@@ -71,13 +71,13 @@ async def test_a_rerun_body_asking_other_arguments_gets_a_mismatch_not_the_recor
     rules = PolicyRules(allow=["send_money"])
     first = Payments("alice")
     async with Session.open(store, model=FauxModel([faux_tool_call("pay")]), tools=first.specs,
-                            approver=later, rules=rules, session_id=SID) as session:
+                            approver=later, rules=rules, session_id=SID, create=True) as session:
         assert (await session.prompt("go")).stop == "paused"  # review waits
     assert first.sent == ["alice"]
 
     second = Payments("bob")  # the body now asks for something else
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=second.specs,
-                            approver=later, rules=rules, session_id=SID) as session:
+                            approver=later, rules=rules, session_id=SID, create=True) as session:
         await session.resolve_approval("1.0/1", True)
         await session.resume()
         assert second.sent == []  # bob was not paid, and alice's payment was not handed over
@@ -129,13 +129,13 @@ async def test_concurrent_nested_calls_get_their_own_results_whatever_order_they
     store = MemoryStore()
     async with Session.open(store, model=FauxModel([faux_tool_call("fan")]),
                             tools=Stamps(first=1).specs, approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         assert (await session.prompt("go")).stop == "paused"
         assert session.calls["1.0/0"].arguments == {"n": 1}
 
     again = Stamps(first=2)  # this time n=2 asks first
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=again.specs,
-                            approver=approve_all, session_id=SID) as session:
+                            approver=approve_all, session_id=SID, create=True) as session:
         for request in session.pending_approvals():
             await session.resolve_approval(request.call_id, True)
         await session.resume()
@@ -174,12 +174,12 @@ async def test_identical_nested_calls_are_answered_from_the_log_in_the_order_rec
     store = MemoryStore()
     first = Repeats()
     async with Session.open(store, model=FauxModel([faux_tool_call("twice")]),
-                            tools=first.specs, approver=later, session_id=SID) as session:
+                            tools=first.specs, approver=later, session_id=SID, create=True) as session:
         await session.prompt("go")
     assert first.counted == 2
     second = Repeats()
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=second.specs,
-                            approver=approve_all, session_id=SID) as session:
+                            approver=approve_all, session_id=SID, create=True) as session:
         await session.resolve_approval("1.0/2", True)
         await session.resume()
         assert second.counted == 0  # never run twice
@@ -215,7 +215,7 @@ async def test_a_recorded_nested_call_the_rerun_body_no_longer_asks_for_is_cance
     first = Payments("alice")
     async with Session.open(store, model=FauxModel([faux_tool_call("pay")]), tools=first.specs,
                             approver=later, rules=PolicyRules(allow=["send_money"]),
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         await session.prompt("go")  # review (1.0/1) waits for approval
 
     @tool(name="pay", annotations=RERUN)
@@ -225,7 +225,7 @@ async def test_a_recorded_nested_call_the_rerun_body_no_longer_asks_for_is_cance
     second = Payments("alice")
     tools = [spec for spec in second.specs if spec.name != "pay"] + [pay]
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=tools,
-                            approver=approve_all, session_id=SID) as session:
+                            approver=approve_all, session_id=SID, create=True) as session:
         assert (await session.resume()).stop == "end_turn"
         assert session.calls["1.0/1"].status == "cancelled"
         assert session.state.open_calls == () and session.state.pending_approvals == ()

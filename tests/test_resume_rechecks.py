@@ -64,7 +64,7 @@ async def paused_on(store: MemoryStore, name: str) -> None:
     tools = Tools()
     async with Session.open(store, model=FauxModel([faux_tool_call(name)]),
                             tools=[tools.rm_rf, tools.nest], approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         assert (await session.prompt("go")).stop == "paused"
 
 
@@ -77,7 +77,7 @@ async def test_a_deny_rule_given_at_reopen_stops_an_approved_call_before_it_runs
     tools = Tools()
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=[tools.rm_rf],
                             approver=approve_all, rules=PolicyRules(deny=["rm_*"]),
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         await session.resolve_approval("1.0", True)
         assert (await session.resume()).stop == "end_turn"
         assert tools.runs == []  # deny beats the human's approval given before the rule
@@ -93,7 +93,7 @@ async def test_a_deny_rule_given_at_reopen_stops_a_call_the_log_allowed() -> Non
     tools = Tools()
     async with Session.open(store, model=FauxModel([faux_tool_call("rm_rf"), faux_text("ok")]),
                             tools=[tools.rm_rf], approver=approve_all,
-                            rules=PolicyRules(allow=["rm_rf"]), session_id=SID) as session:
+                            rules=PolicyRules(allow=["rm_rf"]), session_id=SID, create=True) as session:
         await session.prompt("go")
     records = await store.read(SID)
     [allowed] = [r.seq for r in records if isinstance(r.event, PolicyDecided)]
@@ -102,7 +102,7 @@ async def test_a_deny_rule_given_at_reopen_stops_a_call_the_log_allowed() -> Non
     tools = Tools()
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=[tools.rm_rf],
                             rules=PolicyRules(allow=["rm_rf"], deny=["rm_*"]),
-                            session_id=cut) as session:
+                            session_id=cut, create=True) as session:
         await session.resume()
         assert tools.runs == []
         outcome = session.calls["1.0"].outcome
@@ -115,7 +115,7 @@ async def test_a_deny_rule_given_at_reopen_stops_an_idempotent_body_from_running
     tools = Tools()
     async with Session.open(store, model=FauxModel([faux_text("ok")]),
                             tools=[tools.rm_rf, tools.nest], approver=approve_all,
-                            rules=PolicyRules(deny=["nest"]), session_id=SID) as session:
+                            rules=PolicyRules(deny=["nest"]), session_id=SID, create=True) as session:
         await session.resolve_approval("1.0/0", True)
         await session.resume()
         assert tools.runs == []
@@ -130,7 +130,7 @@ async def test_the_policy_records_the_rule_that_decided() -> None:
     async with Session.open(MemoryStore(), model=FauxModel([faux_tool_call("rm_rf"),
                                                            faux_text("ok")]),
                             tools=[tools.rm_rf], rules=PolicyRules(deny=["rm_*"]),
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         await session.prompt("go")
         verdict = session.calls["1.0"].verdict
         assert verdict is not None and verdict.decision == "deny" and verdict.rule == "rm_*"
@@ -146,7 +146,7 @@ async def test_a_pending_call_whose_tool_is_not_registered_fails_unavailable_whe
     store = MemoryStore()
     await paused_on(store, "rm_rf")
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=[],
-                            approver=approve_all, session_id=SID) as session:
+                            approver=approve_all, session_id=SID, create=True) as session:
         [pending] = session.pending_approvals()
         assert pending.call_id == "1.0" and pending.name == "rm_rf"
         await session.resolve_approval("1.0", True)
@@ -164,7 +164,7 @@ async def test_a_pending_nested_call_whose_tool_is_not_registered_fails_unavaila
     await paused_on(store, "nest")
     tools = Tools()
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=[tools.nest],
-                            approver=approve_all, session_id=SID) as session:
+                            approver=approve_all, session_id=SID, create=True) as session:
         await session.resolve_approval("1.0/0", True)
         await session.resume()
         outcome = session.calls["1.0/0"].outcome
@@ -180,7 +180,7 @@ async def test_an_ask_left_unasked_for_a_tool_not_registered_does_not_break_the_
     [asked] = [r.seq for r in records if isinstance(r.event, PolicyDecided)]
     cut = await fork(store, SID, at=asked, new_session_id="cut")
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=[],
-                            approver=approve_all, session_id=cut) as session:
+                            approver=approve_all, session_id=cut, create=True) as session:
         assert (await session.resume()).stop == "end_turn"
         outcome = session.calls["1.0"].outcome
         assert isinstance(outcome, ToolCallFailed) and outcome.kind == "unavailable"
@@ -191,7 +191,7 @@ def test_a_missing_tool_never_escapes_session_open() -> None:
         store = MemoryStore()
         await paused_on(store, "rm_rf")
         async with Session.open(store, model=FauxModel([faux_text("ok")]),
-                                approver=approve_all, session_id=SID) as session:
+                                approver=approve_all, session_id=SID, create=True) as session:
             await session.resolve_approval("1.0", True)
             await session.resume()
 

@@ -66,7 +66,7 @@ def paused_log() -> bytes:
         model = FauxModel([[faux_tool_call("look"), faux_tool_call("rm_rf")], faux_text("done")])
         with JsonlStore(path, key=KEY) as store:
             async with Session.open(store, model=model, tools=Danger().specs, approver=later,
-                                    session_id=SID) as session:
+                                    session_id=SID, create=True) as session:
                 assert (await session.prompt("clean up")).stop == "paused"
 
     with tempfile.TemporaryDirectory() as directory:
@@ -183,7 +183,7 @@ def test_a_keyed_store_refuses_every_forgery_where_verify_does(
             async def resume() -> None:
                 async with Session.open(store, model=FauxModel([faux_text("done")]),
                                         tools=danger.specs, approver=approve_all,
-                                        session_id=SID) as session:
+                                        session_id=SID, create=True) as session:
                     await session.resume()
             trio.run(resume)
     assert danger.runs == []

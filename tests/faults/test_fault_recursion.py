@@ -242,7 +242,7 @@ class DeepProbe:
         model = FauxModel([first, faux_text("done"), faux_text("again")])
         with trio.fail_after(DEADLOCK):
             async with Session.open(self.store, model=model, tools=self.tools(),
-                                    approver=self.approver, session_id="s") as session:
+                                    approver=self.approver, session_id="s", create=True) as session:
                 session.on_tool_call(self.rewrite)
                 session.on_tool_result(self.patch)
                 assert (await session.prompt("go")).text == "done"
@@ -288,7 +288,7 @@ def test_metadata_too_deep_is_refused_before_anything_is_written() -> None:
     async def main() -> None:
         store = MemoryStore()
         with pytest.raises(ValueError, match="levels deep"):
-            async with Session.open(store, model=FauxModel([faux_text("x")]), session_id="s",
+            async with Session.open(store, model=FauxModel([faux_text("x")]), session_id="s", create=True,
                                     metadata={"m": nest(5_000)}):
                 pass  # pragma: no cover
         assert await store.read("s") == []
@@ -330,7 +330,7 @@ def test_the_deepest_calls_carry_the_deepest_values_with_room_to_spare() -> None
         store = MemoryStore()
         model = FauxModel([faux_tool_call("dive", {"v": deepest}), faux_text("ok")])
         async with Session.open(store, model=model, tools=[dive], max_depth=MAX_CALL_DEPTH,
-                                session_id="s") as session:
+                                session_id="s", create=True) as session:
             assert (await session.prompt("go")).text == "ok"
         return await assert_consistent(store, "s", session.state)
 

@@ -93,7 +93,7 @@ async def first_process(store: MemoryStore, plan: Plan, schedule: list[int]) -> 
     process = Process(plan, schedule)
     async with Session.open(store, model=FauxModel([faux_tool_call("fan"), faux_text("done")]),
                             tools=process.specs.values(), approver=later,
-                            session_id=SID) as session:
+                            session_id=SID, create=True) as session:
         await session.prompt("go")
     return process
 
@@ -110,7 +110,7 @@ def test_concurrent_nested_calls_of_a_rerun_body_get_their_own_results(data: Any
         second = Process(plan, after)
         async with Session.open(store, model=FauxModel([faux_text("ok")]),
                                 tools=second.specs.values(), approver=approve_all,
-                                session_id=SID) as session:
+                                session_id=SID, create=True) as session:
             for request in session.pending_approvals():
                 await session.resolve_approval(request.call_id, True)
             await session.resume()
@@ -147,7 +147,7 @@ def test_a_session_reopened_with_new_deny_rules_or_fewer_tools_runs_nothing_deni
         tools = [spec for name, spec in second.specs.items() if name not in missing]
         async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=tools,
                                 approver=approve_all, rules=rules,
-                                session_id=SID) as session:
+                                session_id=SID, create=True) as session:
             for request in session.pending_approvals():
                 await session.resolve_approval(request.call_id, True)
             await session.resume()

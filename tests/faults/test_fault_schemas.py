@@ -279,7 +279,7 @@ async def patched_run(returns: ToolResult, patch: ResultPatch | None) -> list[An
 
     store = MemoryStore()
     model = FauxModel([faux_tool_call("subject"), faux_text("done")])
-    async with Session.open(store, model=model, tools=[subject], session_id="s") as session:
+    async with Session.open(store, model=model, tools=[subject], session_id="s", create=True) as session:
         session.on_tool_result(handler)
         assert (await session.prompt("go")).text == "done"
     await assert_consistent(store, "s", session.state)
@@ -495,7 +495,7 @@ async def pattern_run(pattern: str, where: str, text_: str) -> list[Any]:
 
     store = MemoryStore()
     model = FauxModel([faux_tool_call("subject", arguments), faux_text("done")])
-    async with Session.open(store, model=model, tools=[subject], session_id="s") as session:
+    async with Session.open(store, model=model, tools=[subject], session_id="s", create=True) as session:
         with trio.move_on_after(60):  # the host's own guard, which a frozen loop never reaches
             assert (await session.prompt("go")).text == "done"
     await assert_consistent(store, "s", session.state)

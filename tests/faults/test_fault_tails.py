@@ -43,7 +43,7 @@ def whole_log(key: bytes | None) -> bytes:
         model = FauxModel([[faux_tool_call("echo"), faux_tool_call("echo")], faux_text("done")])
         with JsonlStore(path, key=key) as store:
             async with Session.open(store, model=model, tools=[echo], approver=approve_all,
-                                    session_id=SID) as session:
+                                    session_id=SID, create=True) as session:
                 await session.prompt("go")
 
     with tempfile.TemporaryDirectory() as directory:

@@ -74,7 +74,7 @@ async def write_log(path: Path, words: dict[str, str]) -> None:
     ])
     with JsonlStore(path) as store:
         async with Session.open(store, model=model, tools=[speak, fail, change], approver=refuse,
-                                session_id=words["session"], clock=counting_clock()) as session:
+                                session_id=words["session"], create=True, clock=counting_clock()) as session:
             await session.prompt(words["prompt"])
 
 
