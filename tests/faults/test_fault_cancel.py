@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
 from hypothesis import given
 from hypothesis import strategies as st
@@ -336,4 +337,54 @@ async def test_cancelling_a_resume_stops_the_loop_a_pause_left_behind(autojump_c
             assert len(model.requests) == 1  # the model was not asked again
             again = await session.prompt("again")
             assert again.stop == "end_turn" and again.text == "done"
+    await assert_consistent(store, SID, session.state)
+
+
+# -- a cancellation the loop has no checkpoint left to notice -------------------------------
+
+
+@pytest.mark.parametrize("batch", [
+    [faux_tool_call("risky")],
+    # the calls after the cancelled one are refused without a checkpoint: unknown, duplicates
+    [faux_tool_call("risky"), faux_tool_call("no_such_tool"), faux_tool_call("no_such_tool")],
+    [faux_tool_call("risky"), faux_tool_call("risky", id="twice"),
+     faux_tool_call("risky", id="twice")],
+], ids=["alone", "then-unknown-tools", "then-duplicate-ids"])
+async def test_a_cancel_that_lands_as_the_approver_defers_closes_the_batch(
+    batch: list[Any], autojump_clock: Any
+) -> None:
+    """The host's scope is cancelled while the approver decides the batch's first call (its
+    own approval UI gives up on the whole prompt), and the approver answers LATER without
+    yielding again; nothing after it in the batch checkpoints. The prompt must not return
+    paused, nor raise its cancellation with the batch still open: every call is closed as
+    cancelled, and no other call is put to the approver once the host gave up."""
+    host = trio.CancelScope()
+    asked: list[str] = []
+
+    async def approver(request: ApprovalRequest) -> Any:
+        asked.append(request.call_id)
+        host.cancel()
+        return LATER
+
+    @tool()  # needs approval
+    async def risky(call: Any, ctx: Any) -> ToolResult:
+        raise AssertionError("must not run: the host cancelled the prompt")
+
+    store = MemoryStore()
+    model = FauxModel([batch, faux_text("recovered")])
+    with trio.fail_after(DEADLOCK):
+        async with Session.open(store, model=model, tools=[risky], approver=approver,
+                                session_id=SID, create=True) as session:
+            with host:
+                await session.prompt("go")
+            assert host.cancelled_caught
+            assert asked == ["1.0"]
+            assert session.state.open_calls == ()
+            assert session.state.pending_approvals == ()
+            # the calls after it were neither gated nor refused: the host had given up
+            for call_id in (f"1.{i}" for i in range(len(batch))):
+                assert session.calls[call_id].status == "cancelled", call_id
+            await assert_consistent(store, SID, session.state)
+            again = await session.prompt("again")
+            assert again.stop == "end_turn" and again.text == "recovered"
     await assert_consistent(store, SID, session.state)
