@@ -54,8 +54,10 @@ class Batch:
             return "done"
         calls = runner.recorder.projection.live_calls
         try:
-            await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled caller is cancelled here
             for call_id, call in batch:
+                # a cancelled caller is cancelled here: gating a call need not checkpoint (an
+                # unknown tool, an approver that answers at once), so it is not left to chance
+                await trio.lowlevel.checkpoint_if_cancelled()
                 if call_id not in calls:
                     runner.recorder.record(_request(call_id, call))
                     if self._refuse_unsafe(call_id, call, batch):
@@ -69,6 +71,9 @@ class Batch:
             if runnable:
                 await self._start(runnable)
             await runner.settled()
+            # nor is returning: a cancellation that landed after the last checkpoint (the last
+            # call ended, the approver deferred) must close the batch, not leave it paused
+            await trio.lowlevel.checkpoint_if_cancelled()
             drive.in_calls = False
         except BaseException as exc:
             drive.in_calls = False

@@ -1,224 +1,36 @@
-"""A host cancel scope around a busy session, cancelled at a random point: afterwards no call is
-open, the stored log folds to the live state, and the session prompts again.
+"""A host cancel scope around a busy session (tests/faults/busy.py), cancelled at a random
+point: afterwards no call is open, the stored log folds to the live state, and the session
+prompts again.
 
-The session is busy on purpose: batches of parallel calls, a sequential batch, nested calls
-two levels deep (in parallel), calls that wait for the approver (which takes its time, refuses
-some, and may answer ``LATER`` so the host has to resolve and resume), handlers that take their
-time and block some calls, a call that times out, the model thinking. Every one of them
-*ticks* (a checkpoint that counts); Hypothesis picks the tick at which the host's scope is
-cancelled, or instead a moment of virtual time (MockClock, autojumping) as its deadline. The
-cancellation thus lands while the model is asked, while a handler or the approver runs, in the
-middle of a batch's gating, inside tool bodies at any depth, between a pause and the resume.
-
-A cancellation that lands between two calls of the host (while it resolves an approval) leaves
-the batch paused, as designed; the host then closes it with a cancelled ``resume()``.
+Hypothesis picks the tick at which the host's scope is cancelled, a moment of virtual time
+(MockClock, autojumping) as its deadline, or the record after which a task of the host's own
+(one that follows the log) cancels it. The cancellation thus lands while the model is asked,
+while a handler or the approver runs, in the middle of a batch's gating, inside tool bodies at
+any depth, between two steps of the engine's tasks, between a pause and the resume. The
+batches that pause run alone too, so the moments around a pause are drawn often.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import trio
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from trio.testing import MockClock
 
-from engine import (
-    LATER,
-    Annotations,
-    ApprovalRequest,
-    Block,
-    Session,
-    ToolCallEvent,
-    ToolResult,
-    ToolResultEvent,
-    text,
-    tool,
-)
-from engine.models import (
-    FauxModel,
-    ModelMessage,
-    ModelRequest,
-    faux_text,
-    faux_tool_call,
-)
-from engine.reducers import ToolResultEntry
+from engine import LATER, ApprovalRequest, Session, ToolResult, text, tool
+from engine.models import FauxModel, faux_text, faux_tool_call
 from events import MemoryStore
-from events.types import ModelToolCall
+from tests.faults.busy import PAUSING, SID, Busy, count_records, count_ticks, drive
 from tests.faults.checks import DEADLOCK, SAFE, assert_consistent
 
-SID = "busy"
-
-
-def calls(*names_args: tuple[str, dict[str, Any]]) -> ModelMessage:
-    return ModelMessage(tool_calls=tuple(
-        ModelToolCall(id=f"m{i}", name=name, arguments=args)
-        for i, (name, args) in enumerate(names_args)))
-
-
-class Busy:
-    """The busy session; ``tick()`` is where the host's cancellation may land."""
-
-    def __init__(self, cancel_at: int | None, later: bool) -> None:
-        self.cancel_at = cancel_at
-        self.later = later
-        self.ticks = 0
-        self.scope = trio.CancelScope()
-        self.ran: list[str] = []
-        self.blocked: set[str] = set()
-        self.denied: set[str] = set()
-        self.deferred: set[str] = set()  # the approver answered LATER: the host answers
-        self.recovering = False
-        self.script = [
-            calls(("work", {"n": 2}), ("parent", {"n": 1}), ("risky", {"n": 0}),
-                  ("nap", {"n": 3}), ("timed", {"n": 1}), ("work", {"n": 5})),
-            calls(("parent", {"n": 2}), ("ordered", {"n": 1}), ("work", {"n": 1})),
-            calls(("risky", {"n": 3}), ("parent", {"n": 4})),
-            ModelMessage(text="done"),
-        ]
-
-    async def tick(self, count: int = 1) -> None:
-        for _ in range(count):
-            await trio.lowlevel.checkpoint()
-            self.ticks += 1
-            if self.ticks == self.cancel_at:
-                self.scope.cancel()
-
-    def tools(self) -> list[Any]:
-        busy = self
-
-        @tool(annotations=SAFE)
-        async def work(call: Any, ctx: Any) -> ToolResult:
-            busy.ran.append(call.call_id)
-            for step in range(call.arguments.get("n", 1)):
-                ctx.report_progress(f"step {step}")
-                await busy.tick()
-            return ToolResult(content=[text("worked")])
-
-        @tool(annotations=SAFE)
-        async def nap(call: Any, ctx: Any) -> ToolResult:
-            busy.ran.append(call.call_id)
-            await trio.sleep(call.arguments.get("n", 1))
-            await busy.tick()
-            return ToolResult(content=[text("rested")])
-
-        @tool(annotations=SAFE, timeout=2)
-        async def timed(call: Any, ctx: Any) -> ToolResult:
-            busy.ran.append(call.call_id)
-            await busy.tick()
-            await trio.sleep(10)
-            raise AssertionError("unreachable: the timeout comes first")
-
-        @tool(annotations=Annotations(destructive=True))
-        async def risky(call: Any, ctx: Any) -> ToolResult:
-            busy.ran.append(call.call_id)
-            await busy.tick()
-            return ToolResult(content=[text("risky done")])
-
-        @tool(annotations=SAFE, execution_mode="sequential")
-        async def ordered(call: Any, ctx: Any) -> ToolResult:
-            busy.ran.append(call.call_id)
-            await busy.tick(2)
-            return ToolResult(content=[text("in order")])
-
-        @tool(annotations=SAFE)
-        async def parent(call: Any, ctx: Any) -> ToolResult:
-            busy.ran.append(call.call_id)
-            n = call.arguments.get("n", 1)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(ctx.execute_tool, "work", {"n": n})
-                nursery.start_soon(ctx.execute_tool, "risky", {"n": n})
-                if call.call_id.count("/") < 2:
-                    nursery.start_soon(ctx.execute_tool, "parent", {"n": n + 1})
-            await busy.tick()
-            await ctx.execute_tool("nap", {"n": 1})
-            return ToolResult(content=[text("parent done")])
-
-        return [work, nap, timed, risky, ordered, parent]
-
-    async def approver(self, request: ApprovalRequest) -> Any:
-        await self.tick(2)
-        n = request.arguments.get("n", 0)
-        if self.later and request.origin == "nested" and n % 2 == 0:
-            self.deferred.add(request.call_id)
-            return LATER
-        if n % 3 == 2:
-            self.denied.add(request.call_id)
-            return False
-        return True
-
-    async def call_handler(self, event: ToolCallEvent) -> Block | None:
-        await self.tick()
-        if event.name == "work" and event.arguments.get("n") == 5:
-            self.blocked.add(event.call_id)
-            return Block("five is too many")
-        return None
-
-    async def result_handler(self, event: ToolResultEvent) -> None:
-        await self.tick()
-
-    async def complete(self, request: ModelRequest) -> ModelMessage:
-        await self.tick(2)
-        if self.recovering:
-            return ModelMessage(text="recovered")
-        return self.script.pop(0)
-
-
-async def drive(busy: Busy, deadline: float | None) -> None:
-    store = MemoryStore()
-    with trio.fail_after(DEADLOCK):
-        async with Session.open(store, model=busy, tools=busy.tools(),  # type: ignore[arg-type]
-                                approver=busy.approver, session_id=SID, create=True) as session:
-            session.on_tool_call(busy.call_handler)
-            session.on_tool_result(busy.result_handler)
-            if deadline is not None:
-                busy.scope.deadline = trio.current_time() + deadline
-            with busy.scope:
-                result = await session.prompt("go")
-                while result.stop == "paused":
-                    # only the requests the approver deferred: a pause can list one that
-                    # the approver is still deciding (see the test at the end of this file)
-                    for request in result.pending:
-                        if request.call_id in busy.deferred:
-                            busy.deferred.discard(request.call_id)
-                            await busy.tick()
-                            await session.resolve_approval(
-                                request.call_id, approved=request.arguments["n"] % 4 != 0)
-                    result = await session.resume()
-                assert result.stop == "end_turn", result
-
-            if session.state.open_calls:  # cancelled between the host's calls: still paused
-                assert busy.scope.cancelled_caught
-                with trio.CancelScope() as closing:
-                    closing.cancel()
-                    await session.resume()
-            assert session.state.open_calls == ()
-            assert session.state.pending_approvals == ()
-            await assert_consistent(store, SID, session.state)
-
-            # nothing that was stopped ran
-            assert not (busy.blocked | busy.denied) & set(busy.ran)
-            for call_id in busy.ran:
-                assert session.calls[call_id].started, call_id
-            # every top-level call has its result in the transcript, in the assistant's order
-            results = [e.call_id for e in session.transcript if isinstance(e, ToolResultEntry)]
-            assert results == sorted(results, key=lambda cid: tuple(map(int, cid.split("."))))
-
-            busy.recovering = True
-            again = await session.prompt("again")
-            assert again.stop == "end_turn" and again.text == "recovered"
-    await assert_consistent(store, SID, session.state)
-
-
-def count_ticks(later: bool) -> int:
-    busy = Busy(None, later)
-    trio.run(drive, busy, None, clock=MockClock(autojump_threshold=0))
-    return busy.ticks
-
-
-#: About how many ticks an uncancelled run makes (the control test below keeps it honest), so
-#: the cancel points Hypothesis draws cover the whole run, and a few fall after its end.
-TICKS = 200
+#: About how many ticks and records an uncancelled run makes (the control test below keeps it
+#: honest), so the cancel points Hypothesis draws cover the whole run, and a few fall after its
+#: end; the same for the run of the batches that pause alone.
+TICKS, RECORDS = 220, 280
+PAUSING_TICKS, PAUSING_RECORDS = 30, 45
 
 
 @given(cancel_at=st.integers(1, TICKS), later=st.booleans())
@@ -227,6 +39,28 @@ def test_a_host_cancel_at_any_tick_leaves_a_consistent_log_and_a_usable_session(
 ) -> None:
     busy = Busy(cancel_at, later)
     trio.run(drive, busy, None, clock=MockClock(autojump_threshold=0))
+
+
+@given(at_record=st.integers(1, RECORDS), later=st.booleans())
+def test_a_host_task_cancelling_at_any_record_leaves_a_consistent_log_and_a_usable_session(
+    at_record: int, later: bool
+) -> None:
+    """The host's own task (a UI following the log) cancels: between two steps of the
+    engine's tasks, where a tick's cancellation, raised inside one of them, never lands."""
+    busy = Busy(None, later)
+    trio.run(drive, busy, None, at_record, clock=MockClock(autojump_threshold=0))
+
+
+@settings(max_examples=2 * (PAUSING_TICKS + PAUSING_RECORDS))  # a small space: most of it
+@given(point=st.one_of(st.tuples(st.just("tick"), st.integers(1, PAUSING_TICKS)),
+                       st.tuples(st.just("record"), st.integers(1, PAUSING_RECORDS))))
+def test_a_host_cancel_as_a_batch_pauses_closes_the_batch(point: tuple[str, int]) -> None:
+    """The batches that pause, alone (so each cancel point is drawn often): a cancellation
+    at the approver's last tick or as the last running call ends closes the batch."""
+    kind, at = point
+    busy = Busy(at if kind == "tick" else None, True, PAUSING)
+    trio.run(drive, busy, None, at if kind == "record" else None,
+             clock=MockClock(autojump_threshold=0))
 
 
 @given(deadline=st.floats(0, 30), later=st.booleans())
@@ -242,6 +76,9 @@ def test_the_busy_session_is_busy() -> None:
     as many ticks as the cancel points are drawn from."""
     for later in (False, True):
         assert TICKS * 3 // 4 < count_ticks(later) < TICKS
+        assert PAUSING_TICKS // 2 < count_ticks(later, PAUSING) < PAUSING_TICKS
+        assert RECORDS * 3 // 4 < count_records(later) < RECORDS
+        assert PAUSING_RECORDS // 2 < count_records(later, PAUSING) < PAUSING_RECORDS
     busy = Busy(None, True)
     trio.run(drive, busy, None, clock=MockClock(autojump_threshold=0))
     assert busy.blocked and busy.denied
@@ -336,4 +173,54 @@ async def test_cancelling_a_resume_stops_the_loop_a_pause_left_behind(autojump_c
             assert len(model.requests) == 1  # the model was not asked again
             again = await session.prompt("again")
             assert again.stop == "end_turn" and again.text == "done"
+    await assert_consistent(store, SID, session.state)
+
+
+# -- a cancellation the loop has no checkpoint left to notice -------------------------------
+
+
+@pytest.mark.parametrize("batch", [
+    [faux_tool_call("risky")],
+    # the calls after the cancelled one are refused without a checkpoint: unknown, duplicates
+    [faux_tool_call("risky"), faux_tool_call("no_such_tool"), faux_tool_call("no_such_tool")],
+    [faux_tool_call("risky"), faux_tool_call("risky", id="twice"),
+     faux_tool_call("risky", id="twice")],
+], ids=["alone", "then-unknown-tools", "then-duplicate-ids"])
+async def test_a_cancel_that_lands_as_the_approver_defers_closes_the_batch(
+    batch: list[Any], autojump_clock: Any
+) -> None:
+    """The host's scope is cancelled while the approver decides the batch's first call (its
+    own approval UI gives up on the whole prompt), and the approver answers LATER without
+    yielding again; nothing after it in the batch checkpoints. The prompt must not return
+    paused, nor raise its cancellation with the batch still open: every call is closed as
+    cancelled, and no other call is put to the approver once the host gave up."""
+    host = trio.CancelScope()
+    asked: list[str] = []
+
+    async def approver(request: ApprovalRequest) -> Any:
+        asked.append(request.call_id)
+        host.cancel()
+        return LATER
+
+    @tool()  # needs approval
+    async def risky(call: Any, ctx: Any) -> ToolResult:
+        raise AssertionError("must not run: the host cancelled the prompt")
+
+    store = MemoryStore()
+    model = FauxModel([batch, faux_text("recovered")])
+    with trio.fail_after(DEADLOCK):
+        async with Session.open(store, model=model, tools=[risky], approver=approver,
+                                session_id=SID, create=True) as session:
+            with host:
+                await session.prompt("go")
+            assert host.cancelled_caught
+            assert asked == ["1.0"]
+            assert session.state.open_calls == ()
+            assert session.state.pending_approvals == ()
+            # the calls after it were neither gated nor refused: the host had given up
+            for call_id in (f"1.{i}" for i in range(len(batch))):
+                assert session.calls[call_id].status == "cancelled", call_id
+            await assert_consistent(store, SID, session.state)
+            again = await session.prompt("again")
+            assert again.stop == "end_turn" and again.text == "recovered"
     await assert_consistent(store, SID, session.state)
