@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from events.results import error_result
+from events.results import ErrorInfo, ToolResult
 from events.types import (
     ApprovalRequested,
     ApprovalResolved,
@@ -22,11 +22,12 @@ from events.types import (
 )
 
 from .approvals import LATER, ApprovalDecision, ApprovalRequest, as_decision
-from .execution import describe
+from .execution import describe, error_info
 from .handlers import Block, Rewrite, ToolCallEvent, handler_name
 from .jsonvalues import copy_json, ensure_json
 from .limits import admit, oversized
 from .policy import decide
+from .refusals import APPROVER_FAILED, blocked_result, denied_result, not_approved_result
 from .tools import ToolSpec, may_call
 from .views import LiveCall
 
@@ -74,9 +75,10 @@ async def gate(runner: CallRunner, view: LiveCall) -> None:
                 ensure_json(verdict.arguments)
                 if oversized(admit(verdict.arguments, runner.limits)) is not None:
                     raise ValueError("the rewritten arguments are over the size limit")
-        except Exception as exc:
+        except Exception as exc:  # fail closed; the model is told no more than that
             by = handler_name(handler)
-            _block(runner, view, f"the tool_call handler {by} failed ({describe(exc)})", by)
+            _block(runner, view, f"the tool_call handler {by} failed ({describe(exc)})", by,
+                   error=error_info(exc))
             return
         if verdict is None:
             continue
@@ -96,7 +98,7 @@ async def gate(runner: CallRunner, view: LiveCall) -> None:
         PolicyDecided(call_id=call_id, decision=verdict_.decision, reason=verdict_.reason)
     )
     if verdict_.decision == "deny":
-        _deny(runner, view, verdict_.reason, "policy", f"{name} was denied: {verdict_.reason}")
+        _deny(runner, view, verdict_.reason, "policy", denied_result(name, verdict_.reason))
 
 
 async def ask(runner: CallRunner, view: LiveCall) -> None:
@@ -114,6 +116,7 @@ async def ask(runner: CallRunner, view: LiveCall) -> None:
                               reason=reason, annotations=spec.annotations,
                               origin=view.origin, parent_id=view.parent_id)
     runner.asking[call_id] = None  # not pending for the host while its approver decides
+    error = None
     try:
         answer = await runner.approver(request)
         if answer is LATER:
@@ -121,20 +124,24 @@ async def ask(runner: CallRunner, view: LiveCall) -> None:
         decision = as_decision(answer)
         if decision.granted and decision.arguments is not None:
             ensure_json(decision.arguments)
-    except Exception as exc:
+    except Exception as exc:  # refuses; the model is told no more than that
         decision = ApprovalDecision(
-            granted=False, reason=f"the approver failed ({describe(exc)})"
+            granted=False, reason=f"{APPROVER_FAILED} ({describe(exc)})"
         )
+        error = error_info(exc)
     finally:
         del runner.asking[call_id]
         runner.changed()
-    resolve(runner, call_id, decision)
+    resolve(runner, call_id, decision, error=error)
 
 
-def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> None:
+def resolve(
+    runner: CallRunner, call_id: str, decision: ApprovalDecision, *, error: ErrorInfo | None = None
+) -> None:
     """Record the answer to a pending approval: the approver's edit (a rewrite, validated
-    again), the resolution, and the denial if it refuses. The one place answers are written,
-    whether the approver gave them or the host did later."""
+    again), the resolution, and the denial if it refuses (with its reason for the model;
+    ``error``: the approver raised). The one place answers are written, whether the approver
+    gave them or the host did later."""
     view = runner.recorder.projection.live_calls[call_id]
     edited = decision.granted and decision.arguments is not None
     size = oversized(admit(decision.arguments, runner.limits)) if edited else None
@@ -145,7 +152,8 @@ def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> Non
                                             scope=decision.scope, reason=decision.reason))
     if not decision.granted:
         _deny(runner, view, decision.reason or "the approver refused", "approver",
-              f"{view.name} was not approved")
+              not_approved_result(view.name, decision.reason, failed=error is not None),
+              error=error)
         return
     if size is not None:  # the edit is not recorded: the call ends instead
         runner.fail(call_id, "too_large", f"{view.name} was not run: the approver's edited "
@@ -171,17 +179,20 @@ def valid_arguments(
 
 def deny_refused(runner: CallRunner, view: LiveCall) -> None:
     """End a call whose refusal is recorded but whose denial is not (an interrupted write)."""
-    reason = (view.approval.reason if view.approval is not None else None) or "the approver refused"
-    _deny(runner, view, reason, "approver", f"{view.name} was not approved")
+    given = view.approval.reason if view.approval is not None else None
+    _deny(runner, view, given or "the approver refused", "approver",
+          not_approved_result(view.name, given))
 
 
-def _block(runner: CallRunner, view: LiveCall, reason: str, by: str) -> None:
+def _block(runner: CallRunner, view: LiveCall, reason: str, by: str,
+           error: ErrorInfo | None = None) -> None:
     runner.recorder.record(ToolCallBlocked(
-        call_id=view.call_id, reason=reason, by=by,
-        result=error_result(f"{view.name} was blocked: {reason}"),
+        call_id=view.call_id, reason=reason, by=by, error=error,
+        result=blocked_result(view.name, reason, failed=error is not None),
     ))
 
 
-def _deny(runner: CallRunner, view: LiveCall, reason: str, by: Any, text: str) -> None:
+def _deny(runner: CallRunner, view: LiveCall, reason: str, by: Any, result: ToolResult,
+          error: ErrorInfo | None = None) -> None:
     runner.recorder.record(ToolCallDenied(call_id=view.call_id, reason=reason, by=by,
-                                          result=error_result(text)))
+                                          result=result, error=error))

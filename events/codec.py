@@ -41,6 +41,7 @@ from collections.abc import Callable
 from typing import Any
 
 import cattrs
+from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
 from .errors import CodecError
@@ -98,6 +99,12 @@ def _strict(kind: type[Any]) -> Any:
 
 for _kind in (str, int, float, bool):
     converter.register_structure_hook(_kind, _strict(_kind))
+
+# Fields added after a class was first written, that most records leave unset: written only
+# when set, so a record without them reads (and hashes) as it did before they existed.
+for _cls in (ToolCallBlocked, ToolCallDenied):  # ``error``: a guard that failed
+    converter.register_unstructure_hook(_cls, make_dict_unstructure_fn(
+        _cls, converter, error=override(omit_if_default=True)))
 
 
 def _snake(name: str) -> str:

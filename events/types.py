@@ -278,23 +278,30 @@ class ToolCallFailed:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallBlocked:
-    """A ``tool_call`` handler blocked the call (or raised, which blocks: fail closed)."""
+    """A ``tool_call`` handler blocked the call (or raised, which blocks: fail closed).
+
+    ``error``: the handler raised; its exception, which the model is not shown."""
 
     call_id: str
     reason: str
     by: str
     result: ToolResult
+    error: ErrorInfo | None = None
 
 
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallDenied:
-    """The policy denied the call, or the approver refused it."""
+    """The policy denied the call, or the approver refused it.
+
+    ``error``: the approver raised (which refuses); its exception, which the model is not
+    shown."""
 
     call_id: str
     reason: str
     by: Literal["policy", "approver"]
     result: ToolResult
+    error: ErrorInfo | None = None
 
 
 @fast_init
