@@ -64,25 +64,22 @@ async def gate(runner: CallRunner, view: LiveCall) -> None:
     for handler in runner.call_handlers:
         event = ToolCallEvent(call_id=call_id, name=name, arguments=copy_json(arguments),
                               origin=view.origin, parent_id=view.parent_id)
+        by = handler_name(handler)
         try:
             verdict = handler(event)
-            if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
-                if inspect.isawaitable(verdict):
-                    verdict = await verdict
-                if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
-                    raise TypeError(f"returned {verdict!r}; return None, Block or Rewrite")
-            if isinstance(verdict, Rewrite):
-                ensure_json(verdict.arguments)
-                if oversized(admit(verdict.arguments, runner.limits)) is not None:
-                    raise ValueError("the rewritten arguments are over the size limit")
+            if verdict is not None and not isinstance(verdict, (Block, Rewrite)) and (
+                inspect.isawaitable(verdict)
+            ):
+                verdict = await verdict
         except Exception as exc:  # fail closed; the model is told no more than that
-            by = handler_name(handler)
             _block(runner, view, f"the tool_call handler {by} failed ({describe(exc)})", by,
                    error=error_info(exc))
             return
+        if (problem := _unusable(runner, verdict)) is not None:  # fail closed too
+            _block(runner, view, f"a tool_call handler {problem}", by)
+            return
         if verdict is None:
             continue
-        by = handler_name(handler)
         if isinstance(verdict, Block):
             _block(runner, view, verdict.reason, by)
             return
@@ -182,6 +179,21 @@ def deny_refused(runner: CallRunner, view: LiveCall) -> None:
     given = view.approval.reason if view.approval is not None else None
     _deny(runner, view, given or "the approver refused", "approver",
           not_approved_result(view.name, given))
+
+
+def _unusable(runner: CallRunner, verdict: Any) -> str | None:
+    """What is wrong with a ``tool_call`` handler's answer (words the model may read), or
+    ``None`` if the gate can use it."""
+    if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
+        return f"returned a {type(verdict).__name__}, not None, a Block or a Rewrite"
+    if isinstance(verdict, Rewrite):
+        try:
+            ensure_json(verdict.arguments)
+        except Exception as exc:
+            return f"rewrote the arguments to a value that is not JSON ({describe(exc)})"
+        if oversized(admit(verdict.arguments, runner.limits)) is not None:
+            return "rewrote the arguments over the size limit"
+    return None
 
 
 def _block(runner: CallRunner, view: LiveCall, reason: str, by: str,

@@ -148,6 +148,20 @@ async def test_a_raising_handlers_block_tells_the_model_no_internals_and_the_log
     assert "secret_table" in blocked.error.message and "guard" in blocked.error.traceback
 
 
+async def test_a_handler_answer_the_gate_cannot_use_blocks_saying_what_was_wrong() -> None:
+    def sloppy(event: ToolCallEvent) -> Any:
+        return "fine by me"
+
+    state, records, _ = await run_session(
+        [make_rm([])], [faux_tool_call("rm"), faux_text("ok")], on_tool_call=[sloppy],
+        approver=approve_all)
+    blocked = terminal(records, "1.0")
+    assert isinstance(blocked, ToolCallBlocked) and blocked.error is None
+    assert blocked.by.endswith("<locals>.sloppy")
+    assert state.calls["1.0"].result.text == (
+        "rm was blocked: a tool_call handler returned a str, not None, a Block or a Rewrite")
+
+
 async def test_a_raising_approver_tells_the_model_it_failed_and_the_log_keeps_why() -> None:
     async def broken(request: ApprovalRequest) -> bool:
         raise RuntimeError("connection to approvals.internal:5432 refused")
