@@ -5,7 +5,11 @@ An approver is any async callable ``(ApprovalRequest) -> bool | ApprovalDecision
 later call of the tool for the session (``scope="session"``) and edit the arguments (recorded
 as a rewrite by the approver, then validated again). :data:`LATER` leaves the request pending:
 the session pauses, and the host answers with ``session.resolve_approval`` (in this process
-or another one). An approver that raises refuses: fail closed.
+or another one). An approver that raises, or answers anything else, refuses: fail closed.
+
+The model is told the reason of a refusal ("NAME was not approved: REASON"), or only "NAME was
+not approved" when none was given; of an approver that failed, only that it failed (the log
+keeps the exception). See :mod:`engine.refusals`.
 
 Ready-made: :func:`approve_all`, :func:`deny_all` (the default: safe), and
 :func:`terminal_approver`, which asks a person at the terminal.
@@ -72,13 +76,14 @@ Approver = Callable[[ApprovalRequest], Awaitable[Union[bool, ApprovalDecision, _
 
 
 def as_decision(answer: Any) -> ApprovalDecision:
-    """An approver's answer as a decision; anything but ``True`` or a decision refuses."""
+    """An approver's answer as a decision. Anything but ``True``, ``False`` or a decision is a
+    ``TypeError``: the engine treats it as an approver that failed, which refuses."""
     if isinstance(answer, ApprovalDecision):
         return answer
-    if answer is True:
-        return ApprovalDecision(granted=True)
-    reason = None if answer is False else f"the approver answered {answer!r}, not a decision"
-    return ApprovalDecision(granted=False, reason=reason)
+    if answer is True or answer is False:
+        return ApprovalDecision(granted=answer)
+    raise TypeError(f"the approver answered {answer!r}: answer True, False or an "
+                    "ApprovalDecision (or LATER)")
 
 
 async def approve_all(request: ApprovalRequest) -> bool:

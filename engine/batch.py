@@ -20,6 +20,7 @@ from events.types import ModelToolCall, ToolCallRequested
 from .calls import CallRunner
 from .lifecycle import CallState
 from .looptask import Drive, LoopTask
+from .models import truncated
 
 __all__ = ["Batch"]
 
@@ -162,11 +163,11 @@ class Batch:
         runner = self._runner
         message = runner.recorder.projection.last_message
         assert message is not None
-        if message.stop_reason == "length":
+        if truncated(message.stop_reason):
             runner.fail(
                 call_id, "truncated",
                 f"{call.name} was not run: the model's message was cut off (stop reason "
-                f"'length'), so its arguments may be truncated",
+                f"{message.stop_reason!r}), so its arguments may be truncated",
             )
             return True
         if len(batch) > 1 and sum(1 for _, c in batch if c.id == call.id) > 1:

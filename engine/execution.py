@@ -25,6 +25,7 @@ from .handlers import UNSET, ResultPatch, ToolResultEvent, handler_name
 from .jsonvalues import copy_json, own_result
 from .limits import result_size
 from .policy import deny_rule
+from .refusals import denied_result
 from .tools import ToolCall, ToolSpec
 from .views import LiveCall
 
@@ -143,7 +144,7 @@ def may_run(runner: CallRunner, view: LiveCall) -> bool:
     if denied is not None:
         runner.recorder.record(ToolCallDenied(
             call_id=view.call_id, reason=denied.reason, by="policy", rule=denied.rule,
-            result=error_result(f"{name} was denied: {denied.reason}")))
+            result=denied_result(name, denied.reason)))
     else:
         used = " (its approval was not used)" if view.approval is not None else ""
         runner.fail(view.call_id, "unavailable",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from events.results import error_result
+from events.results import ErrorInfo, ToolResult
 from events.types import (
     Annotations,
     ApprovalRequested,
@@ -23,11 +23,12 @@ from events.types import (
 )
 
 from .approvals import LATER, ApprovalDecision, ApprovalRequest, as_decision
-from .execution import describe
+from .execution import describe, error_info
 from .handlers import Block, Rewrite, ToolCallEvent, handler_name
 from .jsonvalues import copy_json, ensure_json
 from .limits import admit, oversized
 from .policy import decide
+from .refusals import APPROVER_FAILED, blocked_result, denied_result, not_approved_result
 from .tools import ToolSpec, may_call
 from .views import LiveCall
 
@@ -64,24 +65,22 @@ async def gate(runner: CallRunner, view: LiveCall) -> None:
     for handler in runner.call_handlers:
         event = ToolCallEvent(call_id=call_id, name=name, arguments=copy_json(arguments),
                               origin=view.origin, parent_id=view.parent_id)
+        by = handler_name(handler)
         try:
             verdict = handler(event)
-            if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
-                if inspect.isawaitable(verdict):
-                    verdict = await verdict
-                if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
-                    raise TypeError(f"returned {verdict!r}; return None, Block or Rewrite")
-            if isinstance(verdict, Rewrite):
-                ensure_json(verdict.arguments)
-                if oversized(admit(verdict.arguments, runner.limits)) is not None:
-                    raise ValueError("the rewritten arguments are over the size limit")
-        except Exception as exc:
-            by = handler_name(handler)
-            _block(runner, view, f"the tool_call handler {by} failed ({describe(exc)})", by)
+            if verdict is not None and not isinstance(verdict, (Block, Rewrite)) and (
+                inspect.isawaitable(verdict)
+            ):
+                verdict = await verdict
+        except Exception as exc:  # fail closed; the model is told no more than that
+            _block(runner, view, f"the tool_call handler {by} failed ({describe(exc)})", by,
+                   error=error_info(exc))
+            return
+        if (problem := _unusable(runner, verdict)) is not None:  # fail closed too
+            _block(runner, view, f"a tool_call handler {problem}", by)
             return
         if verdict is None:
             continue
-        by = handler_name(handler)
         if isinstance(verdict, Block):
             _block(runner, view, verdict.reason, by)
             return
@@ -96,7 +95,7 @@ async def gate(runner: CallRunner, view: LiveCall) -> None:
     runner.recorder.record(PolicyDecided(call_id=call_id, decision=verdict_.decision,
                                          reason=verdict_.reason, rule=verdict_.rule))
     if verdict_.decision == "deny":
-        _deny(runner, view, verdict_.reason, "policy", f"{name} was denied: {verdict_.reason}",
+        _deny(runner, view, verdict_.reason, "policy", denied_result(name, verdict_.reason),
               rule=verdict_.rule)
 
 
@@ -119,6 +118,7 @@ async def ask(runner: CallRunner, view: LiveCall) -> None:
                               annotations=known.annotations if known else Annotations(),
                               origin=view.origin, parent_id=view.parent_id)
     runner.asking[call_id] = None  # not pending for the host while its approver decides
+    error = None
     try:
         answer = await runner.approver(request)
         if answer is LATER:
@@ -126,20 +126,24 @@ async def ask(runner: CallRunner, view: LiveCall) -> None:
         decision = as_decision(answer)
         if decision.granted and decision.arguments is not None:
             ensure_json(decision.arguments)
-    except Exception as exc:
+    except Exception as exc:  # refuses; the model is told no more than that
         decision = ApprovalDecision(
-            granted=False, reason=f"the approver failed ({describe(exc)})"
+            granted=False, reason=f"{APPROVER_FAILED} ({describe(exc)})"
         )
+        error = error_info(exc)
     finally:
         del runner.asking[call_id]
         runner.changed()
-    resolve(runner, call_id, decision)
+    resolve(runner, call_id, decision, error=error)
 
 
-def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> None:
+def resolve(
+    runner: CallRunner, call_id: str, decision: ApprovalDecision, *, error: ErrorInfo | None = None
+) -> None:
     """Record the answer to a pending approval: the approver's edit (a rewrite, validated
-    again), the resolution, and the denial if it refuses. The one place answers are written,
-    whether the approver gave them or the host did later."""
+    again), the resolution, and the denial if it refuses (with its reason for the model;
+    ``error``: the approver raised). The one place answers are written, whether the approver
+    gave them or the host did later."""
     view = runner.recorder.projection.live_calls[call_id]
     edited = decision.granted and decision.arguments is not None
     size = oversized(admit(decision.arguments, runner.limits)) if edited else None
@@ -150,7 +154,8 @@ def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> Non
                                             scope=decision.scope, reason=decision.reason))
     if not decision.granted:
         _deny(runner, view, decision.reason or "the approver refused", "approver",
-              f"{view.name} was not approved")
+              not_approved_result(view.name, decision.reason, failed=error is not None),
+              error=error)
         return
     if size is not None:  # the edit is not recorded: the call ends instead
         runner.fail(call_id, "too_large", f"{view.name} was not run: the approver's edited "
@@ -176,18 +181,35 @@ def valid_arguments(
 
 def deny_refused(runner: CallRunner, view: LiveCall) -> None:
     """End a call whose refusal is recorded but whose denial is not (an interrupted write)."""
-    reason = (view.approval.reason if view.approval is not None else None) or "the approver refused"
-    _deny(runner, view, reason, "approver", f"{view.name} was not approved")
+    given = view.approval.reason if view.approval is not None else None
+    _deny(runner, view, given or "the approver refused", "approver",
+          not_approved_result(view.name, given))
 
 
-def _block(runner: CallRunner, view: LiveCall, reason: str, by: str) -> None:
+def _unusable(runner: CallRunner, verdict: Any) -> str | None:
+    """What is wrong with a ``tool_call`` handler's answer (words the model may read), or
+    ``None`` if the gate can use it."""
+    if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
+        return f"returned a {type(verdict).__name__}, not None, a Block or a Rewrite"
+    if isinstance(verdict, Rewrite):
+        try:
+            ensure_json(verdict.arguments)
+        except Exception as exc:
+            return f"rewrote the arguments to a value that is not JSON ({describe(exc)})"
+        if oversized(admit(verdict.arguments, runner.limits)) is not None:
+            return "rewrote the arguments over the size limit"
+    return None
+
+
+def _block(runner: CallRunner, view: LiveCall, reason: str, by: str,
+           error: ErrorInfo | None = None) -> None:
     runner.recorder.record(ToolCallBlocked(
-        call_id=view.call_id, reason=reason, by=by,
-        result=error_result(f"{view.name} was blocked: {reason}"),
+        call_id=view.call_id, reason=reason, by=by, error=error,
+        result=blocked_result(view.name, reason, failed=error is not None),
     ))
 
 
-def _deny(runner: CallRunner, view: LiveCall, reason: str, by: Any, text: str,
-          rule: str | None = None) -> None:
+def _deny(runner: CallRunner, view: LiveCall, reason: str, by: Any, result: ToolResult,
+          error: ErrorInfo | None = None, rule: str | None = None) -> None:
     runner.recorder.record(ToolCallDenied(call_id=view.call_id, reason=reason, by=by,
-                                          result=error_result(text), rule=rule))
+                                          result=result, error=error, rule=rule))

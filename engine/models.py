@@ -19,6 +19,7 @@ from events.types import ModelToolCall, ToolSnapshot
 from .reducers import TranscriptView
 
 __all__ = [
+    "TRUNCATED_STOP_REASONS",
     "FauxModel",
     "FauxScriptExhausted",
     "Model",
@@ -27,7 +28,29 @@ __all__ = [
     "faux_message",
     "faux_text",
     "faux_tool_call",
+    "truncated",
 ]
+
+#: The stop reasons that mean "cut off at the token limit", under every provider's name:
+#: OpenAI Chat Completions' ``length``, Anthropic Messages' ``max_tokens`` (and
+#: ``model_context_window_exceeded``), OpenAI Responses' ``incomplete`` status, and
+#: ``max_output_tokens``, the reason that status gives. Compared case-insensitively (Gemini
+#: says ``MAX_TOKENS``).
+TRUNCATED_STOP_REASONS = frozenset({
+    "length", "max_tokens", "max_output_tokens", "model_context_window_exceeded", "incomplete",
+})
+
+
+def truncated(stop_reason: str) -> bool:
+    """Whether a message that stopped for ``stop_reason`` was cut off by a token limit, so its
+    tool calls' arguments may be incomplete. The one place stop reasons are read: an adapter
+    passes the provider's word on as it is (it is recorded as given), and the engine asks
+    this. Pure::
+
+        >>> truncated("max_tokens"), truncated("length"), truncated("end_turn")
+        (True, True, False)
+    """
+    return stop_reason.strip().lower() in TRUNCATED_STOP_REASONS
 
 
 @fast_init
@@ -47,13 +70,15 @@ def _calls(value: Any) -> tuple[ModelToolCall, ...]:
 class ModelMessage:
     """An assistant message: text, tool calls (with the model's own ids), why it stopped.
 
-    A ``stop_reason`` of ``"length"`` means the model was cut off: its calls' arguments may be
-    truncated, so the engine fails them without running them.
+    ``stop_reason`` is the provider's own word, recorded as given. One that means the model
+    was cut off at its token limit (:func:`truncated`: ``"length"``, ``"max_tokens"``,
+    ``"incomplete"``, ...) makes the engine fail the message's calls without running them:
+    their arguments may be truncated.
     """
 
     text: str = ""
     tool_calls: tuple[ModelToolCall, ...] = attrs.field(default=(), converter=_calls)
-    stop_reason: str = "stop"
+    stop_reason: str = attrs.field(default="stop", validator=attrs.validators.instance_of(str))
 
 
 class Model(Protocol):
@@ -97,7 +122,7 @@ def faux_tool_call(name: str, arguments: Any = None, *, id: str | None = None) -
 
 
 def faux_message(blocks: Sequence[FauxBlock], *, stop_reason: str = "stop") -> ModelMessage:
-    """A scripted message from blocks, with a chosen stop reason (e.g. ``"length"``)."""
+    """A scripted message from blocks, with a chosen stop reason (e.g. ``"max_tokens"``)."""
     return _message(blocks, step=0, stop_reason=stop_reason)
 
 

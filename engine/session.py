@@ -80,6 +80,16 @@ def _new_session_id() -> str:
     return uuid.uuid4().hex
 
 
+def _interrupt(group: BaseExceptionGroup[Any]) -> BaseException | None:
+    """The first ``KeyboardInterrupt`` or ``SystemExit`` inside ``group``, if any."""
+    for exc in group.exceptions:
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+            return exc
+        if isinstance(exc, BaseExceptionGroup) and (inner := _interrupt(exc)) is not None:
+            return inner
+    return None
+
+
 class Session:
     """One agent session over one log stream. Open it with :meth:`Session.open`."""
 
@@ -194,6 +204,10 @@ class Session:
                 # exception
                 if raised is not None and list(group.exceptions) == [raised]:
                     raise raised from None
+                # a KeyboardInterrupt or SystemExit (a call's, say) comes out as itself, as
+                # from asyncio's TaskGroup: a host's `except KeyboardInterrupt` must see it
+                if (stop := _interrupt(group)) is not None:
+                    raise stop from None
                 raise
         finally:
             claim.release()  # after the last flush, and after the session's tasks ended

@@ -101,6 +101,19 @@ def _strict(kind: type[Any]) -> Any:
 for _kind in (str, int, float, bool):
     converter.register_structure_hook(_kind, _strict(_kind))
 
+# Fields added after logs were written, optional with a default: left out of a line while they
+# hold it, so a record that does not use one is the very line an older toolledger wrote (and
+# hashes as it did), and a line without it reads as the default. No version step: the shape
+# only grew. One table, so a class with two such fields gets one hook that omits both.
+ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {
+    PolicyDecided: ("rule",),           # the rule that decided
+    ToolCallBlocked: ("error",),        # a handler that failed
+    ToolCallDenied: ("rule", "error"),  # the deny rule that matched; an approver that failed
+}
+for _cls, _fields in ADDED_FIELDS.items():
+    _omitted: dict[str, Any] = {field: override(omit_if_default=True) for field in _fields}
+    converter.register_unstructure_hook(_cls, make_dict_unstructure_fn(_cls, converter, **_omitted))
+
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
@@ -132,12 +145,6 @@ EVENT_TYPES: dict[str, type[Any]] = {
 }
 _NAMES: dict[type[Any], str] = {cls: name for name, cls in EVENT_TYPES.items()}
 
-# Fields added after logs were written, optional with a default: left out of a line while they
-# hold it, so a record that does not use one is the very line an older toolledger wrote, and a
-# line without it reads as the default. (No version step: the shape only grew.)
-for _cls in (PolicyDecided, ToolCallDenied):  # their ``rule``
-    converter.register_unstructure_hook(
-        _cls, make_dict_unstructure_fn(_cls, converter, rule=override(omit_if_default=True)))
 
 
 def type_name(event: Event | type[Any]) -> str:

@@ -282,12 +282,15 @@ class ToolCallFailed:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallBlocked:
-    """A ``tool_call`` handler blocked the call (or raised, which blocks: fail closed)."""
+    """A ``tool_call`` handler blocked the call (or raised, which blocks: fail closed).
+
+    ``error``: the handler raised; its exception, which the model is not shown."""
 
     call_id: str
     reason: str
     by: str
     result: ToolResult
+    error: ErrorInfo | None = None
 
 
 @fast_init
@@ -295,13 +298,17 @@ class ToolCallBlocked:
 class ToolCallDenied:
     """The policy denied the call, or the approver refused it. ``rule`` is the deny rule
     that matched, if one did: when the call was judged, or when its body was about to run
-    (a deny rule is checked again then, whatever the log had decided)."""
+    (a deny rule is checked again then, whatever the log had decided).
+
+    ``error``: the approver raised (which refuses); its exception, which the model is not
+    shown."""
 
     call_id: str
     reason: str
     by: Literal["policy", "approver"]
     result: ToolResult
     rule: str | None = None
+    error: ErrorInfo | None = None
 
 
 @fast_init

@@ -401,7 +401,9 @@ async def test_a_raising_approver_refuses_with_a_recorded_reason() -> None:
     assert "ConnectionError" in resolved.reason and "approval service down" in resolved.reason
     end = terminal(records, "1.0")
     assert isinstance(end, ToolCallDenied) and end.by == "approver"
-    assert results(state)[0].result.text == "deploy was not approved"
+    # the model is told the approver failed, not what its exception said
+    assert results(state)[0].result.text == "deploy was not approved: the approver failed"
+    assert end.error is not None and end.error.type == "ConnectionError"
 
 
 async def test_an_approver_answering_not_a_decision_refuses() -> None:
@@ -415,6 +417,7 @@ async def test_an_approver_answering_not_a_decision_refuses() -> None:
         approver=sloppy)
     assert counter.runs == []
     assert events_of(records, ApprovalResolved)[0].granted is False
+    assert results(state)[0].result.text == "deploy was not approved: the approver failed"
 
 
 async def test_approver_edits_are_a_rewrite_by_the_approver_and_reach_the_tool() -> None:

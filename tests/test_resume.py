@@ -110,7 +110,7 @@ async def test_a_batch_pauses_with_every_approval_it_needs_pending_and_resumes()
         assert done.stop == "end_turn" and done.text == "done"
         assert tools.runs == ["safe 1.1", "danger 1.0 {'n': 0}"]
         assert results(session) == [("1.0", "danger 0"), ("1.1", "safe"),
-                                    ("1.2", "danger was not approved")]
+                                    ("1.2", "danger was not approved: not today")]
         # the model saw all three results before its next turn
         assert len(model.requests[1].transcript) == 5
         model.assert_complete()

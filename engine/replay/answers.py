@@ -7,11 +7,12 @@ are given, the handlers.
 - :class:`RecordedApprover` answers by the engine's call id with the recorded decision: granted
   or refused, once or for the session, with the approver's edited arguments. A call that did
   not ask then is refused (the divergence shows in the call's events). An answer the host
-  gave at a pause is "later" again; one the log never got waits.
+  gave at a pause is "later" again; one the log never got waits. An approver that raised
+  raises again (the recorded type and message).
 - :func:`recorded_call_handlers` and :func:`recorded_result_handlers` stand in for the
   handlers the session had: each gives, call by call, the verdict the log holds under its
-  name (a rewrite, a block, a handler that raised), so the replay asks nobody's code about
-  handlers unless today's are given.
+  name (a rewrite, a block, a handler that raised: it raises again), so the replay asks
+  nobody's code about handlers unless today's are given.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class RecordedApprover:
         assert answer is not None
         if answer.later:
             return LATER
+        if answer.error is not None:  # the approver raised then: it raises again
+            raise recorded_exception(answer.error.type, answer.error.message)
         if answer.scope == "session":
             await self._watch.until(lambda: self._watch.before_grant(request.call_id))
         return ApprovalDecision(granted=answer.granted, scope=answer.scope,
@@ -120,6 +123,8 @@ def recorded_call_handlers(book: RecordedSession) -> list[ToolCallHandler]:
                 return None
             cursor[event.call_id] = at + 1
             verdict = call.verdicts[at]
+            if verdict.error is not None:  # the handler raised then: it raises again
+                raise recorded_exception(verdict.error.type, verdict.error.message)
             if verdict.block is not None:
                 return Block(verdict.block)
             return Rewrite(verdict.rewrite)

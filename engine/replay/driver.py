@@ -43,6 +43,7 @@ from .recorded import RecordedSession, RecordedTurn, ReplayError, SessionAction,
 from .report import ReplayReport, ToolMode
 from .stubs import RecordedTools
 from .watch import Watch
+from .wording import in_todays_words
 
 __all__ = ["Progress", "ReplaySetup", "redrive"]
 
@@ -337,6 +338,7 @@ class _Replay:
 
     def report(self, replayed: Sequence[Record]) -> ReplayReport:
         book = self.book
+        recorded = in_todays_words(book.records)  # an older engine's wording is no divergence
         cut = book.cut_turn
         if cut is not None:
             self.notes.append(
@@ -347,8 +349,8 @@ class _Replay:
         divergences = [*self.found,
                        *(d for d in compare_tools(book.records, replayed)
                          if d.subject not in unregistered),
-                       *compare_calls(book.records, replayed, cut_turn=cut)]
-        recorded_transcript = fold(book.records).transcript
+                       *compare_calls(recorded, replayed, cut_turn=cut)]
+        recorded_transcript = fold(recorded).transcript
         try:
             replayed_transcript = fold(replayed).transcript
         except LogInconsistency as exc:  # an engine bug: say so, compare what can be

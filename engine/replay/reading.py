@@ -24,6 +24,7 @@ from events.types import (
     ResultHandlerFailed,
     SessionStarted,
     ToolCallBlocked,
+    ToolCallDenied,
     ToolCallRequested,
     ToolCallRewritten,
     ToolExecutionStarted,
@@ -164,7 +165,7 @@ def _calls(records: Sequence[Record]) -> dict[str, RecordedCall]:
             if call.asked_seq is None:
                 call.verdicts.append(Verdict(by=event.by, rewrite=event.arguments))
         elif isinstance(event, ToolCallBlocked):
-            call.verdicts.append(Verdict(by=event.by, block=event.reason))
+            call.verdicts.append(Verdict(by=event.by, block=event.reason, error=event.error))
         elif isinstance(event, PolicyDecided):
             call.decided_seq = record.seq
             call.decision = event.decision
@@ -183,6 +184,8 @@ def _calls(records: Sequence[Record]) -> dict[str, RecordedCall]:
             call.result_failures.append(event)
         if isinstance(event, TERMINAL_EVENTS):
             call.terminal = event
+            if isinstance(event, ToolCallDenied) and event.error is not None and call.answer:
+                call.answer = attrs.evolve(call.answer, error=event.error)  # the approver raised
     return calls
 
 

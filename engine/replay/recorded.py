@@ -13,6 +13,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
+from events.results import ErrorInfo
 from events.types import (
     ActiveToolsSet,
     AssistantMessage,
@@ -90,7 +91,8 @@ class Answer:
 
     ``later``: the answer came after the session paused (another call's events lie between
     the request and the answer), so the replay answers "later" too and resolves it at the
-    pause; ``group`` numbers the answers the host gave together at one pause.
+    pause; ``group`` numbers the answers the host gave together at one pause. ``error``: the
+    approver raised (which refused); the replay's approver raises it again.
     """
 
     granted: bool
@@ -100,15 +102,18 @@ class Answer:
     seq: int
     later: bool = False
     group: int = 0
+    error: ErrorInfo | None = None
 
 
 @attrs.frozen(kw_only=True)
 class Verdict:
-    """A ``tool_call`` handler's recorded verdict: a rewrite, or a block with its reason."""
+    """A ``tool_call`` handler's recorded verdict: a rewrite, or a block with its reason
+    (``error``: the handler raised, which blocked)."""
 
     by: str
     block: str | None = None
     rewrite: Any = None
+    error: ErrorInfo | None = None
 
 
 @attrs.frozen(kw_only=True)

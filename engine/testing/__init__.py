@@ -8,7 +8,8 @@ pytest plugin (:mod:`engine.testing.plugin`: the ``faux_model``, ``memory_store`
 - strategies (:mod:`~engine.testing.strategies`, :mod:`~engine.testing.arguments`):
   :func:`tool_annotations`, :data:`ANNOTATION_HINTS`, :func:`tool_names`, :func:`input_schemas`,
   :func:`output_schemas`, :func:`tool_specs`, :func:`tool_sets`, :func:`valid_arguments`,
-  :func:`invalid_arguments`, :func:`tool_calls`, :func:`json_values`, :func:`terminal_text`;
+  :func:`invalid_arguments`, :func:`tool_calls`, :func:`json_values`, :func:`terminal_text`,
+  :func:`stop_reasons`;
 - scripted sessions (:mod:`~engine.testing.scripts`, over the tools of
   :mod:`~engine.testing.catalogue`): :func:`session_scripts`, :func:`run_script`,
   :func:`event_logs`;
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
         ANNOTATION_HINTS,
         input_schemas,
         output_schemas,
+        stop_reasons,
         terminal_text,
         tool_annotations,
         tool_calls,
@@ -74,6 +76,7 @@ _LAZY = {
     "ANNOTATION_HINTS": "strategies",
     "input_schemas": "strategies",
     "output_schemas": "strategies",
+    "stop_reasons": "strategies",
     "terminal_text": "strategies",
     "tool_annotations": "strategies",
     "tool_calls": "strategies",
@@ -115,6 +118,7 @@ __all__ = [
     "run_script",
     "sequential_ids",
     "session_scripts",
+    "stop_reasons",
     "terminal_text",
     "tool_annotations",
     "tool_calls",

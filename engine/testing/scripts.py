@@ -55,7 +55,9 @@ from ..models import (
 from ..policy import PolicyRules
 from ..session import Session
 from ..tools import ToolSpec
+from .arguments import weighted
 from .catalogue import INT_TOOLS, NOT_JSON, TOOL_NAMES, UNKNOWN_TOOL, NestRecord, catalogue_tools
+from .strategies import stop_reasons
 from .tools import BodyRuns, counting_clock
 
 __all__ = [
@@ -125,7 +127,7 @@ class TurnSpec:
 
     calls: tuple[tuple[str, Any], ...] = ()
     duplicate_ids: bool = False
-    truncated: bool = False
+    stop_reason: str = "stop"  # the provider's word; one that means cut off fails the calls
     cancel_after: float | None = None
 
 
@@ -181,7 +183,7 @@ def script_turns(max_calls: int = 4, depth: int = 3,
         TurnSpec,
         calls=batch,
         duplicate_ids=st.sampled_from([False] * 9 + [True]),
-        truncated=st.sampled_from([False] * 9 + [True]),
+        stop_reason=weighted((9, st.just("stop")), (1, stop_reasons())),
         cancel_after=cancel,
     )
     return st.one_of(st.just(TurnSpec()), with_calls, with_calls, with_calls)
@@ -339,7 +341,7 @@ class ScriptedSession:
                                id="dup" if turn.duplicate_ids and i < 2 else f"t{index}_{i}")
                 for i, (name, arguments) in enumerate(turn.calls)
             ]
-            message = faux_message(blocks, stop_reason="length" if turn.truncated else "stop")
+            message = faux_message(blocks, stop_reason=turn.stop_reason)
             if turn.cancel_after is None:
                 steps.append(message)
             else:

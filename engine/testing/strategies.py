@@ -25,7 +25,7 @@ from events.results import ToolResult, text
 from events.types import Annotations
 
 from ..context import ToolContext
-from ..models import FauxToolCall
+from ..models import TRUNCATED_STOP_REASONS, FauxToolCall, truncated
 from ..tools import EXPOSURES, Execute, ToolCall, ToolSpec
 from .arguments import invalid_arguments, json_values, valid_arguments, weighted
 
@@ -42,6 +42,7 @@ __all__ = [
     "reopened_rules",
     "schedules",
     "terminal_text",
+    "stop_reasons",
     "tool_annotations",
     "tool_calls",
     "tool_names",
@@ -365,3 +366,21 @@ def reopened_rules(tools: Sequence[str]) -> st.SearchStrategy[tuple[str, ...]]:
         lambda name: st.integers(0, len(name)).map(lambda cut: name[:cut] + "*")
     ) | st.just("no_such_tool_*")
     return st.lists(patterns, max_size=3, unique=True).map(tuple)
+#: Stop reasons of messages that ended normally, as providers spell them.
+FINISHED_STOP_REASONS = ("stop", "end_turn", "tool_use", "tool_calls", "stop_sequence",
+                         "completed", "pause_turn", "refusal", "content_filter", "STOP")
+
+
+def stop_reasons(cut_off: bool | None = None) -> st.SearchStrategy[str]:
+    """Stop reasons as a model adapter may pass them on: every provider's name for "cut off at
+    the token limit" (in any case, with stray whitespace) when ``cut_off`` is true; normal
+    ends and arbitrary words when false; either when ``None``. Pair it with
+    :func:`engine.models.truncated`: a cut-off message's calls must fail unrun."""
+    cut = st.tuples(st.sampled_from(sorted(TRUNCATED_STOP_REASONS)),
+                    st.sampled_from([str.lower, str.upper, str.title]),
+                    st.sampled_from(["", " ", "\n"])).map(lambda t: t[1](t[0]) + t[2])
+    finished = st.one_of(st.sampled_from(FINISHED_STOP_REASONS),
+                         st.text(max_size=12).filter(lambda r: not truncated(r)))
+    if cut_off is None:
+        return st.one_of(cut, finished)
+    return cut if cut_off else finished

@@ -14,9 +14,11 @@ What must happen (DESIGN, "one call, in order", and docs/concepts.md):
   the loop consults around the calls (a ``tool_call`` handler or the approver gating a model's
   call, the model), it comes out of ``prompt()`` as itself, every call of the batch closed, and
   the session goes on. Raised inside a running call (a tool body, a ``tool_result`` handler,
-  anything about a nested call), it stops the session: it comes out of ``Session.open``'s block (inside exception
-  groups: it crossed the session's nursery), ``prompt()`` does not return as if the batch had
-  ended, the model is not asked again, and the log closes every call it interrupted.
+  anything about a nested call), it stops the session: it comes out of ``Session.open``'s
+  block (a ``KeyboardInterrupt`` or ``SystemExit`` as itself, whether ``prompt()`` or
+  ``resume()`` ran the call; one of the host's own inside exception groups: it crossed the
+  session's nursery), ``prompt()`` does not return as if the batch had ended, the model is not
+  asked again, and the log closes every call it interrupted.
 - a clock that raises (once, or from some reading on) makes the step that read it fail; the
   exception reaches the host (or, read inside a tool's own ``ctx`` call, fails that tool, and
   the log says why), and the log in the store opens, folds, and resumes to a consistent end
@@ -34,6 +36,7 @@ import trio
 from conftest import counting_clock
 
 from engine import (
+    LATER,
     ApprovalRequest,
     ResultPatch,
     Session,
@@ -362,6 +365,54 @@ def test_a_base_exception_in_a_tool_stops_the_prompt_before_the_model_is_asked_a
     # cancelled calls and record its answer while the session is being torn down
     assert scene.prompt_result is None, f"prompt() returned {scene.prompt_result!r}"
     assert scene.asked == 1, f"the model was asked {scene.asked} times"
+
+
+INTERRUPTS = {name: BASE_EXCEPTIONS[name] for name in ("KeyboardInterrupt", "SystemExit")}
+
+
+@pytest.mark.parametrize("exc", INTERRUPTS)
+@pytest.mark.parametrize("stage, nested_only", [
+    ("tool", False), ("tool", True), ("result", False), ("call", True), ("approver", True),
+])
+def test_keyboard_interrupt_or_system_exit_in_a_call_comes_out_of_the_session_bare(
+    exc: str, stage: str, nested_only: bool
+) -> None:
+    scene = Scene(stage, INTERRUPTS[exc], nested_only=nested_only)
+    escaped = capture(lambda: trio.run(scene.run, False))
+    assert type(escaped) is type(INTERRUPTS[exc]()), repr(escaped)  # not in a group
+    trio.run(assert_consistent, scene.store, SID)
+
+
+@pytest.mark.parametrize("exc", INTERRUPTS)
+def test_keyboard_interrupt_or_system_exit_in_a_resumed_call_comes_out_bare(exc: str) -> None:
+    """The call runs in ``resume()``, after the host granted it: what it raises comes out of
+    the session's block as itself, and every call of the batch is closed (its sibling, still
+    waiting for an answer, too)."""
+    store = MemoryStore()
+
+    @tool()  # needs approval
+    async def stop(call: Any, ctx: Any) -> ToolResult:
+        raise INTERRUPTS[exc]()
+
+    @tool()  # needs approval too: left pending
+    async def wait(call: Any, ctx: Any) -> ToolResult:
+        raise AssertionError("never approved, never run")
+
+    async def later(request: ApprovalRequest) -> Any:
+        return LATER
+
+    async def main() -> None:
+        model = FauxModel([[faux_tool_call("stop"), faux_tool_call("wait")], faux_text("done")])
+        async with Session.open(store, model=model, tools=[stop, wait], approver=later,
+                                session_id=SID, clock=counting_clock()) as session:
+            paused = await session.prompt("go")
+            assert [r.call_id for r in paused.pending] == ["1.0", "1.1"]
+            await session.resolve_approval("1.0", True)
+            await session.resume()
+
+    escaped = capture(lambda: trio.run(main))
+    assert type(escaped) is type(INTERRUPTS[exc]()), repr(escaped)
+    trio.run(assert_consistent, store, SID)
 
 
 # -- the clock --------------------------------------------------------------------------------------
