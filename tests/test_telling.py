@@ -82,7 +82,7 @@ async def test_the_model_reads_the_reason_the_host_gave_later() -> None:
     store = MemoryStore()
     model = FauxModel([faux_tool_call("rm"), faux_text("ok")])
     async with Session.open(store, model=model, tools=[make_rm(runs)], approver=later,
-                            session_id="s", clock=counting_clock()) as session:
+                            session_id="s", create=True, clock=counting_clock()) as session:
         paused = await session.prompt("go")
         assert paused.stop == "paused"
         await session.resolve_approval("1.0", False, reason="not on a Friday")
@@ -212,7 +212,7 @@ async def test_a_session_whose_guards_failed_and_refused_with_reasons_replays_ex
     model = FauxModel([[faux_tool_call("rm", {"path": "/"}), faux_tool_call("rm", {"path": "a"}),
                         faux_tool_call("rm", {"path": "boom"})], faux_text("ok")])
     async with Session.open(store, model=model, tools=[make_rm([])], approver=approver,
-                            session_id="s", clock=counting_clock()) as session:
+                            session_id="s", create=True, clock=counting_clock()) as session:
         session.on_tool_call(guard)
         await session.prompt("go")
     records = await store.read("s")

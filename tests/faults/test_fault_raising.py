@@ -404,7 +404,7 @@ def test_keyboard_interrupt_or_system_exit_in_a_resumed_call_comes_out_bare(exc:
     async def main() -> None:
         model = FauxModel([[faux_tool_call("stop"), faux_tool_call("wait")], faux_text("done")])
         async with Session.open(store, model=model, tools=[stop, wait], approver=later,
-                                session_id=SID, clock=counting_clock()) as session:
+                                session_id=SID, create=True, clock=counting_clock()) as session:
             paused = await session.prompt("go")
             assert [r.call_id for r in paused.pending] == ["1.0", "1.1"]
             await session.resolve_approval("1.0", True)

@@ -47,7 +47,7 @@ def run(tools: list[Any], script: list[Any], *, approver: Any = approve_all,
     async def main() -> tuple[Any, list[Record]]:
         store = MemoryStore()
         async with Session.open(store, model=FauxModel(script), tools=tools, approver=approver,
-                                session_id="t", clock=counting_clock()) as session:
+                                session_id="t", create=True, clock=counting_clock()) as session:
             if handler is not None:
                 session.on_tool_call(handler)
             await session.prompt("go")
