@@ -3,7 +3,8 @@ progress, scoped to its own call."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import attrs
 
@@ -13,11 +14,14 @@ from events.types import ToolProgress
 
 from .jsonvalues import copy_json, ensure_json, own_result
 from .limits import json_size
+from .limits import Limits
 from .nested import NestedCalls
+from .recorder import Recorder
+from .tools import ToolCall
 
-if TYPE_CHECKING:
-    from .calls import CallRunner
-    from .tools import ToolCall
+#: how a ctx runs a nested call: its request (the nested calls of this run, the tool's name,
+#: the arguments) to its id and result (:func:`engine.calls.run_nested`, bound to the session)
+RunNested = Callable[[NestedCalls, str, Any], Awaitable[tuple[str, ToolResult]]]
 
 __all__ = ["CallOutcome", "ToolContext"]
 
@@ -49,9 +53,12 @@ class CallOutcome:
 class ToolContext:
     """Handed to ``execute(call, ctx)``; valid only while that call runs."""
 
-    def __init__(self, runner: CallRunner, call: ToolCall) -> None:
-        self._runner = runner
+    def __init__(self, call: ToolCall, recorder: Recorder, limits: Limits,
+                 run_nested: RunNested) -> None:
         self._call = call
+        self._recorder = recorder
+        self._limits = limits
+        self._run_nested = run_nested
         self._nested: NestedCalls | None = None  # made at the first nested call
         self._open = True
 
@@ -63,7 +70,7 @@ class ToolContext:
     @property
     def session_id(self) -> str:
         """The session the call belongs to."""
-        return self._runner.recorder.session_id
+        return self._recorder.session_id
 
     async def execute_tool(self, name: str, arguments: Any = None) -> CallOutcome:
         """Run another tool as a nested call of this one.
@@ -83,8 +90,8 @@ class ToolContext:
                 f"call {self.call_id} has ended: a tool's ctx can only be used while the tool "
                 f"runs (don't keep it in a background task)"
             )
-        call_id, result = await self._runner.run_nested(
-            self._call, self._nested_calls(), name, {} if arguments is None else arguments
+        call_id, result = await self._run_nested(
+            self._nested_calls(), name, {} if arguments is None else arguments
         )
         return CallOutcome(call_id=call_id, result=own_result(result))
 
@@ -96,13 +103,13 @@ class ToolContext:
         if message is not None and not isinstance(message, str):
             raise TypeError(f"a progress message is text, not {type(message).__name__}")
         ensure_json(data)
-        limit = self._runner.limits.max_result_bytes
+        limit = self._limits.max_result_bytes
         if data is not None and json_size(data) > limit:
             raise ValueError(f"progress data over the size limit of {limit} bytes")
         if message is not None and len(message) > limit:
             raise ValueError(f"a progress message over the size limit of {limit} bytes")
         if self._open:
-            self._runner.recorder.record(
+            self._recorder.record(
                 ToolProgress(call_id=self.call_id, message=message, data=copy_json(data))
             )
 
@@ -117,7 +124,7 @@ class ToolContext:
         if self._nested is None:
             # what the log holds under this call (a body that runs again after a restart),
             # taken before this run asks for anything
-            projection = self._runner.recorder.projection
+            projection = self._recorder.projection
             calls = projection.live_calls
             self._nested = NestedCalls(self.call_id, (
                 (child, calls[child].name, calls[child].requested_arguments)
