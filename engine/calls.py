@@ -278,11 +278,7 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
     await recorder.flush()
     call = ToolCall(call_id=call_id, name=spec.name, arguments=copy_json(view.arguments),
                     origin=view.origin, parent_id=view.parent_id)
-
-    async def nested(nested_calls: NestedCalls, name: str, arguments: Any) -> tuple[str, ToolResult]:
-        return await run_nested(env, recorder, inflight, call, nested_calls, name, arguments)
-
-    ctx = ToolContext(call, recorder, env.limits, nested)
+    ctx = ToolContext(call, env, recorder, inflight, run_nested)
     failure: Failure | None = None
     returned: Any = None
     try:

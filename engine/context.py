@@ -12,16 +12,18 @@ from events.fastinit import fast_init
 from events.results import ContentBlock, ToolResult
 from events.types import ToolProgress
 
+from .environment import Environment
+from .inflight import InFlight
 from .jsonvalues import copy_json, ensure_json, own_result
 from .limits import json_size
-from .limits import Limits
 from .nested import NestedCalls
 from .recorder import Recorder
 from .tools import ToolCall
 
-#: how a ctx runs a nested call: its request (the nested calls of this run, the tool's name,
-#: the arguments) to its id and result (:func:`engine.calls.run_nested`, bound to the session)
-RunNested = Callable[[NestedCalls, str, Any], Awaitable[tuple[str, ToolResult]]]
+#: how a ctx runs a nested call (:func:`engine.calls.run_nested`, handed in by the step that
+#: runs the body, so that this module does not import the one that imports it)
+RunNested = Callable[[Environment, Recorder, InFlight, ToolCall, NestedCalls, str, Any],
+                     Awaitable[tuple[str, ToolResult]]]
 
 __all__ = ["CallOutcome", "ToolContext"]
 
@@ -53,11 +55,12 @@ class CallOutcome:
 class ToolContext:
     """Handed to ``execute(call, ctx)``; valid only while that call runs."""
 
-    def __init__(self, call: ToolCall, recorder: Recorder, limits: Limits,
+    def __init__(self, call: ToolCall, env: Environment, recorder: Recorder, inflight: InFlight,
                  run_nested: RunNested) -> None:
         self._call = call
+        self._env = env
         self._recorder = recorder
-        self._limits = limits
+        self._inflight = inflight
         self._run_nested = run_nested
         self._nested: NestedCalls | None = None  # made at the first nested call
         self._open = True
@@ -90,9 +93,10 @@ class ToolContext:
                 f"call {self.call_id} has ended: a tool's ctx can only be used while the tool "
                 f"runs (don't keep it in a background task)"
             )
+        # one frame per nested call between the body and the next step (engine.limits)
         call_id, result = await self._run_nested(
-            self._nested_calls(), name, {} if arguments is None else arguments
-        )
+            self._env, self._recorder, self._inflight, self._call, self._nested_calls(), name,
+            {} if arguments is None else arguments)
         return CallOutcome(call_id=call_id, result=own_result(result))
 
     def report_progress(self, message: str | None = None, data: Any = None) -> None:
@@ -103,7 +107,7 @@ class ToolContext:
         if message is not None and not isinstance(message, str):
             raise TypeError(f"a progress message is text, not {type(message).__name__}")
         ensure_json(data)
-        limit = self._limits.max_result_bytes
+        limit = self._env.limits.max_result_bytes
         if data is not None and json_size(data) > limit:
             raise ValueError(f"progress data over the size limit of {limit} bytes")
         if message is not None and len(message) > limit:
