@@ -83,7 +83,15 @@ class Batch:
                 await advance(env, recorder, inflight, call_id, wait=False, gate_only=True)  # 2.-5.
             runnable = [cid for cid, _ in batch
                         if calls[cid].state in RUNNABLE and not inflight.owned(cid)]
-            if runnable:
+            if len(runnable) == 1 and not env.may_ask and (
+                calls[runnable[0]].state is CallState.ALLOWED
+            ):
+                # 6.-8. here: nothing this call does can wait for the host (no tool can be
+                # asked about, and it has no recorded nested calls), so the prompt never has to
+                # return while it runs, and it saves two trips through the scheduler
+                inflight.hand_over(runnable, None)
+                await self._run(env, runnable)
+            elif runnable:
                 self._start(env, runnable)  # 6.-8., in tasks of the session's
             await inflight.settled()
         except BaseException as exc:
@@ -132,27 +140,34 @@ class Batch:
         for group in groups:
             scope = trio.CancelScope()
             self._inflight.hand_over(group, scope)
-            self._nursery.start_soon(self._run, env, group, scope)
+            self._nursery.start_soon(self._run_task, env, group, scope)
 
-    async def _run(self, env: Environment, call_ids: list[str], scope: trio.CancelScope) -> None:
-        """Run ``call_ids`` one after another in this task (one call, or a sequential batch)."""
-        recorder, inflight = self._recorder, self._inflight
+    async def _run_task(self, env: Environment, call_ids: list[str],
+                        scope: trio.CancelScope) -> None:
+        """A task of the session's nursery: run ``call_ids`` under ``scope``, which
+        :meth:`cancel` cancels."""
         try:
             with scope:
-                for call_id in call_ids:
-                    # the next call begins before this one ends (no checkpoint between): no
-                    # gap in which a waiter could see the batch as settled
-                    inflight.begin(call_id)
-                    try:
-                        await advance(env, recorder, inflight, call_id, wait=True)
-                    finally:
-                        inflight.end(call_id)
+                await self._run(env, call_ids)
         except BaseException as exc:
             # not the call's result (that is recorded): it reaches the session's nursery, as
             # from any task, and the prompt stops (settle)
             if _stops_session(exc):
-                inflight.escape()
+                self._inflight.escape()
             raise
+
+    async def _run(self, env: Environment, call_ids: list[str]) -> None:
+        """Run ``call_ids`` one after another in this task (one call, or a sequential batch)."""
+        recorder, inflight = self._recorder, self._inflight
+        try:
+            for call_id in call_ids:
+                # the next call begins before this one ends (no checkpoint between): no gap in
+                # which a waiter could see the batch as settled
+                inflight.begin(call_id)
+                try:
+                    await advance(env, recorder, inflight, call_id, wait=True)
+                finally:
+                    inflight.end(call_id)
         finally:
             inflight.release(call_ids)
 

@@ -20,7 +20,7 @@ import attrs
 from .approvals import Approver, deny_all
 from .handlers import ToolCallHandler, ToolResultHandler
 from .limits import MAX_CALL_DEPTH, Limits
-from .policy import PolicyRules
+from .policy import PolicyRules, decide
 from .registry import Registry
 
 __all__ = ["Environment"]
@@ -39,6 +39,14 @@ class Environment:
     clock: Callable[[], float] = time.time
     call_handlers: tuple[ToolCallHandler, ...] = ()
     result_handlers: tuple[ToolResultHandler, ...] = ()
+    #: whether the policy may ask about a call of some registered tool (session grants aside:
+    #: they only ever turn an ask into an answer). If not, no call can wait for the host.
+    may_ask: bool = attrs.field(init=False)
+
+    @may_ask.default
+    def _may_ask(self) -> bool:
+        return any(decide(name, spec.annotations, rules=self.rules).decision == "ask"
+                   for name, spec in self.registry.specs.items())
 
     def __attrs_post_init__(self) -> None:
         if self.max_depth < 0 or self.max_turns < 1:

@@ -27,7 +27,9 @@ class InFlight:
     """The calls of one session that this process runs or parks (see the module's docstring)."""
 
     def __init__(self) -> None:
-        self._owned: dict[str, trio.CancelScope] = {}  # top-level calls handed to a task
+        #: top-level calls handed to a task, with the scope that cancels them (``None``: the
+        #: caller's own task, which its own cancellation stops)
+        self._owned: dict[str, trio.CancelScope | None] = {}
         self._active: dict[str, None] = {}  # calls whose step a task is carrying now
         self._parked: dict[str, trio.Event] = {}  # waiting for the host's answer
         self._asking: dict[str, None] = {}  # their approver is deciding now
@@ -56,7 +58,7 @@ class InFlight:
 
     # -- the changes, each in one place -------------------------------------------------------
 
-    def hand_over(self, call_ids: list[str], scope: trio.CancelScope) -> None:
+    def hand_over(self, call_ids: list[str], scope: trio.CancelScope | None) -> None:
         """``call_ids`` are carried by one task under ``scope`` from now (one after another,
         if more than one): no batch starts them again, and the first counts as moving at once,
         before the task first runs."""
@@ -113,7 +115,8 @@ class InFlight:
     def stop(self) -> None:
         """Cancel every call handed to a task (they all belong to the current batch)."""
         for scope in self._owned.values():
-            scope.cancel()
+            if scope is not None:
+                scope.cancel()
 
     def suspend(self) -> None:
         """The session closes with calls in flight: stop them, and record nothing about it

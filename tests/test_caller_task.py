@@ -37,10 +37,15 @@ DEADLOCK = 30
 TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("TENANT", default="none")
 
 
-async def test_each_prompt_s_context_reaches_only_its_own_work() -> None:
+@pytest.mark.parametrize("asks", [True, False], ids=["calls in tasks", "a call in the caller's task"])
+async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> None:
+    """With a tool the policy asks about, every call runs in a task of the session's; with
+    none, a batch of one call runs in the prompt's own task (engine/batch.py). Either way each
+    prompt's value is all its work sees."""
     seen: list[tuple[str, str]] = []  # (who, the tenant they saw)
 
-    @tool()  # needs approval: the approver is asked about every nested call
+    # with approval needed, the approver is asked about every nested call
+    @tool(annotations=Annotations() if asks else SAFE)
     async def child(call: Any, ctx: Any) -> ToolResult:
         seen.append(("child tool", TENANT.get()))
         return ToolResult(content=[text("child")])
@@ -70,10 +75,11 @@ async def test_each_prompt_s_context_reaches_only_its_own_work() -> None:
             return message
         return answer
 
-    calls = ModelMessage(tool_calls=(ModelToolCall(id="a", name="parent", arguments={}),
-                                     ModelToolCall(id="b", name="parent", arguments={})))
-    model = FauxModel([step(calls), step(ModelMessage(text="one")),
-                       step(calls), step(ModelMessage(text="two"))])
+    two = ModelMessage(tool_calls=(ModelToolCall(id="a", name="parent", arguments={}),
+                                   ModelToolCall(id="b", name="parent", arguments={})))
+    one = ModelMessage(tool_calls=(ModelToolCall(id="a", name="parent", arguments={}),))
+    model = FauxModel([step(two), step(one), step(ModelMessage(text="one")),
+                       step(one), step(two), step(ModelMessage(text="two"))])
     with trio.fail_after(DEADLOCK):
         async with Session.open(MemoryStore(), model=model, tools=[parent, child],
                                 approver=approver) as session:
@@ -92,9 +98,9 @@ async def test_each_prompt_s_context_reaches_only_its_own_work() -> None:
     cut = seen.index(("---", "alice"))
     first, second = seen[:cut], seen[cut + 1:-1]
     whos = {who for who, _ in first}
-    assert whos == {"model", "parent tool", "child tool", "approver nested",
-                    "tool_call handler model", "tool_call handler nested",
-                    "tool_result handler model", "tool_result handler nested"}
+    assert whos == {"model", "parent tool", "child tool", "tool_call handler model",
+                    "tool_call handler nested", "tool_result handler model",
+                    "tool_result handler nested"} | ({"approver nested"} if asks else set())
     assert {who for who, _ in second} == whos
     assert {tenant for _, tenant in first} == {"alice"}, first
     assert {tenant for _, tenant in second} == {"bob"}, second
