@@ -28,7 +28,8 @@ import trio
 
 from events.types import ModelToolCall, ToolCallRequested
 
-from .calls import advance, close_open, fail
+from .calls import advance
+from .endings import close_open, fail
 from .environment import Environment
 from .inflight import InFlight
 from .lifecycle import CallState

@@ -6,7 +6,7 @@ nothing the log already settled is asked or run again. This module is DESIGN's "
 order", and its comments use the same step numbers:
 
 1. ``tool_call_requested`` is recorded by the caller (:mod:`engine.batch` for the model's
-   calls, :func:`run_nested` for ``ctx.execute_tool``);
+   calls, :mod:`engine.context` for ``ctx.execute_tool``);
 2. availability and the arguments (:func:`gate`);
 3. the ``tool_call`` handlers (:func:`gate`);
 4. the policy (:func:`gate`);
@@ -15,7 +15,8 @@ order", and its comments use the same step numbers:
 6. ``tool_execution_started``, the body under the tool's timeout, the output check
    (:func:`execute`);
 7. the ``tool_result`` handlers (:func:`execute`);
-8. the one terminal event (:func:`execute`, or the step that ended the call).
+8. the one terminal event (:func:`execute` for a completed call; :mod:`engine.endings` for
+   every other ending, written by the step that decides it).
 
 Each step records what it decides and returns; :func:`advance` calls the next one from the
 state the log is in (which event may follow which is :mod:`engine.lifecycle`'s, and the
@@ -34,22 +35,16 @@ import inspect
 from typing import Any
 
 import trio
-import trio.testing
 
-from events.results import ErrorInfo, ToolResult, error_result
+from events.results import ToolResult, error_result
 from events.types import (
     Annotations,
     ApprovalRequested,
     ApprovalResolved,
-    FailureKind,
     PolicyDecided,
     ResultHandlerFailed,
-    ToolCallBlocked,
-    ToolCallCancelled,
     ToolCallCompleted,
     ToolCallDenied,
-    ToolCallFailed,
-    ToolCallRequested,
     ToolCallRewritten,
     ToolExecutionStarted,
     ToolRegistered,
@@ -57,20 +52,20 @@ from events.types import (
 
 from .approvals import LATER, ApprovalDecision, ApprovalRequest, as_decision
 from .context import ToolContext
+from .endings import block, close_open, deny, fail
 from .environment import Environment
 from .handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolResultEvent, handler_name
 from .inflight import InFlight
-from .jsonvalues import copy_json, ensure_json, own_json, own_result
+from .jsonvalues import copy_json, ensure_json, own_result
 from .lifecycle import CallState
 from .limits import admit, oversized, result_size
-from .nested import NestedCalls, first_difference
 from .outputs import Failure, check_output, checked_patch, describe, error_info, text_limit
 from .policy import decide, deny_rule
 from .recorder import Recorder
 from .tools import ToolCall, ToolSpec, may_call
 from .views import LiveCall
 
-__all__ = ["advance", "close_open", "fail", "resolve", "run_nested"]
+__all__ = ["advance", "ask", "execute", "gate", "resolve"]
 
 
 async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call_id: str, *,
@@ -106,7 +101,7 @@ async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call
             elif state is CallState.DENYING:  # 5., refused: the denial was not written
                 reason = (view.approval.reason if view.approval is not None
                           else None) or "the approver refused"
-                _deny(recorder, view, reason, "approver", f"{view.name} was not approved")
+                deny(recorder, view, reason, "approver", f"{view.name} was not approved")
             elif gate_only:
                 return None
             elif state is CallState.ALLOWED:  # 6.-8.
@@ -167,13 +162,13 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
                     raise ValueError("the rewritten arguments are over the size limit")
         except Exception as exc:  # fail closed
             by = handler_name(handler)
-            _block(recorder, view, f"the tool_call handler {by} failed ({describe(exc)})", by)
+            block(recorder, view, f"the tool_call handler {by} failed ({describe(exc)})", by)
             return
         if verdict is None:
             continue
         by = handler_name(handler)
         if isinstance(verdict, Block):
-            _block(recorder, view, verdict.reason, by)
+            block(recorder, view, verdict.reason, by)
             return
         arguments = copy_json(verdict.arguments)
         recorder.record(ToolCallRewritten(call_id=call_id, arguments=arguments, by=by))
@@ -186,7 +181,7 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
     recorder.record(PolicyDecided(call_id=call_id, decision=decision.decision,
                                   reason=decision.reason, rule=decision.rule))
     if decision.decision == "deny":
-        _deny(recorder, view, decision.reason, "policy", f"{name} was denied: {decision.reason}",
+        deny(recorder, view, decision.reason, "policy", f"{name} was denied: {decision.reason}",
               rule=decision.rule)
 
 
@@ -247,7 +242,7 @@ def resolve(env: Environment, recorder: Recorder, call_id: str, decision: Approv
     recorder.record(ApprovalResolved(call_id=call_id, granted=decision.granted,
                                      scope=decision.scope, reason=decision.reason))
     if not decision.granted:
-        _deny(recorder, view, decision.reason or "the approver refused", "approver",
+        deny(recorder, view, decision.reason or "the approver refused", "approver",
               f"{view.name} was not approved")
         return
     if size is not None:  # the edit is not recorded: the call ends instead
@@ -278,7 +273,7 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
     await recorder.flush()
     call = ToolCall(call_id=call_id, name=spec.name, arguments=copy_json(view.arguments),
                     origin=view.origin, parent_id=view.parent_id)
-    ctx = ToolContext(call, env, recorder, inflight, run_nested)
+    ctx = ToolContext(call, env, recorder, inflight, advance)
     failure: Failure | None = None
     returned: Any = None
     try:
@@ -376,98 +371,7 @@ async def _result_handlers(env: Environment, recorder: Recorder, view: LiveCall,
     return result
 
 
-# -- 8. ending a call that does not complete ---------------------------------------------------
-
-def fail(recorder: Recorder, call_id: str, kind: FailureKind, message: str, *,
-         text: str | None = None, error: ErrorInfo | None = None,
-         returned: ToolResult | None = None, result: ToolResult | None = None) -> ToolResult:
-    """End ``call_id`` as failed; ``text`` is what the caller reads (default: message)."""
-    result = result or error_result(text or message)
-    recorder.record(ToolCallFailed(call_id=call_id, kind=kind, message=message,
-                                   result=result, error=error, returned=returned))
-    return result
-
-
-def close_open(recorder: Recorder, root: str, reason: str, *, include_root: bool = True) -> None:
-    """Cancel the open calls below ``root`` (and ``root`` itself), the deepest first."""
-    projection = recorder.projection
-    prefix = root + "/"
-    for call_id in reversed(projection.open_calls):
-        if (include_root and call_id == root) or call_id.startswith(prefix):
-            name = projection.live_calls[call_id].name
-            recorder.record(ToolCallCancelled(
-                call_id=call_id, reason=reason,
-                result=error_result(f"{name} was cancelled ({reason})"),
-            ))
-
-
-def _block(recorder: Recorder, view: LiveCall, reason: str, by: str) -> None:
-    recorder.record(ToolCallBlocked(call_id=view.call_id, reason=reason, by=by,
-                                    result=error_result(f"{view.name} was blocked: {reason}")))
-
-
-def _deny(recorder: Recorder, view: LiveCall, reason: str, by: Any, text: str,
-          rule: str | None = None) -> None:
-    recorder.record(ToolCallDenied(call_id=view.call_id, reason=reason, by=by,
-                                   result=error_result(text), rule=rule))
-
-
-# -- 1. nested calls, and bodies that run again -------------------------------------------------
-
-async def run_nested(env: Environment, recorder: Recorder, inflight: InFlight, parent: ToolCall,
-                     nested: NestedCalls, name: str, arguments: Any) -> tuple[str, ToolResult]:
-    """A nested call, start to end, in the parent's task. Returns its id and result; raises
-    only if it is cancelled. A call the log already holds for this request (the parent runs
-    again after a restart, :mod:`engine.nested`) continues from its state: never run twice,
-    never handed to another request."""
-    problem = None
-    try:
-        arguments = admit(own_json(arguments), env.limits)
-    except ValueError as exc:
-        problem, arguments = str(exc), None
-    name = str(name)
-    claim = nested.claim(name, arguments, decide=False)
-    if claim is None:
-        # another call of this tool is recorded unanswered: a sibling of this request may be
-        # about to ask for it (engine.nested). Let every task that can run, run first. (No
-        # bookkeeping of the session's can tell: the sibling may be a task of the body's own.)
-        await trio.testing.wait_all_tasks_blocked()
-        claim = nested.claim(name, arguments, decide=True)
-        assert claim is not None
-    call_id = claim.call_id
-    if not claim.recorded:
-        # 1. requested
-        recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
-                                          origin="nested", parent_id=parent.call_id))
-        if problem is not None:
-            return call_id, fail(recorder, call_id, "invalid_arguments",
-                                 f"Invalid arguments for {name}: not JSON ({problem})")
-        if claim.differs_from is not None:
-            return call_id, _mismatch(recorder, parent, call_id, claim.differs_from, arguments)
-    inflight.begin(call_id)
-    try:
-        result = await advance(env, recorder, inflight, call_id, wait=True)
-    finally:
-        inflight.end(call_id)
-    assert result is not None
-    return call_id, result
-
-
-def _mismatch(recorder: Recorder, parent: ToolCall, call_id: str, recorded_id: str,
-              arguments: Any) -> ToolResult:
-    """End a request of a body that runs again, which differs from what its first run asked
-    that tool: neither the recorded result nor a new run answers it."""
-    recorded = recorder.projection.live_calls[recorded_id]
-    name = recorded.name
-    return fail(
-        recorder, call_id, "mismatch",
-        f"{name} was not run: when {parent.name} ({parent.call_id}) first ran, it asked "
-        f"{name} for other arguments (call {recorded_id}), "
-        f"{first_difference(recorded.requested_arguments, arguments)}. A body that runs "
-        f"again after a restart must ask for the same nested calls; a recorded result "
-        f"answers only the same call, and this one may repeat what {recorded_id} did",
-    )
-
+# -- bodies that run again ----------------------------------------------------------------------
 
 async def _again(env: Environment, recorder: Recorder, inflight: InFlight,
                  view: LiveCall) -> ToolResult:
