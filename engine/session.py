@@ -213,6 +213,12 @@ class Session:
         return self._recorder.projection.calls
 
     @property
+    def paused(self) -> bool:
+        """Whether the last prompt or resume returned ``"paused"`` and no :meth:`resume` has
+        finished its batch since: :meth:`prompt` is refused until one has."""
+        return self._paused
+
+    @property
     def records(self) -> Sequence[Record]:
         """The session's log as recorded so far (read-only)."""
         return tuple(self._recorder.history)

@@ -132,7 +132,7 @@ async def test_a_prompt_after_an_answered_nested_approval_is_refused_until_resum
             async with Session.open(MemoryStore(), model=model, tools=[parent, risky],
                                     approver=approver) as session:
                 paused = await session.prompt("go")
-                assert paused.stop == "paused"
+                assert paused.stop == "paused" and session.paused
                 [request] = paused.pending
                 await session.resolve_approval(request.call_id, True)
                 if finished_first:
@@ -144,6 +144,7 @@ async def test_a_prompt_after_an_answered_nested_approval_is_refused_until_resum
                 assert len(model.requests) == 1
                 resumed = await session.resume()
                 assert (resumed.stop, resumed.text) == ("end_turn", "saw the results")
+                assert not session.paused
                 # the model saw the batch's result before any new user message
                 last = model.requests[1].transcript[-1]
                 assert isinstance(last, ToolResultEntry) and last.call_id == "1.0"
