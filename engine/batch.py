@@ -52,6 +52,11 @@ class Batch:
         """Run calls in ``nursery`` (the session's), or in none once the session closed."""
         self._nursery = nursery
 
+    @property
+    def attached(self) -> bool:
+        """Whether the session is open (its nursery can take calls)."""
+        return self._nursery is not None
+
     def calls(self) -> list[tuple[str, ModelToolCall]]:
         """The calls of the last assistant message, with their engine ids."""
         message = self._recorder.projection.last_message
@@ -129,8 +134,7 @@ class Batch:
     def _start(self, env: Environment, call_ids: list[str]) -> None:
         """Hand the allowed calls to tasks of the session's nursery, started from this task
         (so each inherits a copy of its context variables)."""
-        if self._nursery is None:
-            raise RuntimeError("the session is closed: open it again to run its calls")
+        assert self._nursery is not None, "a closed session was prompted"
         specs = env.registry.specs
         calls = self._recorder.projection.live_calls
         in_order = len(call_ids) > 1 and any(
