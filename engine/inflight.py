@@ -4,7 +4,8 @@ The log says what happened to every call; it cannot say what this process is doi
 now. :class:`InFlight` holds that, and is the only code that changes it:
 
 - the top-level calls handed to a task of the session's nursery, each with the cancel scope
-  that stops it (a batch never starts a call twice, and cancelling a batch cancels them);
+  that stops it, or run in the caller's task (a batch never starts a call twice, and
+  cancelling a batch cancels them);
 - which of them, and which nested calls, are being carried forward right now;
 - the calls parked until the host answers their approval (a ``trio.Event`` each), and the calls
   whose approver is deciding now (not pending for the host yet);
