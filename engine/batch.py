@@ -1,26 +1,40 @@
 """A batch: the tool calls of one assistant message, gated in order, then run together.
 
-:meth:`Batch.settle` works from the log, so it serves a fresh batch and one being resumed
-alike: it requests the calls the log does not have yet, gates each open one in the
-assistant's order (every approval the batch needs is asked in that order), then runs the
-allowed ones in the loop's task (together in a nursery, or one after another if any of their
-tools is ``sequential``) and returns once nothing can move without an approval. A call that
-fails becomes that call's own error result: it never cancels its siblings. Where the loop runs,
-and how a prompt stops it, is :mod:`engine.looptask`.
+:meth:`Batch.settle` runs in the task that called ``prompt()`` or ``resume()``, and works from
+the log, so it serves a fresh batch and one being resumed alike:
+
+1. it records ``tool_call_requested`` for each call the log does not have yet (refusing, unrun,
+   the calls of a message cut off for ``length`` and calls whose model id is used twice);
+2.-5. it gates each open call in the assistant's order, in this task (the ``tool_call``
+   handlers, the policy and the approver see the caller's context variables), so every
+   approval the batch needs is asked in that order;
+6.-8. it hands the allowed calls to tasks of the session's nursery — one task per call, or one
+   task for the whole batch if any of its tools is ``sequential`` — started from this task, so
+   each inherits a copy of the caller's context; and it waits, on an ordinary ``trio.Event``
+   (:meth:`engine.inflight.InFlight.settled`), until no call can move without the host.
+
+It returns ``"paused"`` if some call waits for an approval. A call whose nested call waits for
+the host keeps waiting in its task after the prompt returned, and goes on when the host
+answers; the next ``resume()`` waits for it. A call that fails becomes that call's own error
+result: it never cancels its siblings. Cancelling the caller cancels every call of the batch,
+and each gets its terminal event before the cancellation propagates.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import trio
 
 from events.types import ModelToolCall, ToolCallRequested
 
-from .calls import CallRunner
+from .calls import advance
+from .endings import close_open, fail
+from .environment import Environment
+from .inflight import InFlight
 from .lifecycle import CallState
-from .looptask import Drive, LoopTask
 from .models import truncated
+from .recorder import Recorder
 
 __all__ = ["Batch"]
 
@@ -28,154 +42,162 @@ RUNNABLE = (CallState.ALLOWED, CallState.RUNNING)
 
 
 class Batch:
-    """Runs the current batch of one session, in the task of its loop (``task``)."""
+    """The current batch of one session: what the log says it is, and where its calls run."""
 
-    def __init__(self, runner: CallRunner, task: LoopTask) -> None:
-        self._runner = runner
-        self._task = task
+    def __init__(self, recorder: Recorder, inflight: InFlight) -> None:
+        self._recorder = recorder
+        self._inflight = inflight
+        self._nursery: trio.Nursery | None = None
 
-    def _batch(self) -> list[tuple[str, ModelToolCall]]:
-        message = self._runner.recorder.projection.last_message
+    def attach(self, nursery: trio.Nursery | None) -> None:
+        """Run calls in ``nursery`` (the session's), or in none once the session closed."""
+        self._nursery = nursery
+
+    @property
+    def attached(self) -> bool:
+        """Whether the session is open (its nursery can take calls)."""
+        return self._nursery is not None
+
+    def calls(self) -> list[tuple[str, ModelToolCall]]:
+        """The calls of the last assistant message, with their engine ids."""
+        message = self._recorder.projection.last_message
         if message is None:
             return []
         return [(f"{message.turn}.{i}", call) for i, call in enumerate(message.tool_calls)]
 
     def open(self) -> bool:
         """Whether the current batch has calls without their terminal event."""
-        calls = self._runner.recorder.projection.live_calls
-        return any(cid not in calls or not calls[cid].closed for cid, _ in self._batch())
+        calls = self._recorder.projection.live_calls
+        return any(cid not in calls or not calls[cid].closed for cid, _ in self.calls())
 
-    async def settle(self, drive: Drive[Any]) -> Literal["done", "paused"]:
-        """Carry every call of the batch as far as it goes, from the loop ``drive`` (in its
-        task); ``"paused"`` if some wait for an approval (the batch is done when all have
-        ended)."""
-        runner = self._runner
-        batch = self._batch()
+    async def settle(self, env: Environment) -> Literal["done", "paused"]:
+        """Carry every call of the batch as far as it goes; ``"paused"`` if some wait for an
+        approval (the batch is done when all have ended)."""
+        batch = self.calls()
         if not batch:
             return "done"
-        calls = runner.recorder.projection.live_calls
+        recorder, inflight = self._recorder, self._inflight
+        calls = recorder.projection.live_calls
         try:
             for call_id, call in batch:
                 # a cancelled caller is cancelled here: gating a call need not checkpoint (an
                 # unknown tool, an approver that answers at once), so it is not left to chance
                 await trio.lowlevel.checkpoint_if_cancelled()
-                if call_id not in calls:
-                    runner.recorder.record(_request(call_id, call))
+                if call_id not in calls:  # 1.
+                    recorder.record(_request(call_id, call))
                     if self._refuse_unsafe(call_id, call, batch):
                         continue
-                if calls[call_id].closed or call_id in runner.live:
+                if calls[call_id].closed or inflight.owned(call_id):
                     continue
-                await runner.advance(call_id, wait=False, gate_only=True)
+                await advance(env, recorder, inflight, call_id, wait=False, gate_only=True)  # 2.-5.
             runnable = [cid for cid, _ in batch
-                        if calls[cid].state in RUNNABLE and cid not in runner.live]
-            drive.in_calls = True
-            if runnable:
-                await self._start(runnable)
-            await runner.settled()
+                        if calls[cid].state in RUNNABLE and not inflight.owned(cid)]
+            if len(runnable) == 1 and not env.may_ask and (
+                calls[runnable[0]].state is CallState.ALLOWED
+            ):
+                # 6.-8. here: nothing this call does can wait for the host (no tool can be
+                # asked about, and it has no recorded nested calls), so the prompt never has to
+                # return while it runs, and it saves two trips through the scheduler
+                inflight.hand_over(runnable, None)
+                await self._run(env, runnable)
+            elif runnable:
+                self._start(env, runnable)  # 6.-8., in tasks of the session's
+            await inflight.settled()
             # nor is returning: a cancellation that landed after the last checkpoint (the last
             # call ended, the approver deferred) must close the batch, not leave it paused
             await trio.lowlevel.checkpoint_if_cancelled()
-            drive.in_calls = False
         except BaseException as exc:
-            drive.in_calls = False
-            if not runner.suspending:  # the session is closing: leave the log as it is
-                reason = self._task.stop_reason or ("cancelled" if isinstance(exc, trio.Cancelled)
-                                               else f"interrupted by {type(exc).__name__}")
+            if not inflight.suspending:  # the session is closing: leave the log as it is
+                reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
+                    f"interrupted by {type(exc).__name__}")
                 with trio.CancelScope(shield=True):
                     await self.cancel(reason)
             raise
+        if inflight.escaped:
+            # a call failed with a BaseException: it is on its way to the session's nursery,
+            # which cancels the session's block (a prompt inside it is cancelled here)
+            await trio.sleep(0)
+            raise RuntimeError(
+                "the session is closing: a tool call failed with an exception that stops the "
+                "session (the session's block raises it)"
+            )
         return "paused" if any(not calls[cid].closed for cid, _ in batch) else "done"
 
     async def cancel(self, reason: str) -> None:
         """Cancel the batch: stop its running calls, then close every call of it, requesting
         the ones gating never reached, so the transcript has a result for each."""
-        runner = self._runner
-        self._task.stop_calls()
-        while runner.live:
-            await runner.next_change()
-        calls = runner.recorder.projection.live_calls
-        for call_id, call in self._batch():
+        recorder, inflight = self._recorder, self._inflight
+        inflight.stop()
+        while inflight.busy:
+            await inflight.next_change()
+        calls = recorder.projection.live_calls
+        for call_id, call in self.calls():
             if call_id not in calls:
-                runner.recorder.record(_request(call_id, call))
-            runner.close_open(call_id, reason)
-        await runner.recorder.flush()
+                recorder.record(_request(call_id, call))
+            close_open(recorder, call_id, reason)
+        await recorder.flush()
 
-    async def suspend(self) -> None:
-        """The session is closing with calls in flight: stop them without recording
-        anything, so the log reads as if the process had stopped here (resumable)."""
-        self._runner.suspending = True
-        self._task.stop_calls()
-
-    async def _start(self, call_ids: list[str]) -> None:
-        """Run the allowed calls in this task (the loop's). They count as running from now on
-        (``runner.live``)."""
-        runner = self._runner
-        specs = runner.registry.specs
-        calls = runner.recorder.projection.live_calls
-        sequential = len(call_ids) == 1 or any(
+    def _start(self, env: Environment, call_ids: list[str]) -> None:
+        """Hand the allowed calls to tasks of the session's nursery, started from this task
+        (so each inherits a copy of its context variables)."""
+        assert self._nursery is not None, "a closed session was prompted"
+        specs = env.registry.specs
+        calls = self._recorder.projection.live_calls
+        in_order = len(call_ids) > 1 and any(
             (spec := specs.get(calls[cid].name)) is not None and spec.execution_mode == "sequential"
             for cid in call_ids
         )
-        if sequential:
-            runner.live[call_ids[0]] = None
-        else:
-            runner.live.update(dict.fromkeys(call_ids))
-        await self._run(call_ids, sequential)
+        groups = [call_ids] if in_order else [[cid] for cid in call_ids]
+        for group in groups:
+            scope = trio.CancelScope()
+            self._inflight.hand_over(group, scope)
+            self._nursery.start_soon(self._run_task, env, group, scope)
 
-    async def _run(self, call_ids: list[str], sequential: bool) -> None:
-        runner = self._runner
+    async def _run_task(self, env: Environment, call_ids: list[str],
+                        scope: trio.CancelScope) -> None:
+        """A task of the session's nursery: run ``call_ids`` under ``scope``, which
+        :meth:`cancel` cancels."""
         try:
-            if sequential:  # one call, or a batch with a sequential tool: no nursery
-                for index, call_id in enumerate(call_ids):
-                    # the next call is live before this one ends: no gap a waiter could see
-                    await self._run_one(call_id, next_id=call_ids[index + 1]
-                                        if index + 1 < len(call_ids) else None)
-            else:
-                async with trio.open_nursery() as nursery:
-                    for call_id in call_ids:
-                        nursery.start_soon(self._run_one, call_id)
-        finally:
-            for call_id in call_ids:
-                runner.live.pop(call_id, None)
-            runner.changed()
-
-    async def _run_one(self, call_id: str, next_id: str | None = None) -> None:
-        runner = self._runner
-        runner.live[call_id] = None
-        try:
-            await runner.advance(call_id, wait=True)
+            with scope:
+                await self._run(env, call_ids)
         except BaseException as exc:
-            # not the call's result: the loop's task passes it on to the session's nursery
-            # (LoopTask._run_drive), and the prompt waits for that (LoopTask._stopping)
+            # not the call's result (that is recorded): it reaches the session's nursery, as
+            # from any task, and the prompt stops (settle)
             if _stops_session(exc):
-                self._task.call_escaped = True
+                self._inflight.escape()
             raise
+
+    async def _run(self, env: Environment, call_ids: list[str]) -> None:
+        """Run ``call_ids`` one after another in this task (one call, or a sequential batch)."""
+        recorder, inflight = self._recorder, self._inflight
+        try:
+            for call_id in call_ids:
+                # the next call begins before this one ends (no checkpoint between): no gap in
+                # which a waiter could see the batch as settled
+                inflight.begin(call_id)
+                try:
+                    await advance(env, recorder, inflight, call_id, wait=True)
+                finally:
+                    inflight.end(call_id)
         finally:
-            if next_id is not None:
-                runner.live[next_id] = None
-            runner.live.pop(call_id, None)
-            runner.changed()
+            inflight.release(call_ids)
 
     def _refuse_unsafe(
         self, call_id: str, call: ModelToolCall, batch: list[tuple[str, ModelToolCall]]
     ) -> bool:
         """End a call that must not run whatever the policy says; False if it may go on."""
-        runner = self._runner
-        message = runner.recorder.projection.last_message
+        recorder = self._recorder
+        message = recorder.projection.last_message
         assert message is not None
         if truncated(message.stop_reason):
-            runner.fail(
-                call_id, "truncated",
-                f"{call.name} was not run: the model's message was cut off (stop reason "
-                f"{message.stop_reason!r}), so its arguments may be truncated",
-            )
+            fail(recorder, call_id, "truncated",
+                 f"{call.name} was not run: the model's message was cut off (stop reason "
+                 f"{message.stop_reason!r}), so its arguments may be truncated")
             return True
         if len(batch) > 1 and sum(1 for _, c in batch if c.id == call.id) > 1:
-            runner.fail(
-                call_id, "duplicate_call_id",
-                f"{call.name} was not run: the model used the call id {call.id!r} twice in one "
-                f"message, so its results could not be paired",
-            )
+            fail(recorder, call_id, "duplicate_call_id",
+                 f"{call.name} was not run: the model used the call id {call.id!r} twice in one "
+                 f"message, so its results could not be paired")
             return True
         return False
 

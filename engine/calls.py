@@ -1,326 +1,427 @@
 """One call, in order: the path every call takes, the model's and nested ones alike.
 
-:meth:`CallRunner.advance` carries a call forward **from the state its log is in**: a fresh
-call and one interrupted half-way (by a pause for approval, or a process that stopped) take
-the same path, so nothing that the log already settled is asked or run again. Each step is in
-its own module, read top to bottom as DESIGN's "one call, in order":
+:func:`advance` carries a call forward **from the state its log is in**: a fresh call and one
+interrupted half-way (a pause for approval, a process that stopped) take the same path, so
+nothing the log already settled is asked or run again. This module is DESIGN's "one call, in
+order", and its comments use the same step numbers:
 
-1. ``requested`` is recorded by the caller (the batch, or ``ctx.execute_tool``);
-2. :func:`engine.gate.gate`: availability, arguments, ``tool_call`` handlers, the policy;
-3. :func:`engine.gate.ask`: the approver, if the policy said ask (it may answer later);
-4. :func:`engine.execution.execute`: ``started``, the body under the tool's timeout, the output
-   check, the ``tool_result`` handlers and the one terminal event.
+1. ``tool_call_requested`` is recorded by the caller (:mod:`engine.batch` for the model's
+   calls, :mod:`engine.context` for ``ctx.execute_tool``);
+2. availability and the arguments (:func:`gate`);
+3. the ``tool_call`` handlers (:func:`gate`);
+4. the policy (:func:`gate`);
+5. the approver, if the policy said ask (:func:`ask`; the host may answer later:
+   :func:`resolve`);
+6. ``tool_execution_started``, the body under the tool's timeout, the output check
+   (:func:`execute`);
+7. the ``tool_result`` handlers (:func:`execute`);
+8. the one terminal event (:func:`execute` for a completed call; :mod:`engine.endings` for
+   every other ending, written by the step that decides it).
 
-:meth:`CallRunner.advance` also makes sure that whatever escapes (cancellation above all) still
-closes the call and its nested calls, shielded, before it propagates. Which event may follow
-which is decided in :mod:`engine.lifecycle`, which the recorder enforces.
+Each step records what it decides and returns; :func:`advance` calls the next one from the
+state the log is in (which event may follow which is :mod:`engine.lifecycle`'s, and the
+recorder enforces it). Whatever escapes (a cancellation above all) first closes the call and
+its nested calls, shielded, then propagates.
+
+Every function takes what it uses: the session's fixed setup (an
+:class:`~engine.environment.Environment`), its :class:`~engine.recorder.Recorder` (which holds
+the log and the state folded from it) and, where a step waits or runs a body, the process's
+bookkeeping (:class:`~engine.inflight.InFlight`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
 from typing import Any
 
 import trio
-import trio.testing
 
 from events.results import ErrorInfo, ToolResult, error_result
 from events.types import (
-    FailureKind,
-    ToolCallCancelled,
-    ToolCallFailed,
-    ToolCallRequested,
+    Annotations,
+    ApprovalRequested,
+    ApprovalResolved,
+    PolicyDecided,
+    ResultHandlerFailed,
+    ToolCallCompleted,
+    ToolCallDenied,
+    ToolCallRewritten,
     ToolExecutionStarted,
     ToolRegistered,
 )
 
-from .approvals import ApprovalDecision, Approver
-from .execution import describe, execute
-from .gate import ask, deny_refused, gate, resolve
-from .handlers import ToolCallHandler, ToolResultHandler
-from .jsonvalues import ensure_json, own_json
+from .approvals import LATER, ApprovalDecision, ApprovalRequest, as_decision
+from .context import ToolContext
+from .endings import block, close_open, deny, fail
+from .environment import Environment
+from .handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolResultEvent, handler_name
+from .inflight import InFlight
+from .jsonvalues import copy_json, ensure_json, own_result
 from .lifecycle import CallState
-from .limits import Limits, admit
-from .nested import NestedCalls, first_difference
-from .policy import PolicyRules
+from .limits import admit, oversized, result_size
+from .outputs import Failure, check_output, checked_patch, describe, error_info, text_limit
+from .policy import decide, deny_rule
 from .recorder import Recorder
-from .registry import Registry
-from .tools import ToolCall
+from .refusals import APPROVER_FAILED, denied_result, not_approved_result
+from .tools import ToolCall, ToolSpec, may_call
+from .views import LiveCall
 
-__all__ = ["CallRunner"]
+__all__ = ["advance", "ask", "execute", "gate", "resolve"]
 
-class CallRunner:
-    """Runs calls for one session; holds what every call consults, and which calls of this
-    process are running or waiting for an approval."""
 
-    def __init__(
-        self,
-        recorder: Recorder,
-        registry: Registry,
-        *,
-        approver: Approver,
-        rules: PolicyRules,
-        max_depth: int,
-        limits: Limits = Limits(),
-    ) -> None:
-        self.recorder = recorder
-        self.registry = registry
-        self.approver = approver
-        self.rules = rules
-        self.max_depth = max_depth
-        self.limits = limits
-        self.call_handlers: list[ToolCallHandler] = []
-        self.result_handlers: list[ToolResultHandler] = []
-        #: top-level calls whose body runs in a task of this process
-        self.live: dict[str, None] = {}
-        #: set when the session closes with work in flight: leave the log as a stop would
-        self.suspending = False
-        self._waiters: dict[str, trio.Event] = {}
-        self._nested: dict[str, None] = {}  # nested calls being carried forward here
-        #: calls whose approver is deciding now (in this process): not pending for the host
-        self.asking: dict[str, None] = {}
-        self._change: trio.Event | None = None  # made when someone waits for a change
-        #: called at a change while some call waits for an answer (the batch watches for a
-        #: pause while a prompt waits)
-        self.on_change: Callable[[], None] | None = None
+async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call_id: str, *,
+                  wait: bool, gate_only: bool = False) -> ToolResult | None:
+    """Take the call from where the log says it is to its end, and return its result.
 
-    # -- ending a call ----------------------------------------------------------------------
+    Returns ``None`` when it cannot go on yet: it waits for an approval and ``wait`` is false
+    (a top-level call: the session pauses), or ``gate_only`` stops it once allowed (a batch
+    gates every call before running any). With ``wait``, a pending approval is awaited in this
+    task (a nested call: its parent waits until the host answers).
 
-    def fail(
-        self,
-        call_id: str,
-        kind: FailureKind,
-        message: str,
-        *,
-        text: str | None = None,
-        error: ErrorInfo | None = None,
-        returned: ToolResult | None = None,
-        result: ToolResult | None = None,
-    ) -> ToolResult:
-        """End ``call_id`` as failed; ``text`` is what the caller reads (default: message)."""
-        result = result or error_result(text or message)
-        self.recorder.record(ToolCallFailed(call_id=call_id, kind=kind, message=message,
-                                            result=result, error=error, returned=returned))
-        return result
-
-    def close_open(self, root: str, reason: str, *, include_root: bool = True) -> None:
-        """Cancel the open calls below ``root`` (and ``root`` itself), the deepest first."""
-        projection = self.recorder.projection
-        prefix = root + "/"
-        for call_id in reversed(projection.open_calls):
-            if (include_root and call_id == root) or call_id.startswith(prefix):
-                name = projection.live_calls[call_id].name
-                self.recorder.record(ToolCallCancelled(
-                    call_id=call_id, reason=reason,
-                    result=error_result(f"{name} was cancelled ({reason})"),
-                ))
-
-    # -- carrying a call forward --------------------------------------------------------------
-
-    async def advance(self, call_id: str, *, wait: bool, gate_only: bool = False) -> ToolResult | None:
-        """Take the call from where the log says it is to its end, and return its result.
-
-        Returns ``None`` when it cannot go on yet: it waits for an approval and ``wait`` is
-        false (a top-level call: the session pauses), or ``gate_only`` stops it once allowed
-        (a batch gates every call before running any). With ``wait``, a pending approval is
-        awaited in this task (a nested call: its parent is parked until the host answers).
-
-        Whatever escapes (a cancellation above all) first closes the call and its nested
-        calls, shielded, then propagates. When the session is closing with the call in flight
-        (``suspending``), nothing is recorded: the log stays as a stopped process would leave
-        it, to be resumed.
-        """
-        calls = self.recorder.projection.live_calls
-        try:
-            while True:
-                view = calls[call_id]
-                state = view.state
-                if state is CallState.CLOSED:
-                    assert view.result is not None
-                    return view.result
-                if state is CallState.REQUESTED:
-                    await gate(self, view)
-                elif state is CallState.ASKING:
-                    await ask(self, view)
-                elif state is CallState.AWAITING:
-                    if not wait:
-                        return None
-                    await self._park(call_id)
-                elif state is CallState.DENYING:
-                    deny_refused(self, view)
-                elif gate_only:
+    Whatever escapes (a cancellation above all) first closes the call and its nested calls,
+    shielded, then propagates. When the session is closing with the call in flight
+    (``inflight.suspending``), nothing is recorded: the log stays as a stopped process would
+    leave it, to be resumed.
+    """
+    calls = recorder.projection.live_calls
+    try:
+        while True:
+            view = calls[call_id]
+            state = view.state
+            if state is CallState.CLOSED:  # 8. it has its terminal event
+                assert view.result is not None
+                return view.result
+            if state is CallState.REQUESTED:  # 2.-4.
+                await gate(env, recorder, view)
+            elif state is CallState.ASKING:  # 5.
+                await ask(env, recorder, inflight, view)
+            elif state is CallState.AWAITING:  # 5., answered by the host
+                if not wait:
                     return None
-                elif state is CallState.ALLOWED:
-                    return await execute(self, view)
-                else:  # RUNNING, with no task of this process running it: it was interrupted
-                    return await self._again(call_id)
-        except BaseException as exc:
-            if not self.suspending:
-                reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
-                    f"interrupted by {describe(exc)}")
-                with trio.CancelScope(shield=True):
-                    self.close_open(call_id, reason)
-                    await self.recorder.flush()
-            raise
+                await inflight.park(call_id)
+            elif state is CallState.DENYING:  # 5., refused: the denial was not written
+                given = view.approval.reason if view.approval is not None else None
+                deny(recorder, view, given or "the approver refused", "approver",
+                     not_approved_result(view.name, given))
+            elif gate_only:
+                return None
+            elif state is CallState.ALLOWED:  # 6.-8.
+                return await execute(env, recorder, inflight, view)
+            else:  # RUNNING, with no task of this process running it: it was interrupted
+                return await _again(env, recorder, inflight, view)
+    except BaseException as exc:
+        if not inflight.suspending:
+            reason = "cancelled" if isinstance(exc, trio.Cancelled) else (
+                f"interrupted by {describe(exc)}")
+            with trio.CancelScope(shield=True):
+                close_open(recorder, call_id, reason)
+                await recorder.flush()
+        raise
 
-    async def _again(self, call_id: str) -> ToolResult:
-        """A body that started in an earlier process and has no result: run it again if its
-        tool is idempotent (its nested calls are answered from the log), else end it.
 
-        The re-run records a new ``started`` and writes it before the body runs, like a first
-        run: a second process re-entering the same call at the same time then gets the store's
-        ``ConflictError`` (its session stops) instead of running the body a second time."""
-        view = self.recorder.projection.live_calls[call_id]
-        spec = self.registry.specs.get(view.name)
-        if (spec is not None and spec.annotations.idempotent is True
-                and self._idempotent_when_started(call_id, view.name)):
-            return await execute(self, view)
-        self.close_open(call_id, "interrupted", include_root=False)
-        return self.fail(
-            call_id, "interrupted",
-            f"{view.name} was interrupted: the process stopped while it ran, and it was not "
-            f"run again because it is not declared idempotent",
+# -- 2.-4. the gate -----------------------------------------------------------------------------
+
+async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
+    """Steps 2-4 for a requested call: end it, or record the policy's decision on it."""
+    call_id, name = view.call_id, view.name
+    projection = recorder.projection
+    # 2. availability, depth, size, the input schema
+    spec = env.registry.specs.get(name)
+    if spec is None or not may_call(spec.exposure, name in projection.active_tools, view.origin):
+        why = "no tool has that name" if spec is None else (
+            f"its exposure {spec.exposure!r} does not let a {view.origin} call use it now"
         )
+        fail(recorder, call_id, "unavailable", f"Tool {name} is not available: {why}",
+             text=f"Tool {name} is not available")
+        return
+    if call_id.count("/") > env.max_depth:
+        fail(recorder, call_id, "depth_limit",
+             f"nested calls may go {env.max_depth} deep; {call_id} is deeper")
+        return
+    arguments = view.arguments
+    if (size := oversized(arguments)) is not None:
+        fail(recorder, call_id, "too_large", f"{name} was not run: its arguments take {size} "
+             f"bytes, over the limit of {env.limits.max_argument_bytes}")
+        return
+    if not _valid_arguments(env, recorder, call_id, spec, arguments, after=None):
+        return
 
-    def _idempotent_when_started(self, call_id: str, name: str) -> bool:
-        """Whether the version of the tool that started the call declared itself idempotent:
-        a new version cannot make an old, half-run call safe to run again. (Only a restart
-        asks, so reading the log backwards costs nothing that matters.)"""
-        started = False
-        for record in reversed(self.recorder.history):
-            event = record.event
-            if not started:
-                started = isinstance(event, ToolExecutionStarted) and event.call_id == call_id
-            elif isinstance(event, ToolRegistered) and event.spec.name == name:
-                return event.spec.annotations.idempotent is True
-        return False
+    # 3. the tool_call handlers, in registration order: the first block wins
+    for handler in env.call_handlers:
+        event = ToolCallEvent(call_id=call_id, name=name, arguments=copy_json(arguments),
+                              origin=view.origin, parent_id=view.parent_id)
+        by = handler_name(handler)
+        try:
+            verdict = handler(event)
+            if verdict is not None and not isinstance(verdict, (Block, Rewrite)) and (
+                inspect.isawaitable(verdict)
+            ):
+                verdict = await verdict
+        except Exception as exc:  # fail closed; the model is told no more than that
+            block(recorder, view, f"the tool_call handler {by} failed ({describe(exc)})", by,
+                  error=error_info(exc, text_limit(env.limits)))
+            return
+        if (problem := _unusable(env, verdict)) is not None:  # fail closed too
+            block(recorder, view, f"a tool_call handler {problem}", by)
+            return
+        if verdict is None:
+            continue
+        if isinstance(verdict, Block):
+            block(recorder, view, verdict.reason, by)
+            return
+        arguments = copy_json(verdict.arguments)
+        recorder.record(ToolCallRewritten(call_id=call_id, arguments=arguments, by=by))
+        if not _valid_arguments(env, recorder, call_id, spec, arguments, after=by):
+            return
 
-    def resolve(self, call_id: str, decision: ApprovalDecision) -> None:
-        """Answer a pending approval (the host's answer); wakes a nested call waiting for it."""
-        view = self.recorder.projection.live_calls.get(call_id)
-        if call_id in self.asking:
-            raise ValueError(f"call {call_id}: its approver is still deciding; answer a "
-                             f"request only once it is pending (session.pending_approvals())")
-        if view is None or view.state is not CallState.AWAITING:
-            state = "unknown" if view is None else view.status
-            raise ValueError(
-                f"call {call_id} is not waiting for an approval (it is {state}); "
-                f"pending: {', '.join(self.recorder.projection.pending_approvals) or 'none'}"
-            )
+    # 4. the policy, on the final arguments
+    decision = decide(name, spec.annotations, rules=env.rules,
+                      session_grants=projection.session_grants)
+    recorder.record(PolicyDecided(call_id=call_id, decision=decision.decision,
+                                  reason=decision.reason, rule=decision.rule))
+    if decision.decision == "deny":
+        deny(recorder, view, decision.reason, "policy", denied_result(name, decision.reason),
+             rule=decision.rule)
+
+
+def _unusable(env: Environment, verdict: Any) -> str | None:
+    """What is wrong with a ``tool_call`` handler's answer (words the model may read), or
+    ``None`` if the gate can use it."""
+    if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
+        return f"returned a {type(verdict).__name__}, not None, a Block or a Rewrite"
+    if isinstance(verdict, Rewrite):
+        try:
+            ensure_json(verdict.arguments)
+        except Exception as exc:
+            return f"rewrote the arguments to a value that is not JSON ({describe(exc)})"
+        if oversized(admit(verdict.arguments, env.limits)) is not None:
+            return "rewrote the arguments over the size limit"
+    return None
+
+
+def _valid_arguments(env: Environment, recorder: Recorder, call_id: str, spec: ToolSpec,
+                     arguments: Any, *, after: str | None) -> bool:
+    """Whether the arguments fit the input schema; if not, the call fails saying why."""
+    problem = env.registry.inputs[spec.name].violation(arguments)
+    if problem is None:
+        return True
+    where = f" (after the rewrite by {after})" if after else ""
+    fail(recorder, call_id, "invalid_arguments",
+         f"Invalid arguments for {spec.name}{where}: {problem}")
+    return False
+
+
+# -- 5. approval --------------------------------------------------------------------------------
+
+async def ask(env: Environment, recorder: Recorder, inflight: InFlight, view: LiveCall) -> None:
+    """Step 5: ask the approver about a call the policy said ask for. An answer is recorded
+    at once (:func:`resolve`); :data:`~engine.approvals.LATER` leaves the request pending in
+    the log, for ``session.resolve_approval``."""
+    call_id = view.call_id
+    reason = view.verdict.reason if view.verdict is not None else "the policy asks"
+    recorder.record(ApprovalRequested(call_id=call_id, reason=reason))
+    await recorder.flush()
+    # the tool may be missing from this process (a session reopened without it): the approver
+    # reads the hints the log recorded, and the call fails "unavailable" if it would run
+    known = env.registry.specs.get(view.name) or recorder.projection.tools.get(view.name)
+    request = ApprovalRequest(call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
+                              reason=reason,
+                              annotations=known.annotations if known else Annotations(),
+                              origin=view.origin, parent_id=view.parent_id)
+    inflight.ask(call_id)  # not pending for the host while its approver decides
+    error = None
+    try:
+        answer = await env.approver(request)
+        if answer is LATER:
+            return
+        decision = as_decision(answer)
         if decision.granted and decision.arguments is not None:
             ensure_json(decision.arguments)
-        resolve(self, call_id, decision)
-        if call_id in self._waiters:
-            self._unpark(call_id)
+    except Exception as exc:  # refuses; the model is told no more than that
+        decision = ApprovalDecision(granted=False, reason=f"{APPROVER_FAILED} ({describe(exc)})")
+        error = error_info(exc, text_limit(env.limits))
+    finally:
+        inflight.asked(call_id)
+    resolve(env, recorder, call_id, decision, error=error)
 
-    # -- waiting, and knowing when everything waits -----------------------------------------
 
-    async def _park(self, call_id: str) -> None:
-        waiter = trio.Event()
-        self._waiters[call_id] = waiter
-        self.changed()
-        try:
-            await waiter.wait()
-        finally:
-            if self._waiters.get(call_id) is waiter:  # cancelled, not answered
-                self._unpark(call_id)
+def resolve(env: Environment, recorder: Recorder, call_id: str, decision: ApprovalDecision, *,
+            error: ErrorInfo | None = None) -> None:
+    """Record the answer to a pending approval: the approver's edit (a rewrite, validated
+    again), the resolution, and the denial if it refuses (with its reason for the model;
+    ``error``: the approver raised). The one place answers are written, whether the approver
+    gave them or the host did later."""
+    view = recorder.projection.live_calls[call_id]
+    edited = decision.granted and decision.arguments is not None
+    size = oversized(admit(decision.arguments, env.limits)) if edited else None
+    if edited and size is None:
+        recorder.record(ToolCallRewritten(
+            call_id=call_id, arguments=copy_json(decision.arguments), by="approver"))
+    recorder.record(ApprovalResolved(call_id=call_id, granted=decision.granted,
+                                     scope=decision.scope, reason=decision.reason))
+    if not decision.granted:
+        deny(recorder, view, decision.reason or "the approver refused", "approver",
+             not_approved_result(view.name, decision.reason, failed=error is not None),
+             error=error)
+        return
+    if size is not None:  # the edit is not recorded: the call ends instead
+        fail(recorder, call_id, "too_large", f"{view.name} was not run: the approver's edited "
+             f"arguments take {size} bytes, over the limit of {env.limits.max_argument_bytes}")
+        return
+    spec = env.registry.specs.get(view.name)
+    if edited and spec is not None:
+        _valid_arguments(env, recorder, call_id, spec, decision.arguments, after="approver")
 
-    def _unpark(self, call_id: str) -> None:
-        # counted as moving again at once, not when its task next runs: whoever waits for the
-        # batch to settle must not see it as still waiting in between
-        waiter = self._waiters.pop(call_id)
-        self.changed()
-        waiter.set()
 
-    def changed(self) -> None:
-        """Wake whoever waits in :meth:`settled` or :meth:`next_change`."""
-        if self._change is not None:
-            self._change.set()
-            self._change = None
-        if self._waiters and self.on_change is not None:  # no pause without a waiter
-            self.on_change()
+# -- 6.-8. the body, the result handlers, the terminal event -----------------------------------
 
-    async def next_change(self) -> None:
-        """Wait for the next change of which calls run or wait."""
-        if self._change is None:
-            self._change = trio.Event()
-        await self._change.wait()
+async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
+                  view: LiveCall) -> ToolResult:
+    """Run the body of an allowed call and end it. ``started`` is recorded and written before
+    the body runs, also when the body runs again after a restart (an interrupted idempotent
+    call): no body runs without a fact in the log that says so."""
+    call_id = view.call_id
+    if not _may_run(env, recorder, view):  # a deny rule, or no such tool here: it ends unrun
+        assert view.result is not None
+        if view.parent_id is None:
+            await recorder.flush()
+        return view.result
+    # 6. started (written first), the body under its timeout, the output check
+    spec = env.registry.specs[view.name]
+    recorder.record(ToolExecutionStarted(call_id=call_id))
+    await recorder.flush()
+    call = ToolCall(call_id=call_id, name=spec.name, arguments=copy_json(view.arguments),
+                    origin=view.origin, parent_id=view.parent_id)
+    ctx = ToolContext(call, env, recorder, inflight, advance)
+    failure: Failure | None = None
+    returned: Any = None
+    try:
+        if spec.timeout is None:
+            returned = await spec.execute(call, ctx)
+        else:
+            with trio.move_on_after(spec.timeout) as scope:
+                returned = await spec.execute(call, ctx)
+            if scope.cancelled_caught:
+                failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None)
+    except Exception as exc:
+        error = error_info(exc, text_limit(env.limits))
+        failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error)
+    finally:
+        unasked = ctx.close()
+    for child in unasked:  # a body run again that no longer asks for a recorded nested call
+        close_open(recorder, child, f"{spec.name} ran again and did not ask for it")
 
-    def quiet(self) -> bool:
-        """Whether no call of this process can make progress on its own (see :meth:`settled`)."""
-        if not self._waiters:  # the deepest running call waits for an answer, or nothing runs
-            return not self.live and not self._nested
-        running = (*self.live, *self._nested)
-        for call_id in running:
-            if call_id in self._waiters:
-                continue  # waits for an answer
-            below = call_id + "/"
-            if any(other.startswith(below) for other in running):
-                continue  # waits for a nested call of its own
-            return False  # runs, or its approver is still deciding
+    raw: ToolResult | None = None
+    if failure is None:
+        raw, failure = check_output(env.registry, env.limits, spec, returned)
+    # 7. the tool_result handlers; 8. the terminal event
+    if failure is None:
+        assert raw is not None
+        result = await _result_handlers(env, recorder, view, raw)
+        recorder.record(ToolCallCompleted(
+            call_id=call_id, result=result,
+            returned=None if result is raw or result == raw else raw))
+    else:
+        kind, message, info = failure
+        result = await _result_handlers(env, recorder, view, error_result(message))
+        fail(recorder, call_id, kind, message, error=info, returned=raw, result=result)
+    if view.parent_id is None:
+        # A nested call's end is written with its parent's next flush (its next nested call,
+        # or its own end): its result goes to the parent, inside this process. A top-level
+        # call's result is written now, before the model or the host can see it.
+        await recorder.flush()
+    return result
+
+
+def _may_run(env: Environment, recorder: Recorder, view: LiveCall) -> bool:
+    """What must hold when a body is about to run (first time, or again after a restart),
+    whatever the log decided before: no deny rule matches its tool, and this process has the
+    tool. If not, the call ends here, denied with the rule that matched or failed as
+    ``unavailable``, and False is returned. A session reopened with new rules or without a
+    tool gets here with calls the log allowed or sent for approval under the old setup."""
+    name = view.name
+    denied = deny_rule(name, env.rules)
+    registered = name in env.registry.specs
+    if denied is None and registered:
         return True
+    # a body that runs again may have left nested calls open: they end first
+    close_open(recorder, view.call_id, f"{name} was not run again", include_root=False)
+    if denied is not None:
+        recorder.record(ToolCallDenied(
+            call_id=view.call_id, reason=denied.reason, by="policy", rule=denied.rule,
+            result=denied_result(name, denied.reason)))
+    else:
+        used = " (its approval was not used)" if view.approval is not None else ""
+        fail(recorder, view.call_id, "unavailable",
+             f"Tool {name} is not available: no tool of that name is registered in this "
+             f"process, so the call was not run{used}; register the tool when reopening a "
+             f"session whose calls need it", text=f"Tool {name} is not available")
+    return False
 
-    async def settled(self) -> None:
-        """Return once no call of this process can make progress on its own: every call
-        running here has finished, waits for an answer to its approval, or waits for a nested
-        call that does. (A tool body that waits for a nested call while it also does other work
-        in a task of its own counts as waiting.)"""
-        while not self.quiet():
-            await self.next_change()
 
-    # -- nested calls -----------------------------------------------------------------------
-
-    async def run_nested(
-        self, parent: ToolCall, nested: NestedCalls, name: str, arguments: Any
-    ) -> tuple[str, ToolResult]:
-        """A nested call, start to end, in the parent's task. Returns its id and result;
-        raises only if it is cancelled. A call the log already holds for this request (the
-        parent runs again after a restart, :mod:`engine.nested`) continues from its state:
-        never run twice, never handed to another request."""
-        problem = None
+async def _result_handlers(env: Environment, recorder: Recorder, view: LiveCall,
+                           result: ToolResult) -> ToolResult:
+    """Step 7: the ``tool_result`` handlers, chained; one that raises is recorded and skipped."""
+    for handler in env.result_handlers:
+        event = ToolResultEvent(call_id=view.call_id, name=view.name,
+                                arguments=copy_json(view.arguments),
+                                origin=view.origin, parent_id=view.parent_id,
+                                result=own_result(result))
         try:
-            arguments = admit(own_json(arguments), self.limits)
-        except ValueError as exc:
-            problem, arguments = str(exc), None
-        name = str(name)
-        claim = nested.claim(name, arguments, decide=False)
-        if claim is None:
-            # another call of this tool is recorded unanswered: a sibling of this request may
-            # be about to ask for it (engine.nested). Let every task that can run, run first.
-            await trio.testing.wait_all_tasks_blocked()
-            claim = nested.claim(name, arguments, decide=True)
-            assert claim is not None
-        call_id = claim.call_id
-        if not claim.recorded:
-            self.recorder.record(ToolCallRequested(call_id=call_id, name=name,
-                                                   arguments=arguments, origin="nested",
-                                                   parent_id=parent.call_id))
-            if problem is not None:
-                return call_id, self.fail(call_id, "invalid_arguments",
-                                          f"Invalid arguments for {name}: not JSON ({problem})")
-            if claim.differs_from is not None:
-                return call_id, self._mismatch(parent, call_id, claim.differs_from, arguments)
-        self._nested[call_id] = None
-        try:
-            result = await self.advance(call_id, wait=True)
-        finally:
-            del self._nested[call_id]
-            self.changed()
-        assert result is not None
-        return call_id, result
+            patch = handler(event)
+            if patch is not None and not isinstance(patch, ResultPatch) and inspect.isawaitable(
+                patch
+            ):
+                patch = await patch
+            if patch is None:
+                continue
+            if not isinstance(patch, ResultPatch):
+                raise TypeError(f"returned {patch!r}; return None or a ResultPatch")
+            patched = checked_patch(env.registry, view.name, result, patch,
+                                    own_result(patch.apply(result)))
+            if result_size(patched) > env.limits.max_result_bytes:
+                raise ValueError("the patched result is over the size limit")
+        except Exception as exc:
+            recorder.record(ResultHandlerFailed(
+                call_id=view.call_id, handler=handler_name(handler),
+                error=error_info(exc, text_limit(env.limits))))
+            continue
+        result = patched
+    return result
 
-    def _mismatch(
-        self, parent: ToolCall, call_id: str, recorded_id: str, arguments: Any
-    ) -> ToolResult:
-        """End a request of a body that runs again, which differs from what its first run
-        asked that tool: neither the recorded result nor a new run answers it."""
-        recorded = self.recorder.projection.live_calls[recorded_id]
-        name = recorded.name
-        return self.fail(
-            call_id, "mismatch",
-            f"{name} was not run: when {parent.name} ({parent.call_id}) first ran, it asked "
-            f"{name} for other arguments (call {recorded_id}), "
-            f"{first_difference(recorded.requested_arguments, arguments)}. A body that runs "
-            f"again after a restart must ask for the same nested calls; a recorded result "
-            f"answers only the same call, and this one may repeat what {recorded_id} did",
-        )
+
+# -- bodies that run again ----------------------------------------------------------------------
+
+async def _again(env: Environment, recorder: Recorder, inflight: InFlight,
+                 view: LiveCall) -> ToolResult:
+    """A body that started in an earlier process and has no result: run it again if its
+    tool is idempotent (its nested calls are answered from the log), else end it.
+
+    The re-run records a new ``started`` and writes it before the body runs, like a first
+    run: a second process re-entering the same call at the same time then gets the store's
+    ``ConflictError`` (its session stops) instead of running the body a second time."""
+    call_id = view.call_id
+    spec = env.registry.specs.get(view.name)
+    if (spec is not None and spec.annotations.idempotent is True
+            and _idempotent_when_started(recorder, call_id, view.name)):
+        return await execute(env, recorder, inflight, view)
+    close_open(recorder, call_id, "interrupted", include_root=False)
+    return fail(
+        recorder, call_id, "interrupted",
+        f"{view.name} was interrupted: the process stopped while it ran, and it was not "
+        f"run again because it is not declared idempotent",
+    )
+
+
+def _idempotent_when_started(recorder: Recorder, call_id: str, name: str) -> bool:
+    """Whether the version of the tool that started the call declared itself idempotent:
+    a new version cannot make an old, half-run call safe to run again. (Only a restart asks,
+    so reading the log backwards costs nothing that matters.)"""
+    started = False
+    for record in reversed(recorder.history):
+        event = record.event
+        if not started:
+            started = isinstance(event, ToolExecutionStarted) and event.call_id == call_id
+        elif isinstance(event, ToolRegistered) and event.spec.name == name:
+            return event.spec.annotations.idempotent is True
+    return False

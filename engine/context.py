@@ -1,23 +1,39 @@
 """What a running tool gets besides its arguments: a way to call other tools and to report
-progress, scoped to its own call."""
+progress, scoped to its own call.
+
+``ctx.execute_tool`` is step 1 of a nested call (DESIGN's "one call, in order"): it records
+the request, in the parent's task, and carries it through the same steps as a model's call
+(:func:`engine.calls.advance`, handed in by the step that runs the body, so that this module
+does not import the one that imports it)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable
+from typing import Any, Protocol
 
 import attrs
+import trio
+import trio.testing
 
 from events.fastinit import fast_init
 from events.results import ContentBlock, ToolResult
-from events.types import ToolProgress
+from events.types import ToolCallRequested, ToolProgress
 
-from .jsonvalues import copy_json, ensure_json, own_result
-from .limits import json_size
-from .nested import NestedCalls
+from .endings import fail
+from .environment import Environment
+from .inflight import InFlight
+from .jsonvalues import copy_json, ensure_json, own_json, own_result
+from .limits import admit, json_size
+from .nested import NestedCalls, first_difference
+from .recorder import Recorder
+from .tools import ToolCall
 
-if TYPE_CHECKING:
-    from .calls import CallRunner
-    from .tools import ToolCall
+
+class Advance(Protocol):
+    """:func:`engine.calls.advance`'s signature: how a ctx carries a nested call forward."""
+
+    def __call__(self, env: Environment, recorder: Recorder, inflight: InFlight, call_id: str,
+                 *, wait: bool, gate_only: bool = False) -> Awaitable[ToolResult | None]: ...
 
 __all__ = ["CallOutcome", "ToolContext"]
 
@@ -49,9 +65,13 @@ class CallOutcome:
 class ToolContext:
     """Handed to ``execute(call, ctx)``; valid only while that call runs."""
 
-    def __init__(self, runner: CallRunner, call: ToolCall) -> None:
-        self._runner = runner
+    def __init__(self, call: ToolCall, env: Environment, recorder: Recorder, inflight: InFlight,
+                 advance: Advance) -> None:
         self._call = call
+        self._env = env
+        self._recorder = recorder
+        self._inflight = inflight
+        self._advance = advance
         self._nested: NestedCalls | None = None  # made at the first nested call
         self._open = True
 
@@ -63,7 +83,7 @@ class ToolContext:
     @property
     def session_id(self) -> str:
         """The session the call belongs to."""
-        return self._runner.recorder.session_id
+        return self._recorder.session_id
 
     async def execute_tool(self, name: str, arguments: Any = None) -> CallOutcome:
         """Run another tool as a nested call of this one.
@@ -83,10 +103,57 @@ class ToolContext:
                 f"call {self.call_id} has ended: a tool's ctx can only be used while the tool "
                 f"runs (don't keep it in a background task)"
             )
-        call_id, result = await self._runner.run_nested(
-            self._call, self._nested_calls(), name, {} if arguments is None else arguments
+        env, recorder, inflight = self._env, self._recorder, self._inflight
+        problem = None
+        try:
+            arguments = admit(own_json({} if arguments is None else arguments), env.limits)
+        except ValueError as exc:
+            problem, arguments = str(exc), None
+        name = str(name)
+        nested = self._nested_calls()
+        claim = nested.claim(name, arguments, decide=False)
+        if claim is None:
+            # another call of this tool is recorded unanswered: a sibling of this request may
+            # be about to ask for it (engine.nested). Let every task that can run, run first.
+            # (No bookkeeping of the session's can tell: the sibling may be a task of the
+            # body's own that has not asked yet.)
+            await trio.testing.wait_all_tasks_blocked()
+            claim = nested.claim(name, arguments, decide=True)
+            assert claim is not None
+        call_id = claim.call_id
+        if not claim.recorded:
+            recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
+                                              origin="nested", parent_id=self.call_id))
+            if problem is not None:
+                return CallOutcome(call_id=call_id, result=fail(
+                    recorder, call_id, "invalid_arguments",
+                    f"Invalid arguments for {name}: not JSON ({problem})"))
+            if claim.differs_from is not None:
+                return CallOutcome(call_id=call_id,
+                                   result=self._mismatch(call_id, claim.differs_from, arguments))
+        # 2.-8., in this task: one frame between the body and the steps (engine.limits)
+        inflight.begin(call_id)
+        try:
+            ended = await self._advance(env, recorder, inflight, call_id, wait=True)
+        finally:
+            inflight.end(call_id)
+        assert ended is not None
+        return CallOutcome(call_id=call_id, result=own_result(ended))
+
+    def _mismatch(self, call_id: str, recorded_id: str, arguments: Any) -> ToolResult:
+        """End a request of a body that runs again, which differs from what its first run
+        asked that tool: neither the recorded result nor a new run answers it."""
+        parent = self._call
+        recorded = self._recorder.projection.live_calls[recorded_id]
+        name = recorded.name
+        return fail(
+            self._recorder, call_id, "mismatch",
+            f"{name} was not run: when {parent.name} ({parent.call_id}) first ran, it asked "
+            f"{name} for other arguments (call {recorded_id}), "
+            f"{first_difference(recorded.requested_arguments, arguments)}. A body that runs "
+            f"again after a restart must ask for the same nested calls; a recorded result "
+            f"answers only the same call, and this one may repeat what {recorded_id} did",
         )
-        return CallOutcome(call_id=call_id, result=own_result(result))
 
     def report_progress(self, message: str | None = None, data: Any = None) -> None:
         """Record a progress update. Updates after the tool returned are dropped.
@@ -96,13 +163,13 @@ class ToolContext:
         if message is not None and not isinstance(message, str):
             raise TypeError(f"a progress message is text, not {type(message).__name__}")
         ensure_json(data)
-        limit = self._runner.limits.max_result_bytes
+        limit = self._env.limits.max_result_bytes
         if data is not None and json_size(data) > limit:
             raise ValueError(f"progress data over the size limit of {limit} bytes")
         if message is not None and len(message) > limit:
             raise ValueError(f"a progress message over the size limit of {limit} bytes")
         if self._open:
-            self._runner.recorder.record(
+            self._recorder.record(
                 ToolProgress(call_id=self.call_id, message=message, data=copy_json(data))
             )
 
@@ -117,7 +184,7 @@ class ToolContext:
         if self._nested is None:
             # what the log holds under this call (a body that runs again after a restart),
             # taken before this run asks for anything
-            projection = self._runner.recorder.projection
+            projection = self._recorder.projection
             calls = projection.live_calls
             self._nested = NestedCalls(self.call_id, (
                 (child, calls[child].name, calls[child].requested_arguments)

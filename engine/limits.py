@@ -7,7 +7,7 @@ size) and the call fails with kind ``too_large`` before any handler sees it; a r
 ``max_result_bytes`` fails the call the same way and is not kept. Sizes are measured as compact,
 ASCII-escaped JSON: an upper bound of the bytes a record spends on the value.
 
-Depth is bounded too. A nested call runs in its parent's task, five interpreter frames below
+Depth is bounded too. A nested call runs in its parent's task, four interpreter frames below
 it, so ``max_depth`` cannot go past :data:`MAX_CALL_DEPTH`: the deepest call must still have the
 stack to record its events and to check values as deep as
 :data:`engine.jsonvalues.MAX_DEPTH` allows.
@@ -40,9 +40,9 @@ MAX_NAME = 256
 
 #: How deep nested calls may go (``Session.open``'s ``max_depth`` is refused above it). Measured
 #: on CPython 3.11 with its default recursion limit of 1 000 frames: each level of nesting costs
-#: 5 frames, a tool body at the top level runs 14 frames deep, and recording and checking a
-#: value :data:`~engine.jsonvalues.MAX_DEPTH` (100) levels deep costs about 330 more. Without a
-#: cap, a session with ``max_depth=1000`` broke at depth 195 with a ``RecursionError``. At 64
+#: 4 frames (5 when the cap was set), a tool body at the top level runs at most 14 frames deep,
+#: and recording and checking a value :data:`~engine.jsonvalues.MAX_DEPTH` (100) levels deep
+#: costs about 330 more. Without a cap, a session with ``max_depth=1000`` broke at depth 195 with a ``RecursionError``. At 64
 #: the deepest call, carrying the deepest values, still leaves 300 frames to the host.
 MAX_CALL_DEPTH = 64
 

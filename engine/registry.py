@@ -1,4 +1,8 @@
-"""The tools a session can run, with their schemas checked and compiled once."""
+"""The tools a session can run, with their schemas checked and compiled once.
+
+A registry is not changed once a session uses it: :meth:`Registry.with_spec` makes a new one
+(the session's :class:`~engine.environment.Environment` then holds it), so a call that runs
+keeps the tools it started with."""
 
 from __future__ import annotations
 
@@ -41,12 +45,15 @@ class Registry:
             )
         return inputs, outputs
 
-    def add(self, spec: ToolSpec) -> None:
-        """Register (or replace) ``spec``; its schemas must pass :meth:`check`."""
+    def with_spec(self, spec: ToolSpec) -> Registry:
+        """A registry with ``spec`` added (or replacing the tool of its name); its schemas
+        must pass :meth:`check`."""
         inputs, outputs = self.check(spec)
-        self.specs[spec.name] = spec
-        self.inputs[spec.name] = inputs
-        if outputs is None:
-            self.outputs.pop(spec.name, None)
-        else:
-            self.outputs[spec.name] = outputs
+        registry = Registry()
+        registry.specs = {**self.specs, spec.name: spec}
+        registry.inputs = {**self.inputs, spec.name: inputs}
+        registry.outputs = {name: validator for name, validator in self.outputs.items()
+                            if name != spec.name}
+        if outputs is not None:
+            registry.outputs[spec.name] = outputs
+        return registry

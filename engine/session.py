@@ -1,12 +1,13 @@
 """The session: one log stream, and the agent loop that writes it.
 
-``prompt`` reads top to bottom like the loop it runs: record the user's message, ask the model,
-record its answer, run its tool calls as a batch, repeat until a message without calls or
-``max_turns``. A batch is gated in the assistant's order (so every approval it needs is asked
-in that order), then the allowed calls run together in one nursery, or one after another if
-any of their tools is ``sequential``. A call that fails becomes that call's error result; it
-never cancels its siblings. The rules of one call live in :mod:`engine.calls`, the rules of
-which event may follow which in :mod:`engine.lifecycle`.
+``prompt`` reads top to bottom like the loop it runs, in the task that called it: record the
+user's message, ask the model, record its answer, settle its tool calls as a batch
+(:mod:`engine.batch`), repeat until a message without calls or ``max_turns``. The model, the
+``tool_call`` handlers and the approver run in that task, so they see the caller's context
+variables; the tool bodies run in tasks of the session's nursery that inherit a copy of them.
+The rules of one call live in :mod:`engine.calls`, which event may follow which in
+:mod:`engine.lifecycle`, the session's fixed setup in :mod:`engine.environment`, and what this
+process is doing about its calls in :mod:`engine.inflight`.
 
 The session runs inside the host's trio loop: it starts no loop and no thread, and leaves no
 task behind when :meth:`Session.open`'s block ends.
@@ -40,11 +41,13 @@ from events.types import (
 
 from .approvals import ApprovalDecision, ApprovalRequest, Approver, deny_all
 from .batch import Batch
-from .calls import CallRunner
+from .calls import resolve
+from .environment import Environment
 from .handlers import ToolCallHandler, ToolResultHandler
-from .jsonvalues import copy_json, own_json
-from .limits import MAX_CALL_DEPTH, Limits, admit, clip_name
-from .looptask import Drive, LoopTask
+from .inflight import InFlight
+from .jsonvalues import copy_json, ensure_json, own_json
+from .lifecycle import CallState
+from .limits import Limits, admit, clip_name
 from .models import Model, ModelMessage, ModelRequest
 from .policy import PolicyRules
 from .recorder import Recorder
@@ -93,22 +96,15 @@ def _interrupt(group: BaseExceptionGroup[Any]) -> BaseException | None:
 class Session:
     """One agent session over one log stream. Open it with :meth:`Session.open`."""
 
-    def __init__(
-        self,
-        recorder: Recorder,
-        runner: CallRunner,
-        model: Model,
-        *,
-        max_turns: int,
-    ) -> None:
+    def __init__(self, env: Environment, recorder: Recorder, model: Model) -> None:
+        self._env = env
         self._recorder = recorder
-        self._runner = runner
-        self._task = LoopTask(runner)
-        self._batch = Batch(runner, self._task)
+        self._inflight = InFlight()
+        self._batch = Batch(recorder, self._inflight)
         self._model = model
-        self._max_turns = max_turns
         self._prompting = False
-        self._turns = 0  # the current prompt's, so far
+        #: the last prompt or resume returned "paused": resume() comes first
+        self._paused = False
 
     @classmethod
     @asynccontextmanager
@@ -153,11 +149,8 @@ class Session:
         names = Counter(spec.name for spec in specs)
         if duplicated := [name for name, count in names.items() if count > 1]:
             raise ValueError(f"two tools are named {duplicated[0]!r}: tool names must be unique")
-        if max_depth < 0 or max_turns < 1:
-            raise ValueError("max_depth must be >= 0 and max_turns >= 1")
-        if max_depth > MAX_CALL_DEPTH:
-            raise ValueError(f"max_depth={max_depth} is deeper than nested calls can go: use at "
-                             f"most {MAX_CALL_DEPTH} (engine.limits.MAX_CALL_DEPTH)")
+        env = Environment(registry=registry, rules=rules, limits=limits, approver=approver,
+                          max_depth=max_depth, max_turns=max_turns, clock=clock)  # or ValueError
         started = SessionStarted(metadata=own_json(dict(metadata or {})))  # or ValueError
 
         sid = session_id if session_id is not None else new_session_id()
@@ -172,10 +165,8 @@ class Session:
                                  f"already holds: pass session_id={sid!r} to open it, or draw "
                                  f"unique ids")
             projection = fold(history)
-            recorder = Recorder(store, sid, projection, history, clock)
-            runner = CallRunner(recorder, registry, approver=approver, rules=rules,
-                                max_depth=max_depth, limits=limits)
-            session = cls(recorder, runner, model, max_turns=max_turns)
+            recorder = Recorder(store, sid, projection, history, env.clock)
+            session = cls(env, recorder, model)
             if not history:
                 recorder.record(started)
             for spec in specs:
@@ -184,7 +175,7 @@ class Session:
             raised: BaseException | None = None
             try:
                 async with trio.open_nursery() as nursery:
-                    session._task.attach(nursery)
+                    session._batch.attach(nursery)
                     try:
                         yield session
                     except BaseException as exc:
@@ -194,8 +185,8 @@ class Session:
                         # calls still in flight (waiting for an approval) stop here without
                         # a word in the log, as if the process had stopped: resume() takes
                         # them up
-                        await session._batch.suspend()
-                        session._task.attach(None)
+                        session._inflight.suspend()
+                        session._batch.attach(None)
                         recorder.close()
                         with trio.CancelScope(shield=True):
                             await recorder.flush()
@@ -236,6 +227,12 @@ class Session:
         return self._recorder.projection.calls
 
     @property
+    def paused(self) -> bool:
+        """Whether the last prompt or resume returned ``"paused"`` and no :meth:`resume` has
+        finished its batch since: :meth:`prompt` is refused until one has."""
+        return self._paused
+
+    @property
     def records(self) -> Sequence[Record]:
         """The session's log as recorded so far (read-only)."""
         return tuple(self._recorder.history)
@@ -251,22 +248,24 @@ class Session:
 
     def on_tool_call(self, handler: ToolCallHandler) -> ToolCallHandler:
         """Add a ``tool_call`` handler (runs in registration order). Usable as a decorator."""
-        self._runner.call_handlers.append(handler)
+        env = self._env
+        self._env = env.evolve(call_handlers=(*env.call_handlers, handler))
         return handler
 
     def on_tool_result(self, handler: ToolResultHandler) -> ToolResultHandler:
         """Add a ``tool_result`` handler (chained in registration order). Usable as a decorator."""
-        self._runner.result_handlers.append(handler)
+        env = self._env
+        self._env = env.evolve(result_handlers=(*env.result_handlers, handler))
         return handler
 
     async def register(self, spec: ToolSpec) -> None:
         """Register another tool (or a new version of one) while the session is open."""
-        self._runner.registry.check(spec)
+        self._env.registry.check(spec)
         self._register(spec)
         await self._recorder.flush()
 
     def _register(self, spec: ToolSpec) -> None:
-        self._runner.registry.add(spec)
+        self._env = self._env.evolve(registry=self._env.registry.with_spec(spec))
         snapshot = spec.snapshot()
         if self.state.tools.get(spec.name) != snapshot:
             self._recorder.record(ToolRegistered(spec=snapshot))
@@ -278,7 +277,7 @@ class Session:
         nothing changes.
         """
         wanted = list(dict.fromkeys(names))
-        specs = self._runner.registry.specs
+        specs = self._env.registry.specs
         if unknown := [name for name in wanted if name not in specs]:
             raise ValueError(
                 f"set_active_tools: no tool named {unknown[0]!r} is registered "
@@ -295,19 +294,19 @@ class Session:
     # -- the loop -------------------------------------------------------------------------------
 
     async def prompt(self, text: str) -> PromptResult:
-        """Send the user's ``text`` and run the agent loop until the model stops calling
-        tools, ``max_turns`` assistant messages, or a pause for approval (``stop="paused"``,
-        with the pending requests: answer them with :meth:`resolve_approval`, then
-        :meth:`resume`). Cancelling it (a host cancel scope) closes every open call as
-        cancelled before the cancellation propagates."""
+        """Send the user's ``text`` and run the agent loop, in this task, until the model stops
+        calling tools, ``max_turns`` assistant messages, or a pause for approval
+        (``stop="paused"``, with the pending requests: answer them with
+        :meth:`resolve_approval`, then :meth:`resume`). Cancelling it (a host cancel scope)
+        closes every open call as cancelled before the cancellation propagates.
+
+        After a pause, a prompt is refused until :meth:`resume` has finished the paused batch,
+        so that the model sees the batch's results before the next user message (see
+        docs/resume.md)."""
         self._enter()
         try:
-            if self._batch.open():
-                raise RuntimeError(
-                    "the session is paused: its last batch has calls waiting for approval "
-                    f"({', '.join(self.state.pending_approvals) or 'or interrupted'}); resolve "
-                    "them with resolve_approval() and call resume() before a new prompt"
-                )
+            if self._paused or self._batch.open():
+                raise RuntimeError(self._why_paused())
             self._recorder.record(UserMessage(text=text))
             return await self._loop()
         finally:
@@ -342,7 +341,21 @@ class Session:
         """
         decision = ApprovalDecision(granted=approved, scope=scope, arguments=arguments,
                                     reason=reason)
-        self._runner.resolve(call_id, decision)
+        state = self.state
+        view = state.live_calls.get(call_id)
+        if self._inflight.asking(call_id):
+            raise ValueError(f"call {call_id}: its approver is still deciding; answer a "
+                             f"request only once it is pending (session.pending_approvals())")
+        if view is None or view.state is not CallState.AWAITING:
+            status = "unknown" if view is None else view.status
+            raise ValueError(
+                f"call {call_id} is not waiting for an approval (it is {status}); "
+                f"pending: {', '.join(state.pending_approvals) or 'none'}"
+            )
+        if decision.granted and decision.arguments is not None:
+            ensure_json(decision.arguments)
+        resolve(self._env, self._recorder, call_id, decision)
+        self._inflight.unpark(call_id)  # a nested call waiting here goes on
         await self._recorder.flush()
 
     def pending_approvals(self) -> tuple[ApprovalRequest, ...]:
@@ -351,7 +364,7 @@ class Session:
         state = self.state
         requests = []
         for call_id in state.pending_approvals:
-            if call_id in self._runner.asking:
+            if self._inflight.asking(call_id):
                 continue
             view = state.calls[call_id]
             snapshot = state.tools.get(view.name)
@@ -363,7 +376,20 @@ class Session:
             ))
         return tuple(requests)
 
+    def _why_paused(self) -> str:
+        pending = self.state.pending_approvals
+        if pending:
+            return (f"the session is paused: its last batch waits for approvals "
+                    f"({', '.join(pending)}); answer them with resolve_approval(), then call "
+                    f"resume() to finish the batch before a new prompt")
+        return ("the session is paused: its last batch has not been finished since it paused "
+                "(answered calls may still run, or a stopped process left calls open); call "
+                "resume() to finish it, so the model sees its results, before a new prompt")
+
     def _enter(self) -> None:
+        if not self._batch.attached:
+            raise RuntimeError("the session is closed: open it again with Session.open() to "
+                               "prompt or resume it")
         if self._prompting:
             raise RuntimeError("a prompt is already running in this session: await it first")
         self._prompting = True
@@ -374,24 +400,18 @@ class Session:
             await self._recorder.flush()
 
     async def _loop(self) -> PromptResult:
-        """Run :meth:`_drive` in the session's task for it (:meth:`LoopTask.drive`), which
-        runs every batch's calls itself: the loop costs no trip through the scheduler per turn."""
-        self._turns = 0
-        result = await self._task.drive(self._drive)
-        if result is None:  # paused: the batch waits for the host (maybe inside the loop's task)
-            return PromptResult(stop="paused", turns=self._turns, text="",
-                                pending=self.pending_approvals())
-        return result
-
-    async def _drive(self, drive: Drive[PromptResult]) -> PromptResult | None:
-        """The agent loop; ``None`` when the batch pauses (or the prompt already returned
-        "paused" while this loop waited inside the batch: it goes no further)."""
+        """The agent loop, in the caller's task: settle the batch, ask the model, record its
+        answer, repeat."""
+        self._paused = False
+        turns = 0
         while True:
-            if await self._batch.settle(drive) == "paused" or drive.detached:
-                return None
-            turns = self._turns
+            env = self._env  # a tool registered or a handler added counts from the next batch
+            if await self._batch.settle(env) == "paused":
+                self._paused = True
+                return PromptResult(stop="paused", turns=turns, text="",
+                                    pending=self.pending_approvals())
             last = self.state.last_message
-            if turns and turns >= self._max_turns:
+            if turns and turns >= env.max_turns:
                 return PromptResult(stop="max_turns", turns=turns, text="")
             if not turns and last is not None and not last.tool_calls and isinstance(
                 self.transcript[-1], AssistantMessage
@@ -402,8 +422,8 @@ class Session:
             reply = await self._model.complete(request)
             if not isinstance(reply, ModelMessage):
                 raise TypeError(f"the model returned {reply!r}, not a ModelMessage")
-            self._turns = turns = turns + 1
-            limits = self._runner.limits
+            turns += 1
+            limits = env.limits
             self._recorder.record(AssistantMessage(
                 turn=self.state.turn + 1, text=reply.text, stop_reason=reply.stop_reason,
                 tool_calls=tuple(ModelToolCall(id=clip_name(call.id), name=clip_name(call.name),

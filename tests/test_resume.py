@@ -264,8 +264,10 @@ async def test_a_rerun_records_its_start_before_the_body_so_a_racing_writer_conf
         async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=[step],
                                 session_id="cut") as session:
             await session.resume()
-    [broken] = leaves(raised.value)
-    assert isinstance(broken, SessionBroken) and "another writer appended first" in str(broken)
+    # (the resume and the block's last flush may each report it: every one is the conflict)
+    broken = leaves(raised.value)
+    assert broken and all(isinstance(exc, SessionBroken)
+                          and "another writer appended first" in str(exc) for exc in broken)
     assert runs == []  # the racing writer got there first: no second execution
     [first, other] = (await store.read("cut"))[started - 1:]
     assert isinstance(first.event, ToolExecutionStarted) and other.event == first.event

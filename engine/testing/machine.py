@@ -215,10 +215,13 @@ class SessionMachine(RuleBasedStateMachine):
     # -- what the machine knows ---------------------------------------------------------------
 
     def batch_open(self) -> bool:
-        """Whether the current batch has calls without their terminal event (the session is
-        paused, or a nested call resumed by an answer is still on its way)."""
+        """Whether a prompt must wait for ``resume()``: the current batch has calls without
+        their terminal event (the session is paused, or a nested call resumed by an answer is
+        still on its way), or the last prompt or resume paused (``Session.paused``)."""
         if self.session is None:
             return False
+        if self.session.paused:
+            return True
         state = self.session.state
         message = state.last_message
         if message is None:

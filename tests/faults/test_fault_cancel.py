@@ -131,11 +131,10 @@ async def test_a_pause_waits_until_nothing_else_can_move(autojump_clock: Any) ->
 
 
 async def test_cancelling_a_resume_stops_the_loop_a_pause_left_behind(autojump_clock: Any) -> None:
-    """A prompt that paused left its loop waiting inside the batch, with the call whose nested
-    call waits for the host (engine/looptask.py). The host answers and resumes, and cancels the
-    resume while that call still works: the resume must stop both loops (the paused one and its
-    own) and raise only once every call of the batch is closed, not leave the first loop to
-    write after it."""
+    """A prompt that paused left the call whose nested call waits for the host running in a
+    task of the session's (engine/batch.py). The host answers and resumes, and cancels the
+    resume while that call still works: the resume must stop that call too and raise only once
+    every call of the batch is closed, not leave the call to write after it."""
 
     @tool()  # needs approval
     async def risky(call: Any, ctx: Any) -> ToolResult:

@@ -1,0 +1,152 @@
+"""The agent loop runs in the task that called ``prompt()`` / ``resume()``.
+
+The model, the ``tool_call`` and ``tool_result`` handlers and the approver run in that task;
+tool bodies (and their nested calls) run in tasks that inherit a copy of its context. So a
+context variable a host sets around one prompt (a tenant, a trace span) is seen by that
+prompt's work and by nothing of another prompt's. And a prompt after a pause has one defined
+behaviour: it is refused until ``resume()`` has finished the paused batch.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+import pytest
+import trio
+
+from engine import (
+    LATER,
+    Annotations,
+    ApprovalRequest,
+    Session,
+    ToolCallEvent,
+    ToolResult,
+    ToolResultEvent,
+    text,
+    tool,
+)
+from engine.models import FauxModel, ModelMessage, ModelRequest, faux_text, faux_tool_call
+from engine.reducers import ToolResultEntry
+from events import MemoryStore
+from events.types import ModelToolCall
+
+SAFE = Annotations(read_only=True, open_world=False)
+DEADLOCK = 30
+
+TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("TENANT", default="none")
+
+
+@pytest.mark.parametrize("asks", [True, False], ids=["calls in tasks", "a call in the caller's task"])
+async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> None:
+    """With a tool the policy asks about, every call runs in a task of the session's; with
+    none, a batch of one call runs in the prompt's own task (engine/batch.py). Either way each
+    prompt's value is all its work sees."""
+    seen: list[tuple[str, str]] = []  # (who, the tenant they saw)
+
+    # with approval needed, the approver is asked about every nested call
+    @tool(annotations=Annotations() if asks else SAFE)
+    async def child(call: Any, ctx: Any) -> ToolResult:
+        seen.append(("child tool", TENANT.get()))
+        return ToolResult(content=[text("child")])
+
+    @tool(annotations=SAFE)
+    async def parent(call: Any, ctx: Any) -> ToolResult:
+        seen.append(("parent tool", TENANT.get()))
+        async with trio.open_nursery() as nursery:  # concurrent nested calls too
+            nursery.start_soon(ctx.execute_tool, "child", {})
+            nursery.start_soon(ctx.execute_tool, "child", {})
+        await ctx.execute_tool("child", {})
+        return ToolResult(content=[text("parent")])
+
+    async def approver(request: ApprovalRequest) -> bool:
+        seen.append((f"approver {request.origin}", TENANT.get()))
+        return True
+
+    def on_call(event: ToolCallEvent) -> None:
+        seen.append((f"tool_call handler {event.origin}", TENANT.get()))
+
+    async def on_result(event: ToolResultEvent) -> None:
+        seen.append((f"tool_result handler {event.origin}", TENANT.get()))
+
+    def step(message: ModelMessage) -> Any:
+        def answer(request: ModelRequest) -> ModelMessage:
+            seen.append(("model", TENANT.get()))
+            return message
+        return answer
+
+    two = ModelMessage(tool_calls=(ModelToolCall(id="a", name="parent", arguments={}),
+                                   ModelToolCall(id="b", name="parent", arguments={})))
+    one = ModelMessage(tool_calls=(ModelToolCall(id="a", name="parent", arguments={}),))
+    model = FauxModel([step(two), step(one), step(ModelMessage(text="one")),
+                       step(one), step(two), step(ModelMessage(text="two"))])
+    with trio.fail_after(DEADLOCK):
+        async with Session.open(MemoryStore(), model=model, tools=[parent, child],
+                                approver=approver) as session:
+            session.on_tool_call(on_call)
+            session.on_tool_result(on_result)
+            results = []
+            for tenant in ("alice", "bob"):
+                token = TENANT.set(tenant)
+                try:
+                    results.append(await session.prompt(f"for {tenant}"))
+                finally:
+                    TENANT.reset(token)
+                seen.append(("---", tenant))
+            assert [r.text for r in results] == ["one", "two"]
+            assert TENANT.get() == "none"  # nothing leaked into the host's own context
+    cut = seen.index(("---", "alice"))
+    first, second = seen[:cut], seen[cut + 1:-1]
+    whos = {who for who, _ in first}
+    assert whos == {"model", "parent tool", "child tool", "tool_call handler model",
+                    "tool_call handler nested", "tool_result handler model",
+                    "tool_result handler nested"} | ({"approver nested"} if asks else set())
+    assert {who for who, _ in second} == whos
+    assert {tenant for _, tenant in first} == {"alice"}, first
+    assert {tenant for _, tenant in second} == {"bob"}, second
+
+
+async def test_a_prompt_after_an_answered_nested_approval_is_refused_until_resume() -> None:
+    """The nested call's approval is answered; whether the parent's body has finished by the
+    time the host prompts again or not, the prompt is refused with a message that says to
+    call resume(); resume() lets the model see the batch's results, then the prompt goes on."""
+    for finished_first in (False, True):
+        body_done = trio.Event()
+
+        @tool()  # needs approval
+        async def risky(call: Any, ctx: Any) -> ToolResult:
+            return ToolResult(content=[text("risky done")])
+
+        @tool(annotations=SAFE)
+        async def parent(call: Any, ctx: Any) -> ToolResult:
+            await ctx.execute_tool("risky", {})
+            body_done.set()
+            return ToolResult(content=[text("parent done")])
+
+        async def approver(request: ApprovalRequest) -> Any:
+            return LATER
+
+        model = FauxModel([faux_tool_call("parent"), faux_text("saw the results"),
+                           faux_text("hello again")])
+        with trio.fail_after(DEADLOCK):
+            async with Session.open(MemoryStore(), model=model, tools=[parent, risky],
+                                    approver=approver) as session:
+                paused = await session.prompt("go")
+                assert paused.stop == "paused" and session.paused
+                [request] = paused.pending
+                await session.resolve_approval(request.call_id, True)
+                if finished_first:
+                    await body_done.wait()
+                    assert not session.state.open_calls  # the batch has ended meanwhile
+                with pytest.raises(RuntimeError, match=r"call\s+resume\(\)") as refused:
+                    await session.prompt("next")
+                assert "interrupted" not in str(refused.value)
+                assert len(model.requests) == 1
+                resumed = await session.resume()
+                assert (resumed.stop, resumed.text) == ("end_turn", "saw the results")
+                assert not session.paused
+                # the model saw the batch's result before any new user message
+                last = model.requests[1].transcript[-1]
+                assert isinstance(last, ToolResultEntry) and last.call_id == "1.0"
+                again = await session.prompt("next")
+                assert again.text == "hello again"
