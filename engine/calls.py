@@ -26,6 +26,7 @@ import trio.testing
 
 from events.results import ErrorInfo, ToolResult, error_result
 from events.types import (
+    FailureDetail,
     FailureKind,
     ToolCallCancelled,
     ToolCallFailed,
@@ -38,7 +39,7 @@ from .approvals import ApprovalDecision, Approver
 from .execution import describe, execute
 from .gate import ask, deny_refused, gate, resolve
 from .handlers import ToolCallHandler, ToolResultHandler
-from .jsonvalues import ensure_json, own_json
+from .jsonvalues import NotJson, ensure_json, own_json
 from .lifecycle import CallState
 from .limits import Limits, admit
 from .nested import NestedCalls, first_difference
@@ -96,11 +97,13 @@ class CallRunner:
         error: ErrorInfo | None = None,
         returned: ToolResult | None = None,
         result: ToolResult | None = None,
+        detail: FailureDetail | None = None,
     ) -> ToolResult:
         """End ``call_id`` as failed; ``text`` is what the caller reads (default: message)."""
         result = result or error_result(text or message)
         self.recorder.record(ToolCallFailed(call_id=call_id, kind=kind, message=message,
-                                            result=result, error=error, returned=returned))
+                                            result=result, error=error, returned=returned,
+                                            detail=detail))
         return result
 
     def close_open(self, root: str, reason: str, *, include_root: bool = True) -> None:
@@ -209,7 +212,7 @@ class CallRunner:
             )
         if decision.granted and decision.arguments is not None:
             ensure_json(decision.arguments)
-        resolve(self, call_id, decision)
+        resolve(self, call_id, decision, later=True)
         if call_id in self._waiters:
             self._unpark(call_id)
 
@@ -277,11 +280,11 @@ class CallRunner:
         raises only if it is cancelled. A call the log already holds for this request (the
         parent runs again after a restart, :mod:`engine.nested`) continues from its state:
         never run twice, never handed to another request."""
-        problem = None
+        problem: ValueError | None = None
         try:
             arguments = admit(own_json(arguments), self.limits)
         except ValueError as exc:
-            problem, arguments = str(exc), None
+            problem, arguments = exc, None
         name = str(name)
         claim = nested.claim(name, arguments, decide=False)
         if claim is None:
@@ -296,8 +299,10 @@ class CallRunner:
                                                    arguments=arguments, origin="nested",
                                                    parent_id=parent.call_id))
             if problem is not None:
-                return call_id, self.fail(call_id, "invalid_arguments",
-                                          f"Invalid arguments for {name}: not JSON ({problem})")
+                return call_id, self.fail(
+                    call_id, "invalid_arguments",
+                    f"Invalid arguments for {name}: not JSON ({problem})",
+                    detail=problem.detail if isinstance(problem, NotJson) else None)
             if claim.differs_from is not None:
                 return call_id, self._mismatch(parent, call_id, claim.differs_from, arguments)
         self._nested[call_id] = None

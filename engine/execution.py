@@ -13,6 +13,7 @@ import trio
 
 from events.results import ErrorInfo, TextContent, ToolResult, error_result
 from events.types import (
+    FailureDetail,
     FailureKind,
     ResultHandlerFailed,
     ToolCallCompleted,
@@ -22,7 +23,7 @@ from events.types import (
 
 from .context import ToolContext
 from .handlers import UNSET, ResultPatch, ToolResultEvent, handler_name
-from .jsonvalues import copy_json, own_result
+from .jsonvalues import NotJson, copy_json, own_result
 from .limits import result_size
 from .policy import deny_rule
 from .tools import ToolCall, ToolSpec
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = ["describe", "error_info", "execute", "may_run"]
 
-Failure = tuple[FailureKind, str, "ErrorInfo | None"]
+Failure = tuple[FailureKind, str, "ErrorInfo | None", "FailureDetail | None"]
 
 
 def _clip(text: str, limit: int) -> str:
@@ -97,10 +98,10 @@ async def execute(runner: CallRunner, view: LiveCall) -> ToolResult:
             with trio.move_on_after(spec.timeout) as scope:
                 returned = await spec.execute(call, ctx)
             if scope.cancelled_caught:
-                failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None)
+                failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None, None)
     except Exception as exc:
         error = error_info(exc, _text_limit(runner))
-        failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error)
+        failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error, None)
     finally:
         unasked = ctx.close()
     for child in unasked:  # a body run again that no longer asks for a recorded nested call
@@ -116,9 +117,10 @@ async def execute(runner: CallRunner, view: LiveCall) -> ToolResult:
             call_id=call_id, result=result,
             returned=None if result is raw or result == raw else raw))
     else:
-        kind, message, info = failure
+        kind, message, info, detail = failure
         result = await _result_handlers(runner, view, error_result(message))
-        runner.fail(call_id, kind, message, error=info, returned=raw, result=result)
+        runner.fail(call_id, kind, message, error=info, returned=raw, result=result,
+                    detail=detail)
     if view.parent_id is None:
         # A nested call's end is written with its parent's next flush (its next nested call,
         # or its own end): its result goes to the parent, inside this process. A top-level
@@ -157,23 +159,25 @@ def may_run(runner: CallRunner, view: LiveCall) -> bool:
 def _check_output(runner: CallRunner, spec: ToolSpec, returned: Any) -> tuple[ToolResult | None, Failure | None]:
     if not isinstance(returned, ToolResult):
         return None, ("invalid_output", f"{spec.name} returned {type(returned).__name__}, "
-                      f"not a ToolResult", None)
+                      f"not a ToolResult", None, FailureDetail(type=type(returned).__name__))
     try:
         result = own_result(returned)
     except ValueError as exc:
-        return None, ("not_serialisable", f"{spec.name} returned a result that is not JSON: {exc}", None)
+        return None, ("not_serialisable", f"{spec.name} returned a result that is not JSON: {exc}",
+                      None, exc.detail if isinstance(exc, NotJson) else None)
     if (size := result_size(result)) > runner.limits.max_result_bytes:
         return None, ("too_large", f"{spec.name} returned {size} bytes, over the limit of "
-                      f"{runner.limits.max_result_bytes}; the result was not kept", None)
+                      f"{runner.limits.max_result_bytes}; the result was not kept", None,
+                      FailureDetail(limit=runner.limits.max_result_bytes, size=size))
     validator = runner.registry.outputs.get(spec.name)
     if validator is not None and not result.is_error:
         if result.structured_content is None:
             return result, ("invalid_output", f"{spec.name} declares an output schema but "
-                            "returned no structured content", None)
+                            "returned no structured content", None, None)
         problem = validator.violation(result.structured_content)
         if problem is not None:
             return result, ("invalid_output", f"{spec.name} returned output that violates "
-                            f"its output schema: {problem}", None)
+                            f"its output schema: {problem}", None, None)
     if result.structured_content is not None and not result.content:
         result = attrs.evolve(result, content=(_json_block(result.structured_content),))
     return result, None

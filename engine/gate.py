@@ -16,6 +16,7 @@ from events.types import (
     Annotations,
     ApprovalRequested,
     ApprovalResolved,
+    FailureDetail,
     PolicyDecided,
     ToolCallBlocked,
     ToolCallDenied,
@@ -51,12 +52,14 @@ async def gate(runner: CallRunner, view: LiveCall) -> None:
         return
     if call_id.count("/") > runner.max_depth:
         runner.fail(call_id, "depth_limit",
-                    f"nested calls may go {runner.max_depth} deep; {call_id} is deeper")
+                    f"nested calls may go {runner.max_depth} deep; {call_id} is deeper",
+                    detail=FailureDetail(limit=runner.max_depth))
         return
     arguments = view.arguments
     if (size := oversized(arguments)) is not None:
         runner.fail(call_id, "too_large", f"{name} was not run: its arguments take {size} "
-                    f"bytes, over the limit of {runner.limits.max_argument_bytes}")
+                    f"bytes, over the limit of {runner.limits.max_argument_bytes}",
+                    detail=FailureDetail(limit=runner.limits.max_argument_bytes, size=size))
         return
     if not valid_arguments(runner, call_id, spec, arguments, after=None):
         return
@@ -136,10 +139,12 @@ async def ask(runner: CallRunner, view: LiveCall) -> None:
     resolve(runner, call_id, decision)
 
 
-def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> None:
+def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision, *,
+            later: bool = False) -> None:
     """Record the answer to a pending approval: the approver's edit (a rewrite, validated
     again), the resolution, and the denial if it refuses. The one place answers are written,
-    whether the approver gave them or the host did later."""
+    whether the approver gave them or the host did ``later``, at a pause (recorded: a replay
+    answers "later" there too)."""
     view = runner.recorder.projection.live_calls[call_id]
     edited = decision.granted and decision.arguments is not None
     size = oversized(admit(decision.arguments, runner.limits)) if edited else None
@@ -147,7 +152,8 @@ def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> Non
         runner.recorder.record(ToolCallRewritten(
             call_id=call_id, arguments=copy_json(decision.arguments), by="approver"))
     runner.recorder.record(ApprovalResolved(call_id=call_id, granted=decision.granted,
-                                            scope=decision.scope, reason=decision.reason))
+                                            scope=decision.scope, reason=decision.reason,
+                                            later=later))
     if not decision.granted:
         _deny(runner, view, decision.reason or "the approver refused", "approver",
               f"{view.name} was not approved")
@@ -155,7 +161,8 @@ def resolve(runner: CallRunner, call_id: str, decision: ApprovalDecision) -> Non
     if size is not None:  # the edit is not recorded: the call ends instead
         runner.fail(call_id, "too_large", f"{view.name} was not run: the approver's edited "
                     f"arguments take {size} bytes, over the limit of "
-                    f"{runner.limits.max_argument_bytes}")
+                    f"{runner.limits.max_argument_bytes}",
+                    detail=FailureDetail(limit=runner.limits.max_argument_bytes, size=size))
         return
     spec = runner.registry.specs.get(view.name)
     if edited and spec is not None:

@@ -32,6 +32,7 @@ from events.types import (
     AssistantMessage,
     ModelToolCall,
     Record,
+    SessionSettings,
     SessionStarted,
     ToolRegistered,
     ToolSnapshot,
@@ -148,7 +149,11 @@ class Session:
         if max_depth > MAX_CALL_DEPTH:
             raise ValueError(f"max_depth={max_depth} is deeper than nested calls can go: use at "
                              f"most {MAX_CALL_DEPTH} (engine.limits.MAX_CALL_DEPTH)")
-        started = SessionStarted(metadata=own_json(dict(metadata or {})))  # or ValueError
+        started = SessionStarted(  # or ValueError
+            metadata=own_json(dict(metadata or {})),
+            settings=SessionSettings(max_turns=max_turns, max_depth=max_depth,
+                                     max_argument_bytes=limits.max_argument_bytes,
+                                     max_result_bytes=limits.max_result_bytes))
 
         sid = session_id if session_id is not None else new_session_id()
         # one owner at a time: SessionInUse if another block (or process) has it open

@@ -34,11 +34,13 @@ __all__ = [
     "Event",
     "Exposure",
     "ExecutionMode",
+    "FailureDetail",
     "ModelToolCall",
     "Origin",
     "PolicyDecided",
     "Record",
     "ResultHandlerFailed",
+    "SessionSettings",
     "SessionStarted",
     "TERMINAL_EVENTS",
     "ToolCallBlocked",
@@ -58,7 +60,9 @@ __all__ = [
 #: Version of the record format this code writes. A record with a newer version is refused;
 #: older ones are read through :data:`events.codec.UPCASTERS`. 1: the first format.
 #: 2: each stored line carries the hash chain's ``"hash"`` (see :mod:`events.integrity`).
-SCHEMA_VERSION = 2
+#: 3: facts carry their data: a session's settings on its start, a failure's detail, the rule
+#: a decision names, whether an answer was given at a pause (see :mod:`events.upcasters`).
+SCHEMA_VERSION = 3
 
 Exposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
 ExecutionMode = Literal["parallel", "sequential"]
@@ -79,6 +83,12 @@ FailureKind = Literal[
     "mismatch",  # a body run again asked a tool for other arguments than its first run did
     "too_large",  # arguments or result over the session's size limits
 ]
+#: What made a value not JSON (:class:`FailureDetail`): a value of a ``type`` JSON does not
+#: have, an object ``key`` that is not a string, a ``number`` JSON cannot hold (NaN,
+#: infinities), or nesting past the ``depth`` a JSON value may have.
+NotJsonProblem = Literal["type", "key", "number", "depth"]
+#: Where in a JSON value: object keys and list indices from the root (``$``).
+JsonPath = tuple[Union[str, int], ...]
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)  # the policy looks verdicts up by it
@@ -122,14 +132,50 @@ class ModelToolCall:
     arguments: Any
 
 
+@attrs.frozen(kw_only=True)
+class SessionSettings:
+    """What a session was opened with that decides what it does: its limits. A replay opens
+    the session again with them; nothing reads them out of a message."""
+
+    max_turns: int
+    max_depth: int
+    max_argument_bytes: int
+    max_result_bytes: int
+
+
+@attrs.frozen(kw_only=True)
+class FailureDetail:
+    """What a failure's message says, as data for programs (the message is for people).
+
+    Which fields are set depends on the failure's kind:
+
+    - ``depth_limit``: ``limit``, the session's ``max_depth``;
+    - ``too_large``: ``limit`` and ``size``, in bytes;
+    - ``invalid_output`` for a value that is not a ToolResult: ``type``, its type's name;
+    - ``not_serialisable``, and ``invalid_arguments`` for nested arguments that are not JSON:
+      ``path`` to the first value at fault and the ``problem`` there, with ``type`` (a value
+      of a type JSON does not have), ``value`` (the ``repr`` of a key that is not a string or
+      of a number JSON cannot hold) or ``limit`` (the depth a JSON value may have).
+    """
+
+    limit: int | None = None
+    size: int | None = None
+    type: str | None = None
+    path: JsonPath | None = None
+    problem: NotJsonProblem | None = None
+    value: str | None = None
+
+
 # -- session-level events ---------------------------------------------------------------
 
 
 @attrs.frozen(kw_only=True)
 class SessionStarted:
-    """The first record of every session."""
+    """The first record of every session: its metadata, and the settings it was opened with
+    (``None`` in logs written before they were recorded)."""
 
     metadata: dict[str, Any] = attrs.field(factory=dict)
+    settings: SessionSettings | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -216,12 +262,15 @@ class ApprovalRequested:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ApprovalResolved:
-    """The approver answered, for this call only or for every later call of the tool."""
+    """The approver answered, for this call only or for every later call of the tool.
+    ``later``: the approver said "later" and the host answered at a pause
+    (``session.resolve_approval``); ``None`` in logs written before it was recorded."""
 
     call_id: str
     granted: bool
     scope: Scope = "once"
     reason: str | None = None
+    later: bool | None = None
 
 
 @fast_init
@@ -269,7 +318,8 @@ class ToolCallCompleted:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallFailed:
-    """The call ended in an error the engine produced; ``kind`` says which."""
+    """The call ended in an error the engine produced; ``kind`` says which, ``detail`` the
+    data behind the message where a program needs it (:class:`FailureDetail`)."""
 
     call_id: str
     kind: FailureKind
@@ -277,6 +327,7 @@ class ToolCallFailed:
     result: ToolResult
     error: ErrorInfo | None = None
     returned: ToolResult | None = None
+    detail: FailureDetail | None = None
 
 
 @fast_init
