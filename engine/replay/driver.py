@@ -240,7 +240,8 @@ class _Replay:
             async with Session.open(
                 store, model=model, tools=initial, approver=RecordedApprover(book, self.watch),
                 rules=self.rules, session_id=book.session_id, create=True,
-                max_turns=book.max_turns, max_depth=self.max_depth, clock=self.clock, metadata=book.metadata,
+                max_turns=book.max_turns, max_depth=self.max_depth, limits=book.limits,
+                clock=self.clock, metadata=book.metadata,
             ) as session:
                 self.session = session
                 call_handlers = (self.handlers if self.handlers is not None
