@@ -59,9 +59,9 @@ class ReplaySetup:
     """What to replay with instead of what the log shows: today's tools, handlers, policy.
 
     ``None`` (the default of every field but ``tools``) means "as the log shows it": the
-    handlers' recorded verdicts, the policy rules the decisions name, the depth limit. A
-    ``--setup`` module exposes one of these, or a function that takes no arguments and
-    returns one (it may prepare what live tools need first, e.g. a scratch directory)::
+    handlers' recorded verdicts, the policy rules the decisions record, the recorded depth
+    limit. A ``--setup`` module exposes one of these, or a function that takes no arguments
+    and returns one (it may prepare what live tools need first, e.g. a scratch directory)::
 
         from engine import PolicyRules
         from engine.replay import ReplaySetup
@@ -101,7 +101,7 @@ async def redrive(
     ``"live"`` runs ``tools``, which must include every tool the log registered.
     ``handlers``, ``result_handlers``, ``rules`` and ``max_depth`` are today's; ``None``
     replays what the log shows (the handlers' recorded verdicts, the rules its decisions
-    name). ``clock`` stamps the replay's records (default ``time.time``); record times are
+    record, the settings its start records). ``clock`` stamps the replay's records (default ``time.time``); record times are
     never compared. Runs in the caller's trio loop; raises :class:`ReplayError` if the
     records are not one consistent session or a live tool is missing. Example::
 
