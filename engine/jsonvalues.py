@@ -20,8 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from events.results import EmbeddedResource, ToolResult
-from events.types import FailureDetail
+from events.results import EmbeddedResource, FailureDetail, ToolResult
 
 __all__ = [
     "MAX_DEPTH", "NotJson", "TooDeep", "copy_json", "ensure_json", "own_json", "own_result",

@@ -21,7 +21,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from .fastinit import fast_init
-from .results import ErrorInfo, ToolResult
+from .results import ErrorInfo, FailureDetail, JsonPath, NotJsonProblem, ToolResult
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -35,6 +35,8 @@ __all__ = [
     "Exposure",
     "ExecutionMode",
     "FailureDetail",
+    "JsonPath",
+    "NotJsonProblem",
     "ModelToolCall",
     "Origin",
     "PolicyDecided",
@@ -83,12 +85,6 @@ FailureKind = Literal[
     "mismatch",  # a body run again asked a tool for other arguments than its first run did
     "too_large",  # arguments or result over the session's size limits
 ]
-#: What made a value not JSON (:class:`FailureDetail`): a value of a ``type`` JSON does not
-#: have, an object ``key`` that is not a string, a ``number`` JSON cannot hold (NaN,
-#: infinities), or nesting past the ``depth`` a JSON value may have.
-NotJsonProblem = Literal["type", "key", "number", "depth"]
-#: Where in a JSON value: object keys and list indices from the root (``$``).
-JsonPath = tuple[Union[str, int], ...]
 
 
 @attrs.frozen(kw_only=True, cache_hash=True)  # the policy looks verdicts up by it
@@ -141,29 +137,6 @@ class SessionSettings:
     max_depth: int
     max_argument_bytes: int
     max_result_bytes: int
-
-
-@attrs.frozen(kw_only=True)
-class FailureDetail:
-    """What a failure's message says, as data for programs (the message is for people).
-
-    Which fields are set depends on the failure's kind:
-
-    - ``depth_limit``: ``limit``, the session's ``max_depth``;
-    - ``too_large``: ``limit`` and ``size``, in bytes;
-    - ``invalid_output`` for a value that is not a ToolResult: ``type``, its type's name;
-    - ``not_serialisable``, and ``invalid_arguments`` for nested arguments that are not JSON:
-      ``path`` to the first value at fault and the ``problem`` there, with ``type`` (a value
-      of a type JSON does not have), ``value`` (the ``repr`` of a key that is not a string or
-      of a number JSON cannot hold) or ``limit`` (the depth a JSON value may have).
-    """
-
-    limit: int | None = None
-    size: int | None = None
-    type: str | None = None
-    path: JsonPath | None = None
-    problem: NotJsonProblem | None = None
-    value: str | None = None
 
 
 # -- session-level events ---------------------------------------------------------------
