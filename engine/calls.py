@@ -41,6 +41,7 @@ from events.types import (
     Annotations,
     ApprovalRequested,
     ApprovalResolved,
+    FailureDetail,
     PolicyDecided,
     ResultHandlerFailed,
     ToolCallCompleted,
@@ -136,12 +137,14 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
         return
     if call_id.count("/") > env.max_depth:
         fail(recorder, call_id, "depth_limit",
-             f"nested calls may go {env.max_depth} deep; {call_id} is deeper")
+             f"nested calls may go {env.max_depth} deep; {call_id} is deeper",
+             detail=FailureDetail(limit=env.max_depth))
         return
     arguments = view.arguments
     if (size := oversized(arguments)) is not None:
         fail(recorder, call_id, "too_large", f"{name} was not run: its arguments take {size} "
-             f"bytes, over the limit of {env.limits.max_argument_bytes}")
+             f"bytes, over the limit of {env.limits.max_argument_bytes}",
+             detail=FailureDetail(limit=env.limits.max_argument_bytes, size=size))
         return
     if not _valid_arguments(env, recorder, call_id, spec, arguments, after=None):
         return
@@ -246,11 +249,12 @@ async def ask(env: Environment, recorder: Recorder, inflight: InFlight, view: Li
 
 
 def resolve(env: Environment, recorder: Recorder, call_id: str, decision: ApprovalDecision, *,
-            error: ErrorInfo | None = None) -> None:
+            error: ErrorInfo | None = None, later: bool = False) -> None:
     """Record the answer to a pending approval: the approver's edit (a rewrite, validated
     again), the resolution, and the denial if it refuses (with its reason for the model;
     ``error``: the approver raised). The one place answers are written, whether the approver
-    gave them or the host did later."""
+    gave them or the host did ``later``, at a pause (recorded: a replay answers "later" there
+    too)."""
     view = recorder.projection.live_calls[call_id]
     edited = decision.granted and decision.arguments is not None
     size = oversized(admit(decision.arguments, env.limits)) if edited else None
@@ -258,7 +262,8 @@ def resolve(env: Environment, recorder: Recorder, call_id: str, decision: Approv
         recorder.record(ToolCallRewritten(
             call_id=call_id, arguments=copy_json(decision.arguments), by="approver"))
     recorder.record(ApprovalResolved(call_id=call_id, granted=decision.granted,
-                                     scope=decision.scope, reason=decision.reason))
+                                     scope=decision.scope, reason=decision.reason,
+                                     later=later))
     if not decision.granted:
         deny(recorder, view, decision.reason or "the approver refused", "approver",
              not_approved_result(view.name, decision.reason, failed=error is not None),
@@ -266,7 +271,8 @@ def resolve(env: Environment, recorder: Recorder, call_id: str, decision: Approv
         return
     if size is not None:  # the edit is not recorded: the call ends instead
         fail(recorder, call_id, "too_large", f"{view.name} was not run: the approver's edited "
-             f"arguments take {size} bytes, over the limit of {env.limits.max_argument_bytes}")
+             f"arguments take {size} bytes, over the limit of {env.limits.max_argument_bytes}",
+             detail=FailureDetail(limit=env.limits.max_argument_bytes, size=size))
         return
     spec = env.registry.specs.get(view.name)
     if edited and spec is not None:
@@ -302,10 +308,10 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
             with trio.move_on_after(spec.timeout) as scope:
                 returned = await spec.execute(call, ctx)
             if scope.cancelled_caught:
-                failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None)
+                failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None, None)
     except Exception as exc:
         error = error_info(exc, text_limit(env.limits))
-        failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error)
+        failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error, None)
     finally:
         unasked = ctx.close()
     for child in unasked:  # a body run again that no longer asks for a recorded nested call
@@ -322,9 +328,10 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
             call_id=call_id, result=result,
             returned=None if result is raw or result == raw else raw))
     else:
-        kind, message, info = failure
+        kind, message, info, detail = failure
         result = await _result_handlers(env, recorder, view, error_result(message))
-        fail(recorder, call_id, kind, message, error=info, returned=raw, result=result)
+        fail(recorder, call_id, kind, message, error=info, returned=raw, result=result,
+             detail=detail)
     if view.parent_id is None:
         # A nested call's end is written with its parent's next flush (its next nested call,
         # or its own end): its result goes to the parent, inside this process. A top-level

@@ -22,7 +22,7 @@ from events.types import ToolCallRequested, ToolProgress
 from .endings import fail
 from .environment import Environment
 from .inflight import InFlight
-from .jsonvalues import copy_json, ensure_json, own_json, own_result
+from .jsonvalues import NotJson, copy_json, ensure_json, own_json, own_result
 from .limits import admit, json_size
 from .nested import NestedCalls, first_difference
 from .recorder import Recorder
@@ -104,11 +104,11 @@ class ToolContext:
                 f"runs (don't keep it in a background task)"
             )
         env, recorder, inflight = self._env, self._recorder, self._inflight
-        problem = None
+        problem: ValueError | None = None
         try:
             arguments = admit(own_json({} if arguments is None else arguments), env.limits)
         except ValueError as exc:
-            problem, arguments = str(exc), None
+            problem, arguments = exc, None
         name = str(name)
         nested = self._nested_calls()
         claim = nested.claim(name, arguments, decide=False)
@@ -127,7 +127,8 @@ class ToolContext:
             if problem is not None:
                 return CallOutcome(call_id=call_id, result=fail(
                     recorder, call_id, "invalid_arguments",
-                    f"Invalid arguments for {name}: not JSON ({problem})"))
+                    f"Invalid arguments for {name}: not JSON ({problem})",
+                    detail=problem.detail if isinstance(problem, NotJson) else None))
             if claim.differs_from is not None:
                 return CallOutcome(call_id=call_id,
                                    result=self._mismatch(call_id, claim.differs_from, arguments))

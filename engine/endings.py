@@ -12,6 +12,7 @@ from typing import Any
 
 from events.results import ErrorInfo, ToolResult, error_result
 from events.types import (
+    FailureDetail,
     FailureKind,
     ToolCallBlocked,
     ToolCallCancelled,
@@ -28,11 +29,13 @@ __all__ = ["block", "close_open", "deny", "fail"]
 
 def fail(recorder: Recorder, call_id: str, kind: FailureKind, message: str, *,
          text: str | None = None, error: ErrorInfo | None = None,
-         returned: ToolResult | None = None, result: ToolResult | None = None) -> ToolResult:
+         returned: ToolResult | None = None, result: ToolResult | None = None,
+         detail: FailureDetail | None = None) -> ToolResult:
     """End ``call_id`` as failed; ``text`` is what the caller reads (default: message)."""
     result = result or error_result(text or message)
     recorder.record(ToolCallFailed(call_id=call_id, kind=kind, message=message,
-                                   result=result, error=error, returned=returned))
+                                   result=result, error=error, returned=returned,
+                                   detail=detail))
     return result
 
 

@@ -67,7 +67,8 @@ async def fork(
             record,
             session_id=new_id,
             version=SCHEMA_VERSION,  # the copies are written now, in today's format
-            event=SessionStarted(metadata={**first.metadata, "forked_from": origin})
+            event=SessionStarted(metadata={**first.metadata, "forked_from": origin},
+                                 settings=first.settings)
             if index == 0
             else record.event,
         )

@@ -20,45 +20,75 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from events.results import EmbeddedResource, ToolResult
+from events.results import EmbeddedResource, FailureDetail, ToolResult
 
-__all__ = ["MAX_DEPTH", "TooDeep", "copy_json", "ensure_json", "own_json", "own_result"]
+__all__ = [
+    "MAX_DEPTH", "NotJson", "TooDeep", "copy_json", "ensure_json", "own_json", "own_result",
+]
 
 #: How deep a JSON value may nest (objects and arrays inside each other).
 MAX_DEPTH = 100
 
 
-class TooDeep(ValueError):
+class NotJson(ValueError):
+    """A value that is not JSON. The message says what and where, for people; ``detail``
+    says the same as data (path, problem, the type or repr at fault), and a failure records
+    it as its :class:`~events.types.FailureDetail`."""
+
+    def __init__(self, message: str, detail: FailureDetail) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+class TooDeep(NotJson):
     """A value nested deeper than :data:`MAX_DEPTH` (or one that contains itself)."""
 
 
+# A path while the value is walked: (the parent's, key or index), or None at the root; turned
+# into a tuple only for the one path a problem is reported at.
+_Steps = Any
+
+
+def _path(steps: _Steps) -> tuple[str | int, ...]:
+    found: list[str | int] = []
+    while steps is not None:
+        steps, step = steps
+        found.append(step)
+    return tuple(reversed(found))
+
+
 def ensure_json(value: Any) -> None:
-    """Raise ``ValueError`` unless ``value`` is plain JSON: dicts with string keys, lists,
-    strings, finite numbers, booleans and ``None``, nested at most :data:`MAX_DEPTH` deep.
-    Says what is wrong and where."""
-    stack: list[tuple[Any, str, int]] = [(value, "$", 0)]
+    """Raise :class:`NotJson` (a ``ValueError``) unless ``value`` is plain JSON: dicts with
+    string keys, lists, strings, finite numbers, booleans and ``None``, nested at most
+    :data:`MAX_DEPTH` deep. Says what is wrong and where."""
+    stack: list[tuple[Any, str, int, _Steps]] = [(value, "$", 0, None)]
     while stack:
-        item, path, depth = stack.pop()
+        item, path, depth, steps = stack.pop()
         if item is None or isinstance(item, (str, bool, int)):
             continue
         if isinstance(item, float):
             if not math.isfinite(item):
-                raise ValueError(f"{path}: {item!r} is not a JSON number")
+                raise NotJson(f"{path}: {item!r} is not a JSON number", FailureDetail(
+                    path=_path(steps), problem="number", value=repr(item)))
             continue
         if isinstance(item, (list, tuple, dict)) and depth >= MAX_DEPTH:
             where = path if len(path) <= 120 else f"{path[:60]}…{path[-60:]}"
             raise TooDeep(f"{where}: nested more than {MAX_DEPTH} levels deep (or contains "
-                          f"itself)")
+                          f"itself)", FailureDetail(path=_path(steps), problem="depth",
+                                                    limit=MAX_DEPTH))
         if isinstance(item, (list, tuple)):
-            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
+            stack.extend((child, f"{path}[{i}]", depth + 1, (steps, i))
+                         for i, child in enumerate(item))
             continue
         if isinstance(item, dict):
             for key, child in item.items():
                 if not isinstance(key, str):
-                    raise ValueError(f"{path}: object key {key!r} is not a string")
-                stack.append((child, f"{path}.{key}", depth + 1))
+                    raise NotJson(f"{path}: object key {key!r} is not a string", FailureDetail(
+                        path=_path(steps), problem="key", value=repr(key)))
+                stack.append((child, f"{path}.{key}", depth + 1, (steps, key)))
             continue
-        raise ValueError(f"{path}: a {type(item).__name__} is not a JSON value")
+        raise NotJson(f"{path}: a {type(item).__name__} is not a JSON value", FailureDetail(
+            path=_path(steps), problem="type", type=type(item).__name__))
 
 
 def copy_json(value: Any) -> Any:

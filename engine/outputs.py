@@ -15,10 +15,10 @@ from typing import Any
 import attrs
 
 from events.results import ErrorInfo, TextContent, ToolResult
-from events.types import FailureKind
+from events.types import FailureDetail, FailureKind
 
 from .handlers import UNSET, ResultPatch
-from .jsonvalues import own_result
+from .jsonvalues import NotJson, own_result
 from .limits import Limits, result_size
 from .registry import Registry
 from .tools import ToolSpec
@@ -26,7 +26,7 @@ from .tools import ToolSpec
 __all__ = ["Failure", "check_output", "checked_patch", "describe", "error_info", "text_limit"]
 
 #: why a call failed: its kind, the message, and the exception if one was raised
-Failure = tuple[FailureKind, str, "ErrorInfo | None"]
+Failure = tuple[FailureKind, str, "ErrorInfo | None", "FailureDetail | None"]
 
 
 def _clip(text: str, limit: int) -> str:
@@ -73,23 +73,25 @@ def check_output(
     it was one, to keep as ``returned``)."""
     if not isinstance(returned, ToolResult):
         return None, ("invalid_output", f"{spec.name} returned {type(returned).__name__}, "
-                      f"not a ToolResult", None)
+                      f"not a ToolResult", None, FailureDetail(type=type(returned).__name__))
     try:
         result = own_result(returned)
     except ValueError as exc:
-        return None, ("not_serialisable", f"{spec.name} returned a result that is not JSON: {exc}", None)
+        return None, ("not_serialisable", f"{spec.name} returned a result that is not JSON: {exc}",
+                      None, exc.detail if isinstance(exc, NotJson) else None)
     if (size := result_size(result)) > limits.max_result_bytes:
         return None, ("too_large", f"{spec.name} returned {size} bytes, over the limit of "
-                      f"{limits.max_result_bytes}; the result was not kept", None)
+                      f"{limits.max_result_bytes}; the result was not kept", None,
+                      FailureDetail(limit=limits.max_result_bytes, size=size))
     validator = registry.outputs.get(spec.name)
     if validator is not None and not result.is_error:
         if result.structured_content is None:
             return result, ("invalid_output", f"{spec.name} declares an output schema but "
-                            "returned no structured content", None)
+                            "returned no structured content", None, None)
         problem = validator.violation(result.structured_content)
         if problem is not None:
             return result, ("invalid_output", f"{spec.name} returned output that violates "
-                            f"its output schema: {problem}", None)
+                            f"its output schema: {problem}", None, None)
     if result.structured_content is not None and not result.content:
         result = attrs.evolve(result, content=(_json_block(result.structured_content),))
     return result, None

@@ -33,6 +33,7 @@ from events.types import (
     AssistantMessage,
     ModelToolCall,
     Record,
+    SessionSettings,
     SessionStarted,
     ToolRegistered,
     ToolSnapshot,
@@ -151,7 +152,11 @@ class Session:
             raise ValueError(f"two tools are named {duplicated[0]!r}: tool names must be unique")
         env = Environment(registry=registry, rules=rules, limits=limits, approver=approver,
                           max_depth=max_depth, max_turns=max_turns, clock=clock)  # or ValueError
-        started = SessionStarted(metadata=own_json(dict(metadata or {})))  # or ValueError
+        started = SessionStarted(  # or ValueError
+            metadata=own_json(dict(metadata or {})),
+            settings=SessionSettings(max_turns=max_turns, max_depth=max_depth,
+                                     max_argument_bytes=limits.max_argument_bytes,
+                                     max_result_bytes=limits.max_result_bytes))
 
         sid = session_id if session_id is not None else new_session_id()
         # one owner at a time: SessionInUse if another block (or process) has it open
@@ -354,7 +359,7 @@ class Session:
             )
         if decision.granted and decision.arguments is not None:
             ensure_json(decision.arguments)
-        resolve(self._env, self._recorder, call_id, decision)
+        resolve(self._env, self._recorder, call_id, decision, later=True)
         self._inflight.unpark(call_id)  # a nested call waiting here goes on
         await self._recorder.flush()
 

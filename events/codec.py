@@ -16,11 +16,12 @@ Checking the chain is a separate step, made where the stored line is at hand
 (:func:`events.integrity.check_link`: ``verify``, and a store given a key).
 
 Versions. ``v`` is the record format's version. Older records are read through
-:data:`UPCASTERS`, one function per version step (a version-N record dict to version N+1),
-applied in a loop, so each new version adds one function. A decoded record keeps in
-``Record.version`` the version it was *written* in (what an audit wants to know); its fields
-are those of the current version. Version 1: the format before the hash chain. Version 2:
-records carry ``"hash"``.
+:data:`UPCASTERS` (:mod:`events.upcasters`), one function per version step (a version-N record
+dict to version N+1), applied in a loop, so each new version adds one function. A decoded
+record keeps in ``Record.version`` the version it was *written* in (what an audit wants to
+know); its fields are those of the current version. Version 1: the format before the hash
+chain. Version 2: records carry ``"hash"``. Version 3: facts carry their data (settings,
+failure details, rules, answers given at a pause) as fields.
 
 Decoding is strict: an unknown event type, a newer version than this code writes, a missing
 or unexpected field is a :class:`CodecError` that says which, never a silent skip.
@@ -54,6 +55,8 @@ from .types import (
     ApprovalResolved,
     AssistantMessage,
     Event,
+    FailureDetail,
+    JsonPath,
     PolicyDecided,
     Record,
     ResultHandlerFailed,
@@ -70,6 +73,7 @@ from .types import (
     ToolRegistered,
     UserMessage,
 )
+from .upcasters import UPCASTERS, Upcaster
 
 __all__ = [
     "EVENT_TYPES",
@@ -101,20 +105,6 @@ def _strict(kind: type[Any]) -> Any:
 for _kind in (str, int, float, bool):
     converter.register_structure_hook(_kind, _strict(_kind))
 
-# Fields added after logs were written, optional with a default: left out of a line while they
-# hold it, so a record that does not use one is the very line an older toolledger wrote (and
-# hashes as it did), and a line without it reads as the default. No version step: the shape
-# only grew. One table, so a class with two such fields gets one hook that omits both.
-ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {
-    PolicyDecided: ("rule",),           # the rule that decided
-    ToolCallBlocked: ("error",),        # a handler that failed
-    ToolCallDenied: ("rule", "error"),  # the deny rule that matched; an approver that failed
-}
-for _cls, _fields in ADDED_FIELDS.items():
-    _omitted: dict[str, Any] = {field: override(omit_if_default=True) for field in _fields}
-    converter.register_unstructure_hook(_cls, make_dict_unstructure_fn(_cls, converter, **_omitted))
-
-
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
@@ -145,6 +135,35 @@ EVENT_TYPES: dict[str, type[Any]] = {
 }
 _NAMES: dict[type[Any], str] = {cls: name for name, cls in EVENT_TYPES.items()}
 
+# Fields added after logs were written, optional with a default: left out of a line while they
+# hold it, so a record that does not use one is the very line an older toolledger wrote (and
+# hashes as it did), and a line without it reads as the default. (``rule`` and ``error`` came
+# without a version step, the others with version 3, whose upcaster fills in what older lines
+# said in words.) A failure's detail writes only the fields its kind uses. One table, so a
+# class with two such fields gets one hook that omits both.
+ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {  # (a nested class before its holder)
+    FailureDetail: ("limit", "size", "type", "path", "problem", "value"),
+    PolicyDecided: ("rule",),                # the rule that decided
+    ToolCallBlocked: ("error",),             # a handler that failed
+    ToolCallDenied: ("rule", "error"),       # the deny rule that matched; an approver that failed
+    SessionStarted: ("settings",),
+    ApprovalResolved: ("later",),
+    ToolCallFailed: ("detail",),
+}
+for _cls, _names in ADDED_FIELDS.items():
+    _omitted: dict[str, Any] = {name: override(omit_if_default=True) for name in _names}
+    converter.register_unstructure_hook(
+        _cls, make_dict_unstructure_fn(_cls, converter, **_omitted))
+
+
+def _structure_path(value: Any, _: Any) -> JsonPath:
+    # keys and indices, strictly: not a string read as its characters, not a bool as an index
+    if type(value) is not list or any(type(step) not in (str, int) for step in value):
+        raise TypeError("a path is a list of object keys (strings) and list indices (integers)")
+    return tuple(value)
+
+
+converter.register_structure_hook_func(lambda kind: kind == JsonPath, _structure_path)
 
 
 def type_name(event: Event | type[Any]) -> str:
@@ -165,23 +184,8 @@ def encode_record(record: Record) -> dict[str, Any]:
     }
 
 
-Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
-
 _ENVELOPE = frozenset({"v", "session_id", "seq", "time", "type", "data", "hash"})
 _HASH = re.compile(r"[0-9a-f]{64}")
-
-
-def _v1_to_v2(obj: dict[str, Any]) -> dict[str, Any]:
-    """Version 2 added the hash chain; events kept their shape. A version 1 line carries no
-    hash (it was written before there was one), so a hash in one means the line was edited."""
-    if "hash" in obj:
-        raise CodecError("a version 1 record has a 'hash' field, which version 1 never wrote")
-    return {**obj, "v": 2}
-
-
-#: ``UPCASTERS[n]`` turns a version-``n`` record dict into a version-``n + 1`` one (setting
-#: ``"v"`` to ``n + 1``). A new version adds one entry here; old entries never change.
-UPCASTERS: dict[int, Upcaster] = {1: _v1_to_v2}
 
 
 def upcast(

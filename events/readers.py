@@ -20,6 +20,7 @@ from .types import (
     ApprovalResolved,
     AssistantMessage,
     Decision,
+    FailureDetail,
     FailureKind,
     ModelToolCall,
     Origin,
@@ -141,12 +142,29 @@ def _error(data: Any) -> ErrorInfo | None:
                      traceback=_str(data["traceback"]))
 
 
+def _detail(data: Any) -> FailureDetail | None:
+    # written only when the failure has one, with only the fields its kind uses; a path (or
+    # anything else but a limit, a size or a type name) goes to the converter
+    if data is None:
+        return None
+    if type(data) is not dict or not data.keys() <= _DETAIL_SIMPLE:
+        raise _FALLBACK
+    limit, size = data.get("limit"), data.get("size")
+    if (limit is not None and type(limit) is not int) or (
+            size is not None and type(size) is not int):
+        raise _FALLBACK
+    return FailureDetail(limit=limit, size=size, type=_opt_str(data.get("type")))
+
+
 def _failed(data: Any) -> ToolCallFailed:
-    _fields(data, _FAILED)
+    # ``detail`` is written only when the failure has one (and is absent from older logs)
+    if type(data) is not dict or (data.keys() != _FAILED_BARE and data.keys() != _FAILED):
+        raise _FALLBACK
     return ToolCallFailed(
         call_id=_str(data["call_id"]), kind=_one_of(data["kind"], _KINDS),
         message=_str(data["message"]), result=_result(data["result"]),
         error=_error(data["error"]), returned=_opt_result(data["returned"]),
+        detail=_detail(data.get("detail")),
     )
 
 
@@ -170,13 +188,15 @@ def _approval_requested(data: Any) -> ApprovalRequested:
 
 
 def _approval_resolved(data: Any) -> ApprovalResolved:
-    _fields(data, _RESOLVED)
-    granted = data["granted"]
-    if type(granted) is not bool:
+    # ``later`` is absent from older logs
+    if type(data) is not dict or (data.keys() != _RESOLVED_BARE and data.keys() != _RESOLVED):
+        raise _FALLBACK
+    granted, later = data["granted"], data.get("later")
+    if type(granted) is not bool or (later is not None and type(later) is not bool):
         raise _FALLBACK
     return ApprovalResolved(call_id=_str(data["call_id"]), granted=granted,
                             scope=_one_of(data["scope"], _SCOPES),
-                            reason=_opt_str(data["reason"]))
+                            reason=_opt_str(data["reason"]), later=later)
 
 
 def _rewritten(data: Any) -> ToolCallRewritten:
@@ -192,15 +212,20 @@ _READERS: dict[type[Any], tuple[tuple[str, ...], Callable[[Any], Any]]] = {
     PolicyDecided: (("call_id", "decision", "reason", "rule"), _policy),
     ToolExecutionStarted: (("call_id",), _started),
     ToolCallCompleted: (("call_id", "result", "returned"), _completed),
-    ToolCallFailed: (("call_id", "kind", "message", "result", "error", "returned"), _failed),
+    ToolCallFailed: (("call_id", "kind", "message", "result", "error", "returned", "detail"),
+                     _failed),
     AssistantMessage: (("turn", "text", "tool_calls", "stop_reason"), _assistant),
     ApprovalRequested: (("call_id", "reason"), _approval_requested),
-    ApprovalResolved: (("call_id", "granted", "scope", "reason"), _approval_resolved),
+    ApprovalResolved: (("call_id", "granted", "scope", "reason", "later"), _approval_resolved),
     ToolCallRewritten: (("call_id", "arguments", "by"), _rewritten),
 }
 (_REQUESTED, _POLICY, _STARTED, _COMPLETED, _FAILED, _ASSISTANT, _ASKED, _RESOLVED,
  _REWRITTEN) = (frozenset(names) for names, _ in _READERS.values())
 _POLICY_BARE = _POLICY - {"rule"}
+_FAILED_BARE = _FAILED - {"detail"}
+_RESOLVED_BARE = _RESOLVED - {"later"}
+_DETAIL = _names(FailureDetail)
+_DETAIL_SIMPLE = frozenset({"limit", "size", "type"})
 
 #: The fast readers in use: those whose class still has exactly the fields they know, and
 #: whose nested classes do too.
@@ -210,11 +235,12 @@ FAST: dict[type[Any], Callable[[Any], Any]] = (
         for cls, (names, reader) in _READERS.items()
         if tuple(field.name for field in attrs.fields(cls)) == names
     }
-    if (_TEXT, _RESULT, _ERROR, _CALL) == (
+    if (_TEXT, _RESULT, _ERROR, _CALL, _DETAIL) == (
         frozenset({"text", "type"}),
         frozenset({"content", "structured_content", "is_error"}),
         frozenset({"type", "message", "traceback"}),
         frozenset({"id", "name", "arguments"}),
+        frozenset({"limit", "size", "type", "path", "problem", "value"}),
     )
     else {}
 )

@@ -1,7 +1,8 @@
 """What a tool gives back: MCP content blocks and the structured result.
 
 These are values, not behaviour: a terminal event carries the result the model saw, so the
-result types live beside the events. Field names are the Python spelling of MCP's
+result types live beside the events; so does what a failure records beside its message (an
+exception as :class:`ErrorInfo`, the data behind the words as :class:`FailureDetail`). Field names are the Python spelling of MCP's
 (``mime_type`` for ``mimeType``); the codec is the only place that knows the JSON shape.
 """
 
@@ -17,7 +18,10 @@ __all__ = [
     "ContentBlock",
     "EmbeddedResource",
     "ErrorInfo",
+    "FailureDetail",
     "ImageContent",
+    "JsonPath",
+    "NotJsonProblem",
     "ResourceLink",
     "TextContent",
     "ToolResult",
@@ -141,3 +145,34 @@ class ErrorInfo:
     type: str
     message: str
     traceback: str = ""
+
+
+#: What made a value not JSON (:class:`FailureDetail`): a value of a ``type`` JSON does not
+#: have, an object ``key`` that is not a string, a ``number`` JSON cannot hold (NaN,
+#: infinities), or nesting past the ``depth`` a JSON value may have.
+NotJsonProblem = Literal["type", "key", "number", "depth"]
+#: Where in a JSON value: object keys and list indices from the root (``$``).
+JsonPath = tuple[Union[str, int], ...]
+
+
+@attrs.frozen(kw_only=True)
+class FailureDetail:
+    """What a failure's message says, as data for programs (the message is for people).
+
+    Which fields are set depends on the failure's kind:
+
+    - ``depth_limit``: ``limit``, the session's ``max_depth``;
+    - ``too_large``: ``limit`` and ``size``, in bytes;
+    - ``invalid_output`` for a value that is not a ToolResult: ``type``, its type's name;
+    - ``not_serialisable``, and ``invalid_arguments`` for nested arguments that are not JSON:
+      ``path`` to the first value at fault and the ``problem`` there, with ``type`` (a value
+      of a type JSON does not have), ``value`` (the ``repr`` of a key that is not a string or
+      of a number JSON cannot hold) or ``limit`` (the depth a JSON value may have).
+    """
+
+    limit: int | None = None
+    size: int | None = None
+    type: str | None = None
+    path: JsonPath | None = None
+    problem: NotJsonProblem | None = None
+    value: str | None = None

@@ -21,7 +21,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from .fastinit import fast_init
-from .results import ErrorInfo, ToolResult
+from .results import ErrorInfo, FailureDetail, JsonPath, NotJsonProblem, ToolResult
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -34,11 +34,15 @@ __all__ = [
     "Event",
     "Exposure",
     "ExecutionMode",
+    "FailureDetail",
+    "JsonPath",
+    "NotJsonProblem",
     "ModelToolCall",
     "Origin",
     "PolicyDecided",
     "Record",
     "ResultHandlerFailed",
+    "SessionSettings",
     "SessionStarted",
     "TERMINAL_EVENTS",
     "ToolCallBlocked",
@@ -58,7 +62,9 @@ __all__ = [
 #: Version of the record format this code writes. A record with a newer version is refused;
 #: older ones are read through :data:`events.codec.UPCASTERS`. 1: the first format.
 #: 2: each stored line carries the hash chain's ``"hash"`` (see :mod:`events.integrity`).
-SCHEMA_VERSION = 2
+#: 3: facts carry their data: a session's settings on its start, a failure's detail, the rule
+#: a decision names, whether an answer was given at a pause (see :mod:`events.upcasters`).
+SCHEMA_VERSION = 3
 
 Exposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
 ExecutionMode = Literal["parallel", "sequential"]
@@ -122,14 +128,27 @@ class ModelToolCall:
     arguments: Any
 
 
+@attrs.frozen(kw_only=True)
+class SessionSettings:
+    """What a session was opened with that decides what it does: its limits. A replay opens
+    the session again with them; nothing reads them out of a message."""
+
+    max_turns: int
+    max_depth: int
+    max_argument_bytes: int
+    max_result_bytes: int
+
+
 # -- session-level events ---------------------------------------------------------------
 
 
 @attrs.frozen(kw_only=True)
 class SessionStarted:
-    """The first record of every session."""
+    """The first record of every session: its metadata, and the settings it was opened with
+    (``None`` in logs written before they were recorded)."""
 
     metadata: dict[str, Any] = attrs.field(factory=dict)
+    settings: SessionSettings | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -216,12 +235,15 @@ class ApprovalRequested:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ApprovalResolved:
-    """The approver answered, for this call only or for every later call of the tool."""
+    """The approver answered, for this call only or for every later call of the tool.
+    ``later``: the approver said "later" and the host answered at a pause
+    (``session.resolve_approval``); ``None`` in logs written before it was recorded."""
 
     call_id: str
     granted: bool
     scope: Scope = "once"
     reason: str | None = None
+    later: bool | None = None
 
 
 @fast_init
@@ -269,7 +291,8 @@ class ToolCallCompleted:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallFailed:
-    """The call ended in an error the engine produced; ``kind`` says which."""
+    """The call ended in an error the engine produced; ``kind`` says which, ``detail`` the
+    data behind the message where a program needs it (:class:`FailureDetail`)."""
 
     call_id: str
     kind: FailureKind
@@ -277,6 +300,7 @@ class ToolCallFailed:
     result: ToolResult
     error: ErrorInfo | None = None
     returned: ToolResult | None = None
+    detail: FailureDetail | None = None
 
 
 @fast_init

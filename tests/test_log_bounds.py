@@ -19,7 +19,13 @@ from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.replay import redrive
 from engine.replay.stubs import MAX_REBUILT_ITEMS, not_json_value
 from events import JsonlStore, MemoryStore, Record
-from events.types import PolicyDecided, ToolCallFailed, UserMessage
+from events.types import (
+    FailureDetail,
+    PolicyDecided,
+    SessionStarted,
+    ToolCallFailed,
+    UserMessage,
+)
 
 SAFE = Annotations(read_only=True, open_world=False)
 
@@ -54,27 +60,32 @@ def test_verify_session_names_a_line_nested_too_deep_instead_of_crashing(
         assert "nested too deeply" in out and (f"{log}:2" in out or '"line": 2' in out)
 
 
+def a_set_at(*path: str | int) -> FailureDetail:
+    return FailureDetail(path=path, problem="type", type="set")
+
+
 def test_a_recorded_path_too_long_to_rebuild_is_not_rebuilt() -> None:
     tracemalloc.start()
     try:
-        for problem in (
-            "$[4000000000]: a set is not a JSON value",
-            f"$.a[{MAX_REBUILT_ITEMS}]: a set is not a JSON value",
-            "$" + "[60000]" * 40 + ": a set is not a JSON value",  # small indices, many of them
-            "$[" + "9" * 5000 + "]: a set is not a JSON value",  # past int()'s digit limit
-            "$" + ".a" * 100_000 + ": a set is not a JSON value",  # deeper than any JSON value
+        for detail in (
+            a_set_at(4_000_000_000),
+            a_set_at("a", MAX_REBUILT_ITEMS + 1),
+            a_set_at(*[60_000] * 40),  # small indices, many of them
+            a_set_at(10**5000),  # a number as long as a line may make it
+            a_set_at(*["a"] * 100_000),  # deeper than any JSON value
+            a_set_at("a", -5),  # no list has that index
         ):
-            value = not_json_value(problem)
+            value = not_json_value(detail)
             assert value is not None
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < 8 * MAX_REBUILT_ITEMS + (4 << 20)
     # within the bound, the value is rebuilt exactly
-    assert not_json_value("$.a[2]: a set is not a JSON value")["a"][:2] == [None, None]
+    assert not_json_value(a_set_at("a", 2))["a"][:2] == [None, None]
 
 
-def test_replaying_an_edited_not_serialisable_message_allocates_no_more_than_the_bound() -> None:
+def test_replaying_an_edited_not_serialisable_detail_allocates_no_more_than_the_bound() -> None:
     @tool(annotations=SAFE)
     async def sloppy(call: Any, ctx: Any) -> ToolResult:
         return ToolResult(structured_content={"items": [1, {2, 3}]})
@@ -90,9 +101,9 @@ def test_replaying_an_edited_not_serialisable_message_allocates_no_more_than_the
         for record in records:
             event = record.event
             if isinstance(event, ToolCallFailed) and event.kind == "not_serialisable":
-                assert "$.items[1]" in event.message
-                message = event.message.replace("$.items[1]", "$.items[50000000]")
-                record = attrs.evolve(record, event=attrs.evolve(event, message=message))
+                assert event.detail == a_set_at("items", 1)
+                record = attrs.evolve(record, event=attrs.evolve(
+                    event, detail=a_set_at("items", 50_000_000)))
             edited.append(record)
         tracemalloc.start()
         try:
@@ -150,16 +161,24 @@ def test_replaying_an_edited_rule_reason_does_not_crash(tail: str) -> None:
     trio.run(main_, clock=MockClock(autojump_threshold=0))
 
 
-@pytest.mark.parametrize("depth", ["9" * 5_000, "123456789", "2"])
-def test_replaying_an_edited_depth_limit_uses_only_a_depth_the_log_can_show(depth: str) -> None:
+@pytest.mark.parametrize("depth", [10**5000, 123456789, 2, -1], ids=["huge", "big", "2", "-1"])
+def test_replaying_an_edited_depth_limit_uses_only_a_depth_the_log_can_show(depth: int) -> None:
     async def main_() -> None:
         records = await record([dig], [faux_tool_call("dig"), faux_text("done")], max_depth=1)
         assert any(isinstance(r.event, ToolCallFailed) and r.event.kind == "depth_limit"
                    for r in records)
-        edited = edit_messages(records, ToolCallFailed, "message",
-                               lambda m: m.replace("may go 1 deep", f"may go {depth} deep"))
-        assert (await redrive(records)).ok
+        # as a log that does not record its settings: the failure's detail is what is left
+        edited = edit_messages(records, SessionStarted, "settings", lambda _: None)
+        assert (await redrive(edited)).ok
+        edited = edit_messages(edited, ToolCallFailed, "detail",
+                               lambda d: d if d is None else FailureDetail(limit=depth))
         report = await redrive(edited)
         assert not report.ok  # a limit the failing call is not deeper than: not believed
+        # settings edited past what a session can be opened with are held to it: the replay
+        # runs (and differs), it does not stop
+        edited = edit_messages(records, SessionStarted, "settings",
+                               lambda s: attrs.evolve(s, max_depth=depth))
+        report = await redrive(edited)
+        assert not report.ok and all(d.scope != "session" for d in report.divergences)
 
     trio.run(main_, clock=MockClock(autojump_threshold=0))

@@ -46,13 +46,23 @@ from engine.models import FauxModel, FauxStep, faux_text, faux_tool_call
 from engine.replay import Divergence, ReplayError, ReplayReport, ReplaySetup, redrive
 from events import MemoryStore, Record
 from events.stores import read_jsonl
-from events.types import ApprovalRequested, ApprovalResolved, ToolCallRequested
+from events.types import (
+    ApprovalRequested,
+    ApprovalResolved,
+    AssistantMessage,
+    SessionSettings,
+    SessionStarted,
+    ToolCallRequested,
+    UserMessage,
+)
 from tests.corpus.scenarios import SCENARIOS, grant_docs_only
 from tests.strategies import SessionScript, counting_clock, run_script, session_scripts
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus" / "v1"
 CORPUS_LOGS = ["demo-approve-all", "demo-approve-none", "reference", "mixed"]
+#: logs of version 2: failures that name a limit, a type or a path, decisions by host rules
+V2_LOGS = sorted((ROOT / "tests" / "corpus" / "v2").glob("*.jsonl"))
 SAFE = Annotations(read_only=True, open_world=False)
 
 PROPERTY = settings(max_examples=100, deadline=None,
@@ -98,15 +108,34 @@ async def record_session(
 # -- the corpus ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", CORPUS_LOGS)
-async def test_a_corpus_log_replays_with_recorded_tools_without_divergence(name: str) -> None:
-    records = corpus(name)
+@pytest.mark.parametrize("path", [*(CORPUS / f"{name}.jsonl" for name in CORPUS_LOGS),
+                                  *V2_LOGS], ids=lambda p: f"{p.parent.name}/{p.stem}")
+async def test_a_corpus_log_replays_with_recorded_tools_without_divergence(path: Path) -> None:
+    records = read_jsonl(path)
     report = await redrive(records)
     assert report.ok, explain(report)
     assert report.calls == len({getattr(r.event, "call_id", None) for r in records} - {None})
-    assert [r.event for r in report.replayed if not hasattr(r.event, "call_id")] == [
-        r.event for r in records if not hasattr(r.event, "call_id")
+    # the replay records the settings it ran with, which these logs did not record
+    first = report.replayed[0].event
+    assert isinstance(first, SessionStarted) and first.settings == SessionSettings(
+        max_turns=max_turns_of(records), max_depth=8 if "v1" in str(path) else 2,
+        max_argument_bytes=1_000_000, max_result_bytes=4_000_000)
+    replayed = [attrs.evolve(first, settings=None), *report.replayed[1:]]
+    assert [r.event for r in records if not hasattr(r.event, "call_id")] == [
+        r if isinstance(r, SessionStarted) else r.event for r in replayed
+        if isinstance(r, SessionStarted) or not hasattr(r.event, "call_id")
     ]
+
+
+def max_turns_of(records: Sequence[Record]) -> int:
+    """The most assistant messages one prompt of the log has."""
+    counts = [0]
+    for record in records:
+        if isinstance(record.event, UserMessage):
+            counts.append(0)
+        elif isinstance(record.event, AssistantMessage):
+            counts[-1] += 1
+    return max(counts)
 
 
 def test_the_scenarios_approver_answers_as_the_corpus_logs_say() -> None:

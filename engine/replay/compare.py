@@ -35,6 +35,9 @@ DivergenceKind = Literal["changed", "event", "missing", "extra", "only_recorded"
 
 #: Fields that are about the run, not the fact (an error's traceback text).
 IGNORED_FIELDS = frozenset({"traceback"})
+#: Facts a record written before version 3 may not hold (its upcaster fills them in only
+#: where the old message said them): where the log has none, the replay's is not compared.
+UNRECORDED_BEFORE_V3 = frozenset({"rule", "later", "detail"})
 
 _WHAT = {
     "event": "another event",
@@ -195,6 +198,7 @@ def compare_calls(
     ``cut_turn``: the log ends in the middle of that turn's batch, so a call of it that the
     log holds open may go on in the replay, and one the log never got to may be there."""
     before, after = call_events(recorded), call_events(replayed)
+    older = {id(record.event) for record in recorded if record.version < 3}
 
     def cut(call_id: str) -> bool:
         return cut_turn is not None and int(call_id.split(".", 1)[0]) == cut_turn
@@ -216,14 +220,15 @@ def compare_calls(
             continue
         if cut(call_id) and not any(isinstance(e, TERMINAL_EVENTS) for e in events):
             again = again[: len(events)]
-        found = _first_event_divergence(call_id, tool, events, again)
+        found = _first_event_divergence(call_id, tool, events, again, older)
         if found is not None:
             divergences.append(found)
     return divergences
 
 
 def _first_event_divergence(
-    call_id: str, tool: str | None, events: Sequence[Any], again: Sequence[Any]
+    call_id: str, tool: str | None, events: Sequence[Any], again: Sequence[Any],
+    older: set[int],
 ) -> Divergence | None:
     for index in range(max(len(events), len(again))):
         if index >= len(again):
@@ -242,6 +247,9 @@ def _first_event_divergence(
         plain_was, plain_now = _plain(events[index]), _plain(again[index])
         plain_was.pop("call_id", None)
         plain_now.pop("call_id", None)
+        if id(events[index]) in older:
+            for field in UNRECORDED_BEFORE_V3 - plain_was.keys():
+                plain_now.pop(field, None)
         found = first_difference(plain_was, plain_now)
         if found is not None:
             path, a, b = found

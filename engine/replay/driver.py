@@ -60,9 +60,9 @@ class ReplaySetup:
     """What to replay with instead of what the log shows: today's tools, handlers, policy.
 
     ``None`` (the default of every field but ``tools``) means "as the log shows it": the
-    handlers' recorded verdicts, the policy rules the decisions name, the depth limit. A
-    ``--setup`` module exposes one of these, or a function that takes no arguments and
-    returns one (it may prepare what live tools need first, e.g. a scratch directory)::
+    handlers' recorded verdicts, the policy rules the decisions record, the recorded depth
+    limit. A ``--setup`` module exposes one of these, or a function that takes no arguments
+    and returns one (it may prepare what live tools need first, e.g. a scratch directory)::
 
         from engine import PolicyRules
         from engine.replay import ReplaySetup
@@ -102,7 +102,7 @@ async def redrive(
     ``"live"`` runs ``tools``, which must include every tool the log registered.
     ``handlers``, ``result_handlers``, ``rules`` and ``max_depth`` are today's; ``None``
     replays what the log shows (the handlers' recorded verdicts, the rules its decisions
-    name). ``clock`` stamps the replay's records (default ``time.time``); record times are
+    record, the settings its start records). ``clock`` stamps the replay's records (default ``time.time``); record times are
     never compared. Runs in the caller's trio loop; raises :class:`ReplayError` if the
     records are not one consistent session or a live tool is missing. Example::
 
@@ -241,7 +241,8 @@ class _Replay:
             async with Session.open(
                 store, model=model, tools=initial, approver=RecordedApprover(book, self.watch),
                 rules=self.rules, session_id=book.session_id, create=True,
-                max_turns=book.max_turns, max_depth=self.max_depth, clock=self.clock, metadata=book.metadata,
+                max_turns=book.max_turns, max_depth=self.max_depth, limits=book.limits,
+                clock=self.clock, metadata=book.metadata,
             ) as session:
                 self.session = session
                 call_handlers = (self.handlers if self.handlers is not None

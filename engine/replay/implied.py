@@ -9,22 +9,30 @@
 - **Order between concurrent calls that share a tool's session grant.** A "for the session"
   answer about a nested call changes what the policy says about later calls of that tool,
   including calls nested under a sibling running at the same time (:func:`order_steps`).
-- **The setup that wrote it**: the policy's rules as its decisions name them, the depth
-  limit, and an order of the handlers that keeps every call's order of verdicts.
+- **The setup that wrote it**: the settings its start records (turns, depth, size limits),
+  the policy's rules as its decisions name them, and an order of the handlers that keeps
+  every call's order of verdicts.
+
+Everything is read from fields: the rule a decision records, the limit a failure's detail
+records, the session's settings. No message is read (logs written before those fields were
+recorded get them from the codec's upcaster, :mod:`events.upcasters`).
 
 Pure: no trio, no I/O.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from collections.abc import Iterable, Sequence
 from fnmatch import fnmatchcase
 
-from events.types import PolicyDecided, ToolCallFailed, ToolCallRequested
+from events.types import (
+    PolicyDecided,
+    SessionSettings,
+    ToolCallFailed,
+    ToolCallRequested,
+)
 
-from ..limits import MAX_CALL_DEPTH
+from ..limits import MAX_CALL_DEPTH, Limits
 from ..policy import PolicyRules
 from .recorded import (
     DEFAULT_MAX_DEPTH,
@@ -37,7 +45,16 @@ from .recorded import (
     turn_of,
 )
 
-__all__ = ["cut_turn", "infer_max_depth", "infer_rules", "order_names", "order_steps", "waiters"]
+__all__ = [
+    "cut_turn",
+    "infer_limits",
+    "infer_max_depth",
+    "infer_max_turns",
+    "infer_rules",
+    "order_names",
+    "order_steps",
+    "waiters",
+]
 
 
 def cut_turn(prompts: Sequence[RecordedPrompt], calls: dict[str, RecordedCall]) -> int | None:
@@ -123,22 +140,9 @@ def order_steps(
 
 # -- the setup the log implies ---------------------------------------------------------------
 
-# Logs written before decisions recorded their rule as a field: the policy's own wording
-# (engine.policy.decide) names it there, as the repr of a str: one quoted literal, nothing else
-# (so literal_eval reads a string, never an expression a forged reason could make as deep as it
-# likes).
-_REPR = r"""(?P<pattern>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")"""
-_RULE_REASONS = {
-    "deny": re.compile(rf"^denied by the rule {_REPR}$", re.S),
-    "allow": re.compile(rf"^allowed by the rule {_REPR}$", re.S),
-    "ask": re.compile(rf"^the rule {_REPR} asks$", re.S),
-}
-# (more digits than any real limit: past int()'s own bound too)
-_DEPTH = re.compile(r"^nested calls may go (?P<depth>\d{1,9}) deep; ")
-
-
 def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
-    """The host's rules as far as the log shows them: every pattern a decision names.
+    """The host's rules as far as the log shows them: every pattern a decision records
+    (``PolicyDecided.rule``).
 
     A rule that decided nothing in the log changes nothing when the same calls are judged
     again, so these rules judge every recorded call as the original ones did. Where two
@@ -147,20 +151,8 @@ def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
     found: dict[str, list[tuple[str, str]]] = {"deny": [], "allow": [], "ask": []}
     for call in calls.values():
         for event in call.events:
-            if not isinstance(event, PolicyDecided):
-                continue
-            if event.rule is not None:  # the field; older logs name the rule in the reason
+            if isinstance(event, PolicyDecided) and event.rule is not None:
                 found[event.decision].append((event.rule, call.name))
-                continue
-            match = _RULE_REASONS[event.decision].match(event.reason)
-            if match is None:
-                continue
-            try:
-                pattern = ast.literal_eval(match.group("pattern"))
-            except (ValueError, SyntaxError):
-                continue
-            if isinstance(pattern, str):
-                found[event.decision].append((pattern, call.name))
     ordered: dict[str, tuple[str, ...]] = {}
     for kind, decided in found.items():
         patterns = list(dict.fromkeys(p for p, _ in decided))
@@ -171,20 +163,40 @@ def infer_rules(calls: dict[str, RecordedCall]) -> PolicyRules:
     return PolicyRules(allow=ordered["allow"], deny=ordered["deny"], ask=ordered["ask"])
 
 
-def infer_max_depth(calls: dict[str, RecordedCall]) -> int:
-    """The depth limit a ``depth_limit`` failure names (if the failing call is deeper than
-    it, as the engine's are), else one deep enough for the log; never past
+def infer_max_depth(settings: SessionSettings | None, calls: dict[str, RecordedCall]) -> int:
+    """The depth limit the session's settings record; in a log without them, the limit a
+    ``depth_limit`` failure's detail records (if the failing call is deeper than it, as the
+    engine's are), else one deep enough for the log. Never past
     :data:`~engine.limits.MAX_CALL_DEPTH` (a session cannot be opened deeper)."""
+    if settings is not None:
+        return min(max(settings.max_depth, 0), MAX_CALL_DEPTH)
     for call in calls.values():
         terminal = call.terminal
         if isinstance(terminal, ToolCallFailed) and terminal.kind == "depth_limit":
-            match = _DEPTH.match(terminal.message)
-            # the failing call is deeper than the limit: a message naming a limit it is not
+            limit = terminal.detail.limit if terminal.detail is not None else None
+            # the failing call is deeper than the limit: a detail naming a limit it is not
             # deeper than was not written by the engine, and is not believed
-            if match is not None and int(match.group("depth")) < call.call_id.count("/"):
-                return min(int(match.group("depth")), MAX_CALL_DEPTH)
+            if limit is not None and 0 <= limit < call.call_id.count("/"):
+                return min(limit, MAX_CALL_DEPTH)
     deepest = max((call_id.count("/") for call_id in calls), default=0)
     return min(max(DEFAULT_MAX_DEPTH, deepest), MAX_CALL_DEPTH)
+
+
+def infer_max_turns(settings: SessionSettings | None, prompts: Sequence[RecordedPrompt]) -> int:
+    """The turn limit the settings record; in a log without them, the most turns a prompt
+    took (a limit that stopped no prompt changes nothing when they run again)."""
+    if settings is not None:
+        return max(settings.max_turns, 1)
+    return max([1, *(len(prompt.turns) for prompt in prompts)])
+
+
+def infer_limits(settings: SessionSettings | None) -> Limits:
+    """The size limits the settings record; in a log without them, ``Session.open``'s
+    defaults."""
+    if settings is None:
+        return Limits()
+    return Limits(max_argument_bytes=max(settings.max_argument_bytes, 1),
+                  max_result_bytes=max(settings.max_result_bytes, 1))
 
 
 def order_names(sequences: Iterable[Sequence[str]], *, unique: bool = False) -> tuple[str, ...]:

@@ -37,7 +37,9 @@ from events.types import (
 from ..reducers import LogInconsistency, fold
 from .implied import (
     cut_turn,
+    infer_limits,
     infer_max_depth,
+    infer_max_turns,
     infer_rules,
     order_names,
     order_steps,
@@ -83,7 +85,6 @@ def read_log(records: Iterable[Record]) -> RecordedSession:
     for record in records:
         if isinstance(record.event, ToolRegistered):
             registered.setdefault(record.event.spec.name, record.event.spec)
-    turns_per_prompt = [len(p.turns) for p in prompts]
     decision_deps, grant_deps = order_steps(calls)
     return RecordedSession(
         session_id=records[0].session_id,
@@ -95,8 +96,9 @@ def read_log(records: Iterable[Record]) -> RecordedSession:
         calls=calls,
         registered=registered,
         rules=infer_rules(calls),
-        max_depth=infer_max_depth(calls),
-        max_turns=max([1, *turns_per_prompt]),
+        max_depth=infer_max_depth(first.settings, calls),
+        max_turns=infer_max_turns(first.settings, prompts),
+        limits=infer_limits(first.settings),
         handler_names=order_names([[v.by for v in c.verdicts] for c in calls.values()]),
         result_handler_names=order_names(
             [[f.handler for f in c.result_failures] for c in calls.values()]),
@@ -192,16 +194,21 @@ def _calls(records: Sequence[Record]) -> dict[str, RecordedCall]:
 def _mark_later_answers(records: Sequence[Record], calls: dict[str, RecordedCall]) -> None:
     """Which answers the host gave at a pause, and which of them it gave together.
 
-    A top-level call's approver is asked while the batch is gated, one call after another:
-    if anything about another call lies between the request and the answer, the approver
-    said "later" and the host answered at the pause. A nested call's answer is later if it
-    came after such a pause began while the request was pending.
+    An answer records whether it was given at a pause (``ApprovalResolved.later``). Logs
+    written before that was recorded show it by their shape: a top-level call's approver is
+    asked while the batch is gated, one call after another, so if anything about another
+    call lies between the request and the answer, the approver said "later" and the host
+    answered at the pause; a nested call's answer is later if it came after such a pause
+    began while the request was pending.
     """
     owner = [getattr(r.event, "call_id", None) for r in records]
     position = {r.seq: i for i, r in enumerate(records)}
+    marked = {r.event.call_id: r.event.later for r in records
+              if isinstance(r.event, ApprovalResolved)}
     answered = [c for c in calls.values() if c.answer is not None and c.asked_seq is not None]
-    later: set[str] = set()
-    for call in answered:
+    later = {c.call_id for c in answered if marked.get(c.call_id) is True}
+    unmarked = [c for c in answered if marked.get(c.call_id) is None]
+    for call in unmarked:
         assert call.answer is not None and call.asked_seq is not None
         if call.parent_id is None:
             between = owner[position[call.asked_seq] + 1 : position[call.answer.seq]]
@@ -211,7 +218,7 @@ def _mark_later_answers(records: Sequence[Record], calls: dict[str, RecordedCall
     while changed:
         changed = False
         pauses = [calls[c].answer.seq for c in later]  # type: ignore[union-attr]
-        for call in answered:
+        for call in unmarked:
             assert call.answer is not None and call.asked_seq is not None
             if call.call_id not in later and any(
                 call.asked_seq < p < call.answer.seq for p in pauses

@@ -27,6 +27,7 @@ from events.types import (
     ToolSnapshot,
 )
 
+from ..limits import Limits
 from ..policy import PolicyRules
 
 __all__ = [
@@ -171,6 +172,7 @@ class RecordedSession:
     rules: PolicyRules
     max_depth: int
     max_turns: int
+    limits: Limits
     handler_names: tuple[str, ...]
     result_handler_names: tuple[str, ...]
     waiters: dict[str, Waiter]

@@ -10,25 +10,35 @@ body. For the call it is running, the body
 2. then ends as the call ended: returns what the tool returned (the terminal event's
    ``returned`` if a result handler changed it, else its ``result``); raises an exception with
    the recorded type name and message; sleeps until the tool's timeout fires; returns the
-   recorded invalid value; or waits where the recorded call was stopped from outside.
+   recorded invalid value, or a result as large as the recorded one that was over the size
+   limit; or waits where the recorded call was stopped from outside.
 
-A value that was not JSON is not in the log, only the message that said so; the body builds a
-value that makes the engine say the same thing again (:func:`not_json_value`). The message is
+What the body gives back is read from fields, never from a message: the returned value's type
+and what made a value not JSON are in the failure's :class:`~events.types.FailureDetail`, a
+raised exception's type and message in its :class:`~events.results.ErrorInfo`.
+
+A value that was not JSON is not in the log, only where and why it was not; the body builds a
+value that makes the engine say the same thing again (:func:`not_json_value`). The detail is
 input like any part of a log: a path that would need a list longer than
-:data:`MAX_REBUILT_ITEMS` (``$[4000000000]`` in an edited log), or nesting deeper than a JSON
+:data:`MAX_REBUILT_ITEMS` (``[4000000000]`` in an edited log), or nesting deeper than a JSON
 value may have, is not rebuilt, and the replay reports the different message as a divergence.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import attrs
 import trio
 
-from events.results import ToolResult
-from events.types import ToolCallCompleted, ToolCallFailed, ToolCallRequested, ToolProgress
+from events.results import ToolResult, text
+from events.types import (
+    FailureDetail,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallRequested,
+    ToolProgress,
+)
 
 from ..context import ToolContext
 from ..jsonvalues import MAX_DEPTH
@@ -37,6 +47,7 @@ from .recorded import RecordedCall, RecordedSession
 from .watch import Watch
 
 __all__ = [
+    "MAX_REBUILT_BYTES",
     "MAX_REBUILT_ITEMS",
     "NoRecordedResult",
     "RecordedTools",
@@ -48,6 +59,9 @@ __all__ = [
 #: along it, added up): enough for any result a tool really returned, small enough that an
 #: edited index cannot make a replay allocate what the message asks for.
 MAX_REBUILT_ITEMS = 100_000
+#: The largest result (bytes of text) the body makes to be over the size limit again, as a
+#: recorded ``too_large`` result was: a size past it (an edited log) is not rebuilt.
+MAX_REBUILT_BYTES = 1 << 24
 
 
 class NoRecordedResult(Exception):
@@ -60,13 +74,6 @@ def recorded_exception(type_name: str, message: str) -> Exception:
     return cls(message)  # type: ignore[no-any-return]
 
 
-_PROBLEM = re.compile(
-    r"^(?P<path>\$\S*?): (?:a (?P<type>\S+) is not a JSON value"
-    r"|object key (?P<key>.+) is not a string|(?P<number>.+) is not a JSON number)$"
-)
-_STEP = re.compile(r"\.([^.\[]+)|\[(\d{1,9})\]")  # a longer index is past the bound anyway
-
-
 class _Named:
     """A key whose ``repr`` is given: rebuilds "object key 1 is not a string"."""
 
@@ -77,50 +84,52 @@ class _Named:
         return self._text
 
 
-def not_json_value(problem: str) -> Any:
-    """A value that :func:`engine.jsonvalues.ensure_json` refuses with ``problem``, e.g.
-    ``"$.n: a set is not a JSON value"``; an arbitrary non-JSON value if it cannot be rebuilt."""
-    match = _PROBLEM.match(problem)
-    if match is None:
-        return {"value": object()}
-    if match.group("type") is not None:
-        name = match.group("type")
-        bad: Any = type(name, (), {})() if name != "NoneType" else object()
-    elif match.group("number") is not None:
+def _unbuilt() -> Any:
+    """What a detail that cannot be rebuilt gives: some value that is not JSON."""
+    return {"value": object()}
+
+
+def not_json_value(detail: FailureDetail | None) -> Any:
+    """A value that :func:`engine.jsonvalues.ensure_json` refuses as ``detail`` says, e.g.
+    ``FailureDetail(path=("n",), problem="type", type="set")`` (the engine's words for it:
+    ``"$.n: a set is not a JSON value"``); an arbitrary non-JSON value if it cannot be
+    rebuilt."""
+    path = detail.path if detail is not None else None
+    if detail is None or path is None or len(path) > MAX_DEPTH:  # deeper than JSON may be
+        return _unbuilt()
+    if any(type(step) is int and step < 0 for step in path) or sum(
+            step for step in path if type(step) is int) > MAX_REBUILT_ITEMS:
+        return _unbuilt()
+    bad: Any
+    if detail.problem == "type" and detail.type is not None:
+        name = detail.type
+        bad = type(name, (), {})() if name != "NoneType" else object()
+    elif detail.problem == "number" and detail.value is not None:
         try:
-            bad = float(match.group("number"))
+            bad = float(detail.value)
         except ValueError:
-            return {"value": object()}
-    else:
-        bad = {_Named(match.group("key")): None}
+            return _unbuilt()
+    elif detail.problem == "key" and detail.value is not None:
         # the key is reported at the path of the object that holds it
-    path = match.group("path")[1:]
-    steps: list[re.Match[str]] = []
-    for step in _STEP.finditer(path):
-        steps.append(step)
-        if len(steps) > MAX_DEPTH:  # deeper than a JSON value may be
-            return {"value": object()}
-    if "".join(s.group(0) for s in steps) != path:
-        return {"value": object()}
-    if sum(int(s.group(2)) for s in steps if s.group(2) is not None) > MAX_REBUILT_ITEMS:
-        return {"value": object()}
+        bad = {_Named(detail.value): None}
+    elif detail.problem == "depth" and len(path) == MAX_DEPTH:
+        bad = []  # a container where a value is MAX_DEPTH deep: one level too many
+    else:
+        return _unbuilt()
     value = bad
-    for step in reversed(steps):
-        key, index = step.group(1), step.group(2)
-        value = {key: value} if key is not None else [None] * int(index) + [value]
+    for step in reversed(path):
+        value = {step: value} if isinstance(step, str) else [None] * step + [value]
     return value
 
 
 def _nested_arguments(child: RecordedCall) -> Any:
     """The arguments a nested call was requested with; for arguments that were not JSON (the
-    log holds ``null`` and the message), a value the engine refuses the same way."""
+    log holds ``null`` and the failure's detail), a value the engine refuses the same way."""
     arguments = child.requested.arguments
     terminal = child.terminal
     if arguments is None and isinstance(terminal, ToolCallFailed) and \
-            terminal.kind == "invalid_arguments":
-        match = re.search(r": not JSON \((?P<problem>.*)\)$", terminal.message, re.S)
-        if match is not None:
-            return not_json_value(match.group("problem"))
+            terminal.kind == "invalid_arguments" and terminal.detail is not None:
+        return not_json_value(terminal.detail)
     return arguments
 
 
@@ -205,15 +214,15 @@ class RecordedTools:
             if kind == "invalid_output":
                 if terminal.returned is not None:
                     return terminal.returned
-                match = re.search(r" returned (?P<type>\S+), not a ToolResult$", terminal.message)
-                if match is not None and match.group("type") == "NoneType":
+                name = terminal.detail.type if terminal.detail is not None else None
+                if name == "NoneType":
                     return None  # type: ignore[return-value]
-                name = match.group("type") if match is not None else "object"
-                return type(name, (_NotAToolResult,), {})()  # type: ignore[no-any-return]
+                return type(name or "object", (_NotAToolResult,), {})()  # type: ignore[no-any-return]
             if kind == "not_serialisable":
-                match = re.search(r" is not JSON: (?P<problem>.*)$", terminal.message, re.S)
-                problem = match.group("problem") if match is not None else ""
-                return ToolResult(structured_content=not_json_value(problem))
+                return ToolResult(structured_content=not_json_value(terminal.detail))
+            size = terminal.detail.size if terminal.detail is not None else None
+            if kind == "too_large" and size is not None and 0 <= size <= MAX_REBUILT_BYTES:
+                return ToolResult(content=[text("x" * size)])  # as many bytes as it was
         raise NoRecordedResult(
             f"call {call.call_id} ({call.name}) ended as "
             f"{type(terminal).__name__ if terminal else 'nothing'} in the log: the replay "

@@ -21,6 +21,7 @@ from engine import (
     ApprovalDecision,
     ApprovalRequest,
     Block,
+    PolicyRules,
     Rewrite,
     Session,
     ToolCallEvent,
@@ -88,6 +89,36 @@ async def explode(call: Any, ctx: Any) -> ToolResult:
     raise RuntimeError("boom")
 
 
+@tool(annotations=SAFE)
+async def sloppy(call: Any, ctx: Any) -> Any:
+    """Returns what it is asked for, JSON or not; ``nested`` asks for a call with a set."""
+    kind = call.arguments.get("kind")
+    if kind == "set":
+        return ToolResult(structured_content={"items": [1, {2, 3}]})
+    if kind == "nan":
+        return ToolResult(structured_content={"x": float("nan")})
+    if kind == "key":
+        return ToolResult(structured_content={"a": {1: "one"}})
+    if kind == "raw":
+        return "just text"
+    if kind == "none":
+        return None
+    outcome = await ctx.execute_tool("delete_file", {"path": {"docs/x"}})
+    return ToolResult(content=[text(f"nested failed: {outcome.is_error}")])
+
+
+@tool(annotations=SAFE)
+async def dig(call: Any, ctx: Any) -> ToolResult:
+    """Calls itself until the depth limit stops it."""
+    outcome = await ctx.execute_tool("dig", {})
+    return ToolResult(content=[text(f"below: {outcome.result.text}")])
+
+
+async def grant_for_the_session(request: ApprovalRequest) -> ApprovalDecision:
+    """Grants every request, for the session."""
+    return ApprovalDecision(granted=True, scope="session")
+
+
 def no_tmp(event: ToolCallEvent) -> Block | Rewrite | None:
     """Blocks deleting anything under /tmp; squares nothing above 100."""
     if event.name == "delete_file" and str(event.arguments.get("path", "")).startswith("/tmp"):
@@ -114,6 +145,8 @@ class Scenario:
     script: Callable[[], Sequence[FauxStep]]
     approver: Any
     handlers: Sequence[Any] = ()
+    rules: PolicyRules = PolicyRules()
+    max_depth: int = 8
 
 
 SCENARIOS = {
@@ -139,6 +172,21 @@ SCENARIOS = {
         approver=grant_docs_only,
         handlers=[no_tmp],
     ),
+    # failures whose messages name a limit, a type or a path, and decisions by host rules
+    "facts": Scenario(
+        name="facts",
+        tools=[sloppy, dig, delete_file, square],
+        script=lambda: [
+            [faux_tool_call("sloppy", {"kind": kind})
+             for kind in ("set", "nan", "key", "raw", "none", "nested")],
+            [faux_tool_call("dig"), faux_tool_call("square", {"n": 3}),
+             faux_tool_call("delete_file", {"path": "docs/a.md"})],
+            faux_text("done"),
+        ],
+        approver=grant_for_the_session,
+        rules=PolicyRules(allow=["squ*"], deny=["delete_*"], ask=["dig"]),
+        max_depth=2,
+    ),
 }
 
 
@@ -148,6 +196,7 @@ async def record(scenario: Scenario, path: Path, *, session_id: str) -> None:
     with JsonlStore(path) as store:
         async with Session.open(store, model=FauxModel(scenario.script()), tools=scenario.tools,
                                 approver=scenario.approver, session_id=session_id, create=True,
+                                rules=scenario.rules, max_depth=scenario.max_depth,
                                 clock=lambda: 1_767_225_600.0 + next(ticks)) as session:
             for handler in scenario.handlers:
                 session.on_tool_call(handler)

@@ -1,14 +1,15 @@
-"""Values a log asks for: a line nested as deep as it likes, and a message naming any path with
-any index. A command reading the log names the bad line or replays what it can; it never
+"""Values a log asks for: a line nested as deep as it likes, and a failure detail naming any path
+with any index. A command reading the log names the bad line or replays what it can; it never
 crashes, and never allocates what a number in the log asks for.
 
 - ``toolledger verify`` (with and without ``--session``) on a log whose last line nests lists
   and objects to a depth Hypothesis picks (up to far past the interpreter's stack) exits 0 or 1,
   never with an exception, and a line it cannot read is named by number;
-- :func:`engine.replay.stubs.not_json_value` for a path Hypothesis draws (keys, indices up to
-  10**12, any number of steps) either rebuilds a value the engine refuses with exactly that
-  message, or, past :data:`~engine.replay.stubs.MAX_REBUILT_ITEMS` or deeper than a JSON value
-  may be, gives an arbitrary non-JSON value; either way its memory stays within the bound.
+- :func:`engine.replay.stubs.not_json_value` for a failure detail at a path Hypothesis draws
+  (keys, indices up to 10**12, any number of steps) either rebuilds a value the engine refuses
+  with exactly that detail (and those words), or, past
+  :data:`~engine.replay.stubs.MAX_REBUILT_ITEMS` or deeper than a JSON value may be, gives an
+  arbitrary non-JSON value; either way its memory stays within the bound.
 """
 
 from __future__ import annotations
@@ -16,16 +17,17 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.cli import main
-from engine.jsonvalues import MAX_DEPTH, ensure_json
+from engine.jsonvalues import MAX_DEPTH, NotJson, ensure_json
 from engine.replay.stubs import MAX_REBUILT_ITEMS, not_json_value
 from events import JsonlStore, Record
-from events.types import UserMessage
+from events.types import FailureDetail, UserMessage
 
 
 @st.composite
@@ -66,30 +68,37 @@ def test_verify_never_crashes_on_a_deep_line(
     assert main(argv) in (0, 1)
 
 
-STEPS = st.one_of(
-    st.integers(0, 10**12).map(lambda i: f"[{i}]"),
-    st.integers(0, 50).map(lambda i: f"[{i}]"),
-    st.text("abcxyz_", min_size=1, max_size=4).map(lambda k: f".{k}"),
+STEPS: st.SearchStrategy[str | int] = st.one_of(
+    st.integers(0, 10**12),
+    st.integers(0, 50),
+    st.text("abcxyz_", min_size=1, max_size=4),
 )
+PROBLEMS = {  # a failure's detail at a path, and the engine's words for it there
+    "type": (FailureDetail(problem="type", type="set"), "a set is not a JSON value"),
+    "number": (FailureDetail(problem="number", value="inf"), "inf is not a JSON number"),
+    "key": (FailureDetail(problem="key", value="1"), "object key 1 is not a string"),
+}
 
 
 @settings(max_examples=60)
 @given(steps=st.one_of(st.lists(STEPS, max_size=8), st.lists(STEPS, min_size=400, max_size=700)),
-       kind=st.sampled_from(["a set is not a JSON value", "inf is not a JSON number",
-                             "object key 1 is not a string"]))
+       kind=st.sampled_from(sorted(PROBLEMS)))
 def test_a_recorded_path_is_rebuilt_exactly_or_not_at_all_within_the_bound(
-    steps: list[str], kind: str
+    steps: list[str | int], kind: str
 ) -> None:
-    problem = "$" + "".join(steps) + ": " + kind
+    template, words = PROBLEMS[kind]
+    detail = attrs.evolve(template, path=tuple(steps))
     tracemalloc.start()
     try:
-        value = not_json_value(problem)
+        value = not_json_value(detail)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert peak < 16 * MAX_REBUILT_ITEMS + (1 << 20)
-    indices = sum(int(step[1:-1]) for step in steps if step.startswith("["))
-    with pytest.raises(ValueError) as refused:
+    indices = sum(step for step in steps if isinstance(step, int))
+    with pytest.raises(NotJson) as refused:
         ensure_json(value)
     if indices <= MAX_REBUILT_ITEMS and len(steps) < MAX_DEPTH:
-        assert str(refused.value) == problem
+        assert refused.value.detail == detail
+        where = "".join(f"[{s}]" if isinstance(s, int) else f".{s}" for s in steps)
+        assert str(refused.value) == f"${where}: {words}"
