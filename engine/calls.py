@@ -59,7 +59,7 @@ from .handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolResultEven
 from .inflight import InFlight
 from .jsonvalues import copy_json, ensure_json, own_result
 from .lifecycle import CallState
-from .limits import admit, oversized, result_size
+from .limits import admit, not_json, oversized, result_size
 from .outputs import Failure, check_output, checked_patch, describe, error_info, text_limit
 from .policy import decide, deny_rule
 from .recorder import Recorder
@@ -145,6 +145,10 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
         fail(recorder, call_id, "too_large", f"{name} was not run: its arguments take {size} "
              f"bytes, over the limit of {env.limits.max_argument_bytes}",
              detail=FailureDetail(limit=env.limits.max_argument_bytes, size=size))
+        return
+    if (unread := not_json(arguments)) is not None:  # a model's, recorded as a marker
+        fail(recorder, call_id, "invalid_arguments",
+             f"Invalid arguments for {name}: not JSON ({unread[0]})", detail=unread[1])
         return
     if not _valid_arguments(env, recorder, call_id, spec, arguments, after=None):
         return

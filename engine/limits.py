@@ -4,7 +4,9 @@ A model, a handler or a tool can hand the engine arbitrarily large values, and e
 engine is handed goes into the log. The limits keep one call from filling it: arguments over
 ``max_argument_bytes`` are not recorded (a small marker stands in their place, naming their
 size) and the call fails with kind ``too_large`` before any handler sees it; a result over
-``max_result_bytes`` fails the call the same way and is not kept. Sizes are measured as compact,
+``max_result_bytes`` fails the call the same way and is not kept. A model's arguments that
+are not JSON at all (a NaN, a set, a value nested too deep) are not recorded either: a marker
+stands in their place, naming the problem, and the call fails ``invalid_arguments`` saying so. Sizes are measured as compact,
 ASCII-escaped JSON: an upper bound of the bytes a record spends on the value.
 
 Depth is bounded too. A nested call runs in its parent's task, four interpreter frames below
@@ -21,16 +23,27 @@ from typing import Any
 
 import attrs
 
-from events.results import AudioContent, EmbeddedResource, ImageContent, TextContent, ToolResult
+from events.codec import converter
+from events.results import (
+    AudioContent,
+    EmbeddedResource,
+    FailureDetail,
+    ImageContent,
+    TextContent,
+    ToolResult,
+)
 
 __all__ = [
     "MAX_CALL_DEPTH",
     "MAX_NAME",
+    "NOT_JSON",
     "OVERSIZED",
     "Limits",
     "admit",
     "clip_name",
     "json_size",
+    "not_json",
+    "not_json_marker",
     "oversized",
     "result_size",
 ]
@@ -48,6 +61,8 @@ MAX_CALL_DEPTH = 64
 
 #: The key of the marker that stands in for arguments too large to record.
 OVERSIZED = "$toolledger.oversized"
+#: The key of the marker that stands in for a model's arguments that are not JSON.
+NOT_JSON = "$toolledger.not_json"
 
 
 def _positive(_: Any, attribute: Any, value: int) -> None:
@@ -103,6 +118,31 @@ def oversized(arguments: Any) -> int | None:
         size = arguments[OVERSIZED]
         return size if isinstance(size, int) else None
     return None
+
+
+def not_json_marker(problem: ValueError) -> dict[str, Any]:
+    """The marker recorded in place of a model's arguments that are not JSON: what was wrong
+    (bounded), and as data the :class:`~events.results.FailureDetail` the check gave, if any."""
+    marker: dict[str, Any] = {NOT_JSON: str(problem)[:500]}
+    detail = getattr(problem, "detail", None)
+    if isinstance(detail, FailureDetail):
+        marker["detail"] = converter.unstructure(detail)
+    return marker
+
+
+def not_json(arguments: Any) -> tuple[str, FailureDetail | None] | None:
+    """What a not-JSON marker records (the problem, and its detail if it reads), or ``None``
+    for real arguments."""
+    if not (isinstance(arguments, dict) and NOT_JSON in arguments
+            and set(arguments) <= {NOT_JSON, "detail"} and isinstance(arguments[NOT_JSON], str)):
+        return None
+    detail: FailureDetail | None = None
+    if "detail" in arguments:
+        try:
+            detail = converter.structure(arguments["detail"], FailureDetail)
+        except Exception:  # a marker edited in the log: the words are still shown
+            detail = None
+    return arguments[NOT_JSON], detail
 
 
 def result_size(result: ToolResult) -> int:

@@ -48,7 +48,7 @@ from .handlers import ToolCallHandler, ToolResultHandler
 from .inflight import InFlight
 from .jsonvalues import copy_json, ensure_json, own_json
 from .lifecycle import CallState
-from .limits import Limits, admit, clip_name
+from .limits import Limits, admit, clip_name, not_json_marker
 from .models import Model, ModelMessage, ModelRequest
 from .policy import PolicyRules
 from .recorder import Recorder
@@ -71,12 +71,13 @@ class PromptResult:
 
 
 def _admissible(arguments: Any, limits: Limits) -> Any:
-    """A private copy of a model's arguments; ``None`` if they are not JSON (the call then
-    fails validation: the log holds only JSON), a size marker if they are too large."""
+    """A private copy of a model's arguments; a marker naming the problem if they are not JSON
+    (the log holds only JSON; the call then fails saying why), a size marker if they are too
+    large."""
     try:
         arguments = own_json(arguments)
-    except ValueError:
-        return None
+    except ValueError as exc:
+        return not_json_marker(exc)
     return admit(arguments, limits)
 
 

@@ -264,6 +264,9 @@ def test_a_value_too_deep_fails_its_call_and_the_session_goes_on(entry: str, val
     ending = ending_of(events, target)
     if entry in ("model", "nested"):
         assert isinstance(ending, ToolCallFailed) and ending.kind == "invalid_arguments", ending
+        # the model (or the parent) is told what was wrong, not that null is not an object
+        assert "not JSON" in ending.result.text and "deep" in ending.result.text, ending
+        assert ending.detail is not None and ending.detail.problem == "depth", ending
         assert probe.ran == []
         if entry == "nested":
             assert probe.nested_error == [True]
