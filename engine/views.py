@@ -94,8 +94,8 @@ _read_fields = attrgetter(*_CALL_FIELDS)
 class LiveCall(_CallFacts):
     """The projection's own record of one call, changed in place as its events are folded in:
     the fast path beside :class:`CallView`, which the reducers would otherwise build anew for
-    every event (a call's events cost about a sixth more that way: docs/performance.md, "One
-    codec").
+    every event (a third more instructions per nested call, a fifth more per turn, that way:
+    docs/performance.md, "One codec").
 
     It has exactly :class:`CallView`'s fields (its slots are taken from them). Only the
     reducers write it; the runtime reads it to carry the call forward. Everyone else is handed

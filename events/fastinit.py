@@ -17,8 +17,8 @@ attrs' own ``__init__`` stays the reference: :data:`REFERENCE_INITS` keeps it fo
 given a fast one, and tests/test_fastinit.py checks, with random values for every field
 (defaults left out or given), that both build the same instance. A new field needs nothing
 here (the fast ``__init__`` is made from the fields); a field this cannot set (a validator, a
-converter, a factory) makes the class a ``TypeError`` at import, naming it. It pays about 5%
-of a call's and of a turn's instructions (docs/performance.md, "One codec").
+converter, a factory) makes the class a ``TypeError`` at import, naming it. It saves about 6%
+of a nested call's and of a turn's instructions (docs/performance.md, "One codec").
 
 Pure: no I/O, no clock.
 """

@@ -34,8 +34,8 @@ from .types import (
     ModelToolCall,
     Origin,
     PolicyDecided,
-    Scope,
     ResultHandlerFailed,
+    Scope,
     SessionStarted,
     ToolCallBlocked,
     ToolCallCancelled,
@@ -96,8 +96,6 @@ NESTED: dict[type[Any], frozenset[str]] = {
     TextContent: frozenset({"text", "type"}),
     ErrorInfo: frozenset({"type", "message", "traceback"}),
 }
-
-
 _TEXT, _RESULT, _ERROR, _CALL = (NESTED[TextContent], NESTED[ToolResult], NESTED[ErrorInfo],
                                  NESTED[ModelToolCall])
 
@@ -139,8 +137,6 @@ def _requested(data: Any) -> ToolCallRequested:
 
 
 _POLICY = frozenset({"call_id", "decision", "reason", "rule"})
-
-
 _POLICY_BARE = _POLICY - {"rule"}
 
 
@@ -269,6 +265,7 @@ READERS: dict[type[Any], Reader | None] = {
     ToolCallCancelled: None,
 }
 
+
 def drift() -> list[str]:
     """Every field a reader was not written for, and every field it reads that its class no
     longer has, as sentences that name the class and the field; empty while the readers are in
@@ -279,7 +276,7 @@ def drift() -> list[str]:
         table = "READERS" if cls in declared else "NESTED"
         fields = [field.name for field in attrs.fields(cls)]
         problems += [f"{cls.__name__}.{name} has no entry in the fast path: read it in "
-                     f"events/readers.py and add it to {cls.__name__}'s fields in {table}"
+                     f"events/readers.py and add it to {cls.__name__}'s field names in {table}"
                      for name in fields if name not in names]
         problems += [f"{cls.__name__}.{name} is read by the fast path (events/readers.py, "
                      f"{table}) but is no longer a field of {cls.__name__}"
