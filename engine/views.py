@@ -38,8 +38,9 @@ __all__ = [
 ]
 
 
-class _CallFacts:
-    """What :class:`CallView` and :class:`LiveCall` both answer from their fields."""
+class _CallStatus:
+    """What :class:`CallView` and :class:`LiveCall` both answer from their fields: whether the
+    call is closed, its result, its status."""
 
     __slots__ = ()
     state: CallState
@@ -66,7 +67,7 @@ class _CallFacts:
 # One of each per call, kept for the session's life: no ``__weakref__`` slot (8 bytes each).
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
-class CallView(_CallFacts):
+class CallView(_CallStatus):
     """One call as the log tells it so far: a node of the call tree (its children are
     :meth:`Projection.children`)."""
 
@@ -91,7 +92,7 @@ _CALL_FIELDS = tuple(field.name for field in attrs.fields(CallView))
 _read_fields = attrgetter(*_CALL_FIELDS)
 
 
-class LiveCall(_CallFacts):
+class LiveCall(_CallStatus):
     """The projection's own record of one call, changed in place as its events are folded in:
     the fast path beside :class:`CallView`, which the reducers would otherwise build anew for
     every event (a third more instructions per nested call, a fifth more per turn, that way:

@@ -9,12 +9,14 @@ so a class or field added tomorrow is drawn without a change here."""
 
 from __future__ import annotations
 
+import collections.abc
 import enum
 import types
 import typing
 from typing import Any, Literal, Union
 
 import attrs
+from hypothesis import reject
 from hypothesis import strategies as st
 
 from engine.testing.catalogue import (
@@ -126,7 +128,11 @@ def values_of(hint: Any) -> st.SearchStrategy[Any]:
         if dots is not Ellipsis:
             raise TypeError(f"no strategy for the fixed-length tuple {hint}")
         return st.lists(values_of(item), max_size=3).map(tuple)
-    if origin is dict:
+    if origin in (list, frozenset, collections.abc.Sequence):
+        (item,) = typing.get_args(hint)
+        items = st.lists(values_of(item), max_size=3)
+        return items.map(frozenset) if origin is frozenset else items
+    if origin in (dict, collections.abc.Mapping):
         key, value = typing.get_args(hint)
         return st.dictionaries(values_of(key), values_of(value), max_size=3)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
@@ -149,5 +155,13 @@ def keyword_arguments(cls: type[Any]) -> st.SearchStrategy[dict[str, Any]]:
 
 
 def instances_of(cls: type[Any]) -> st.SearchStrategy[Any]:
-    """Instances of an attrs class, built by its ``__init__`` from :func:`keyword_arguments`."""
-    return keyword_arguments(cls).map(lambda kwargs: cls(**kwargs))
+    """Instances of an attrs class, built by its ``__init__`` from :func:`keyword_arguments`
+    (values its validators refuse are drawn again)."""
+
+    def build(kwargs: dict[str, Any]) -> Any:
+        try:
+            return cls(**kwargs)
+        except (TypeError, ValueError):
+            reject()
+
+    return keyword_arguments(cls).map(build)
