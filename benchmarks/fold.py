@@ -5,7 +5,9 @@ call, so the call tree has depth; a ``tool_call`` handler rewrites some argument
 figure decodes each stored line (JSON, the envelope and version checks, the event's strict
 structuring) and folds the record into a fresh :class:`~engine.Projection` (the lifecycle
 table checks each call event); the baseline is ``json.loads`` over the same lines. A second
-figure reads the file through :class:`~events.JsonlStore` first (its index, ``pread``).
+figure reads the file through :class:`~events.JsonlStore` first (its index, ``pread``). A
+third decodes with the converter alone (``decode_record(obj, fast=False)``: the codec without
+its fast readers), against the first: what the readers in :mod:`events.readers` pay for.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from engine import (
 )
 from engine.tools import ToolCall
 from events import JsonlStore, decode_line
+from events.codec import decode_record, loads_strict
 
 from .harness import Figure, Row, Settings, interleave, paired
 from .workload import ARGS, ScriptModel, echo
@@ -89,6 +92,14 @@ def run(settings: Settings) -> list[Row]:
             assert projection.last_seq == events
             return events / elapsed
 
+        def converter_alone() -> float:
+            start = clock()
+            projection = fold(decode_record(loads_strict(line), fast=False) for line in lines)
+            projection.transcript, projection.calls  # noqa: B018
+            elapsed = clock() - start
+            assert projection.last_seq == events
+            return events / elapsed
+
         def from_file() -> float:
             start = clock()
             with JsonlStore(path) as store:
@@ -99,7 +110,8 @@ def run(settings: Settings) -> list[Row]:
             return events / elapsed
 
         decode_and_fold()  # warm up
-        samples = interleave(settings.reps(), [decode_and_fold, loads, from_file])
+        samples = interleave(settings.reps(), [decode_and_fold, loads, from_file,
+                                               converter_alone])
     baseline = Figure(name="json.loads over the same lines", unit="events/s",
                       samples=tuple(samples[1]), better="higher")
     rows = []
@@ -113,4 +125,10 @@ def run(settings: Settings) -> list[Row]:
                         comparison=f"{ratio:.2f}×",
                         target="≥ 0.33× json.loads" if target else "",
                         met=ratio >= 1 / 3 if target else None))
+    fast = rows[0].figure
+    alone = Figure(name="fold, events decoded by the converter alone", unit="events/s",
+                   samples=tuple(samples[3]), better="higher")
+    rows.append(Row(group="fold", figure=alone, baseline=fast,
+                    comparison=f"{paired(alone, fast, lambda a, b: a / b):.2f}×",
+                    note="without the fast readers (events/readers.py)"))
     return rows

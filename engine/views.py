@@ -6,6 +6,7 @@ Nothing here changes state; :mod:`engine.reducers` builds these from the log.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from operator import attrgetter
 from typing import Any, Union, overload
 
 import attrs
@@ -37,28 +38,13 @@ __all__ = [
 ]
 
 
-# One of each per call, kept for the session's life: no ``__weakref__`` slot (8 bytes each).
-@fast_init
-@attrs.frozen(kw_only=True, weakref_slot=False)
-class CallView:
-    """One call as the log tells it so far: a node of the call tree (its children are
-    :meth:`Projection.children`)."""
+class _CallStatus:
+    """What :class:`CallView` and :class:`LiveCall` both answer from their fields: whether the
+    call is closed, its result, its status."""
 
-    call_id: str
-    name: str
-    arguments: Any
-    requested_arguments: Any
-    origin: Origin
-    parent_id: str | None
-    model_call_id: str | None
-    state: CallState = CallState.REQUESTED
-    rewrites: tuple[ToolCallRewritten, ...] = ()
-    verdict: PolicyDecided | None = None
-    approval: ApprovalResolved | None = None
-    started: bool = False
-    progress_count: int = 0
-    last_progress: ToolProgress | None = None
-    outcome: TerminalEvent | None = None
+    __slots__ = ()
+    state: CallState
+    outcome: TerminalEvent | None
 
     @property
     def closed(self) -> bool:
@@ -78,24 +64,53 @@ class CallView:
         return type(self.outcome).__name__.removeprefix("ToolCall").lower()
 
 
-class LiveCall:
-    """The projection's own record of one call, changed in place as its events are folded in.
+# One of each per call, kept for the session's life: no ``__weakref__`` slot (8 bytes each).
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class CallView(_CallStatus):
+    """One call as the log tells it so far: a node of the call tree (its children are
+    :meth:`Projection.children`)."""
 
-    Only the reducers write it; the runtime reads it to carry the call forward (it has the
-    same fields as :class:`CallView`). Everyone else is handed :meth:`view`: a frozen
-    :class:`CallView` of the call as it is now, built when first asked for and kept until the
-    call's next event, so a view handed out never changes and a call nobody looks at costs no
-    view at all.
+    call_id: str
+    name: str
+    arguments: Any
+    requested_arguments: Any
+    origin: Origin
+    parent_id: str | None
+    model_call_id: str | None
+    state: CallState = CallState.REQUESTED
+    rewrites: tuple[ToolCallRewritten, ...] = ()
+    verdict: PolicyDecided | None = None
+    approval: ApprovalResolved | None = None
+    started: bool = False
+    progress_count: int = 0
+    last_progress: ToolProgress | None = None
+    outcome: TerminalEvent | None = None
+
+
+_CALL_FIELDS = tuple(field.name for field in attrs.fields(CallView))
+_read_fields = attrgetter(*_CALL_FIELDS)
+
+
+class LiveCall(_CallStatus):
+    """The projection's own record of one call, changed in place as its events are folded in:
+    the fast path beside :class:`CallView`, which the reducers would otherwise build anew for
+    every event (a third more instructions per nested call, a fifth more per turn, that way:
+    docs/performance.md, "One codec").
+
+    It has exactly :class:`CallView`'s fields (its slots are taken from them). Only the
+    reducers write it; the runtime reads it to carry the call forward. Everyone else is handed
+    :meth:`view`: a frozen :class:`CallView` of the call as it is now, built when first asked
+    for and kept until the call's next event, so a view handed out never changes and a call
+    nobody looks at costs no view at all. tests/test_views.py checks, for random sessions, that
+    every view equals the one a fold of frozen values builds.
     """
 
-    __slots__ = (
-        "call_id", "name", "arguments", "requested_arguments", "origin", "parent_id",
-        "model_call_id", "state", "rewrites", "verdict", "approval", "started",
-        "progress_count", "last_progress", "outcome",
-    )
+    __slots__ = _CALL_FIELDS
 
     def __init__(self, call_id: str, name: str, arguments: Any, origin: Origin,
                  parent_id: str | None, model_call_id: str | None) -> None:
+        # what a ToolCallRequested says, and CallView's defaults for the rest
         self.call_id = call_id
         self.name = name
         self.arguments = arguments
@@ -112,42 +127,9 @@ class LiveCall:
         self.last_progress: ToolProgress | None = None
         self.outcome: TerminalEvent | None = None
 
-    @property
-    def closed(self) -> bool:
-        """Whether the call has its terminal event."""
-        return self.outcome is not None
-
-    @property
-    def result(self) -> ToolResult | None:
-        """The result the caller got, once the call is closed."""
-        return None if self.outcome is None else self.outcome.result
-
-    @property
-    def status(self) -> str:
-        """As :attr:`CallView.status`."""
-        if self.outcome is None:
-            return self.state.value
-        return type(self.outcome).__name__.removeprefix("ToolCall").lower()
-
     def view(self) -> CallView:
         """The call as it is now, as a new frozen value."""
-        return CallView(
-                call_id=self.call_id,
-                name=self.name,
-                arguments=self.arguments,
-                requested_arguments=self.requested_arguments,
-                origin=self.origin,
-                parent_id=self.parent_id,
-                model_call_id=self.model_call_id,
-                state=self.state,
-                rewrites=self.rewrites,
-                verdict=self.verdict,
-                approval=self.approval,
-                started=self.started,
-                progress_count=self.progress_count,
-                last_progress=self.last_progress,
-                outcome=self.outcome,
-            )
+        return CallView(**dict(zip(_CALL_FIELDS, _read_fields(self))))
 
     def __repr__(self) -> str:
         return f"LiveCall({self.call_id!r}, {self.name!r}, {self.status})"

@@ -26,13 +26,15 @@ failure details, rules, answers given at a pause) as fields.
 Decoding is strict: an unknown event type, a newer version than this code writes, a missing
 or unexpected field is a :class:`CodecError` that says which, never a silent skip.
 
-Speed. Rebuilding a session folds every line of its log, so decoding is a hot path. The events
-a call writes (requested, policy, started, completed, failed, ...) are first tried by a
-hand-written reader (:mod:`events.readers`) that takes only the exact shape :func:`encode_record`
-writes, with the strict types, and builds the event directly; anything else, valid or not,
-goes to the converter, which decides (and says what is wrong). So the fast path can only
-accept what the converter accepts, and it is disabled for a class whose fields no longer
-match the names it was written for.
+Speed. Rebuilding a session folds every line of its log, so decoding is a hot path. The converter
+is the reference path. The events written on every call (requested, policy, started,
+completed, failed, ...) also have a hand-written reader (:mod:`events.readers`) that takes only
+the exact shape :func:`encode_record` writes, with the strict types, and builds the event
+directly; anything else, valid or not, goes to the converter, which decides (and says what is
+wrong). ``_structure`` is the one place that picks the path; ``decode_record(obj,
+fast=False)`` takes the converter alone, so a benchmark and a property test can hold the two
+side by side (docs/performance.md, "One codec": the readers make a fold about a fifth
+faster, and the tests check that they agree with the converter on every event type).
 """
 
 from __future__ import annotations
@@ -212,11 +214,13 @@ def upcast(
     return obj
 
 
-def decode_record(obj: Any) -> Record:
+def decode_record(obj: Any, *, fast: bool = True) -> Record:
     """A record from its dict; raises :class:`CodecError` saying what is wrong with it.
 
     Records of older versions are upcast first (:func:`upcast`); the result remembers the
-    version it was written in.
+    version it was written in. ``fast=False`` structures the event with the converter alone,
+    without the fast readers: the reference they are checked and measured against (the
+    result is the same).
     """
     if not isinstance(obj, dict):
         raise CodecError(f"a record must be a JSON object, not {type(obj).__name__}")
@@ -245,7 +249,7 @@ def decode_record(obj: Any) -> Record:
         raise CodecError(f"malformed {kind!r} record: 'data' must be an object, "
                          f"not {type(data).__name__}")
     try:
-        event = _structure(data, cls)
+        event = _structure(data, cls) if fast else converter.structure(data, cls)
         session_id = obj["session_id"]
         seq = obj["seq"]
         time = obj["time"]
@@ -264,6 +268,8 @@ def decode_record(obj: Any) -> Record:
 
 
 def _structure(data: Any, cls: type[Any]) -> Any:
+    """The event in ``data``: through its fast reader if it has one that vouches for the
+    value, else through the converter (the reference, which explains what is wrong)."""
     fast = FAST.get(cls)
     if fast is not None:
         try:

@@ -13,18 +13,29 @@ in ``__init__``, no validator, converter or factory default, no hash cache, no
 The instances stay frozen (``__setattr__`` still refuses) and everything else about the class
 is attrs' own (``attrs.evolve``, equality, hashing, cattrs).
 
+attrs' own ``__init__`` stays the reference: :data:`REFERENCE_INITS` keeps it for every class
+given a fast one, and tests/test_fastinit.py checks, with random values for every field
+(defaults left out or given), that both build the same instance. A new field needs nothing
+here (the fast ``__init__`` is made from the fields); a field this cannot set (a validator, a
+converter, a factory) makes the class a ``TypeError`` at import, naming it. It saves about 6%
+of a nested call's and of a turn's instructions (docs/performance.md, "One codec").
+
 Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["fast_init"]
+__all__ = ["REFERENCE_INITS", "fast_init"]
 
 C = TypeVar("C", bound=type)
+
+#: Every class given a fast ``__init__``, with the ``__init__`` attrs made for it.
+REFERENCE_INITS: dict[type, Callable[..., None]] = {}
 
 
 def fast_init(cls: C) -> C:
@@ -51,6 +62,7 @@ def fast_init(cls: C) -> C:
     made_by_attrs = cls.__dict__["__init__"]
     init.__doc__ = made_by_attrs.__doc__
     init.__annotations__ = dict(made_by_attrs.__annotations__)
+    REFERENCE_INITS[cls] = made_by_attrs
     setattr(cls, "__init__", init)
     return cls
 

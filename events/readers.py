@@ -1,21 +1,31 @@
-"""Hand-written readers for the events a call writes: the hot path of folding a log.
+"""Hand-written readers for the events a call writes: the fast path of decoding.
+
+The converter in :mod:`events.codec` is the reference: it decides what a record means and says
+what is wrong with one. Folding a log decodes every line, and the converter's general
+machinery (tagged unions, validators, detailed errors) makes that about a fifth slower than
+these readers (docs/performance.md, "One codec"), so the events written on every call have one.
 
 Each reader takes only the exact shape :func:`events.codec.encode_record` writes, with the
 strict types, and builds the event directly; anything else raises :class:`Fallback`, and the
-codec's converter decides (and says what is wrong). So a reader can only accept what the
-converter accepts, and :data:`FAST` leaves out any class whose fields no longer match the
-names its reader was written for. Pure: no I/O.
+converter decides. The one place that picks the path is the codec's ``_structure``.
+
+:data:`READERS` lists every event class, with its reader or ``None`` (the converter alone, on
+purpose). The codec's tests check, for every event class and with values of every field set
+and unset, that a reader returns exactly what the converter does and does not fall back on a
+record the codec wrote; :func:`drift` names a field a reader was not written for. At run time
+a class that drifted is left to the converter (still correct, only slower). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, get_args
+from typing import Any, NamedTuple, get_args
 
 import attrs
 
 from .results import ErrorInfo, TextContent, ToolResult
 from .types import (
+    ActiveToolsSet,
     ApprovalRequested,
     ApprovalResolved,
     AssistantMessage,
@@ -25,15 +35,23 @@ from .types import (
     ModelToolCall,
     Origin,
     PolicyDecided,
+    ResultHandlerFailed,
     Scope,
+    SessionStarted,
+    ToolCallBlocked,
+    ToolCallCancelled,
     ToolCallCompleted,
+    ToolCallDenied,
     ToolCallFailed,
     ToolCallRequested,
     ToolCallRewritten,
     ToolExecutionStarted,
+    ToolProgress,
+    ToolRegistered,
+    UserMessage,
 )
 
-__all__ = ["FAST", "Fallback"]
+__all__ = ["FAST", "NESTED", "READERS", "Fallback", "Reader", "drift"]
 
 
 class Fallback(Exception):
@@ -41,8 +59,6 @@ class Fallback(Exception):
 
 
 _set = object.__setattr__
-
-
 _FALLBACK = Fallback()
 
 
@@ -69,16 +85,21 @@ def _one_of(value: Any, allowed: frozenset[str]) -> Any:
     return value
 
 
-def _names(cls: type[Any]) -> frozenset[str]:
-    return frozenset(field.name for field in attrs.fields(cls))
-
-
 _ORIGINS = frozenset(get_args(Origin))
 _DECISIONS = frozenset(get_args(Decision))
 _SCOPES = frozenset(get_args(Scope))
 _KINDS = frozenset(get_args(FailureKind))
-_TEXT, _RESULT, _ERROR, _CALL = (_names(TextContent), _names(ToolResult), _names(ErrorInfo),
-                                 _names(ModelToolCall))
+
+#: The classes inside events that the readers build themselves, with the fields they read.
+NESTED: dict[type[Any], frozenset[str]] = {
+    ModelToolCall: frozenset({"id", "name", "arguments"}),
+    ToolResult: frozenset({"content", "structured_content", "is_error"}),
+    TextContent: frozenset({"text", "type"}),
+    ErrorInfo: frozenset({"type", "message", "traceback"}),
+    FailureDetail: frozenset({"limit", "size", "type", "path", "problem", "value"}),
+}
+_TEXT, _RESULT, _ERROR, _CALL = (NESTED[TextContent], NESTED[ToolResult], NESTED[ErrorInfo],
+                                 NESTED[ModelToolCall])
 
 
 def _result(data: Any) -> ToolResult:
@@ -105,6 +126,9 @@ def _opt_result(data: Any) -> ToolResult | None:
     return None if data is None else _result(data)
 
 
+_REQUESTED = frozenset({"call_id", "name", "arguments", "origin", "parent_id", "model_call_id"})
+
+
 def _requested(data: Any) -> ToolCallRequested:
     _fields(data, _REQUESTED)
     return ToolCallRequested(
@@ -112,6 +136,10 @@ def _requested(data: Any) -> ToolCallRequested:
         origin=_one_of(data["origin"], _ORIGINS), parent_id=_opt_str(data["parent_id"]),
         model_call_id=_opt_str(data["model_call_id"]),
     )
+
+
+_POLICY = frozenset({"call_id", "decision", "reason", "rule"})
+_POLICY_BARE = _POLICY - {"rule"}
 
 
 def _policy(data: Any) -> PolicyDecided:
@@ -123,9 +151,15 @@ def _policy(data: Any) -> PolicyDecided:
                          reason=_str(data["reason"]), rule=_opt_str(data.get("rule")))
 
 
+_STARTED = frozenset({"call_id"})
+
+
 def _started(data: Any) -> ToolExecutionStarted:
     _fields(data, _STARTED)
     return ToolExecutionStarted(call_id=_str(data["call_id"]))
+
+
+_COMPLETED = frozenset({"call_id", "result", "returned"})
 
 
 def _completed(data: Any) -> ToolCallCompleted:
@@ -142,9 +176,12 @@ def _error(data: Any) -> ErrorInfo | None:
                      traceback=_str(data["traceback"]))
 
 
+# (a detail with anything but a limit, a size or a type name, a path say, goes to the converter)
+_DETAIL_SIMPLE = frozenset({"limit", "size", "type"})
+
+
 def _detail(data: Any) -> FailureDetail | None:
-    # written only when the failure has one, with only the fields its kind uses; a path (or
-    # anything else but a limit, a size or a type name) goes to the converter
+    # written only when the failure has one, with only the fields its kind uses
     if data is None:
         return None
     if type(data) is not dict or not data.keys() <= _DETAIL_SIMPLE:
@@ -154,6 +191,10 @@ def _detail(data: Any) -> FailureDetail | None:
             size is not None and type(size) is not int):
         raise _FALLBACK
     return FailureDetail(limit=limit, size=size, type=_opt_str(data.get("type")))
+
+
+_FAILED = frozenset({"call_id", "kind", "message", "result", "error", "returned", "detail"})
+_FAILED_BARE = _FAILED - {"detail"}
 
 
 def _failed(data: Any) -> ToolCallFailed:
@@ -166,6 +207,9 @@ def _failed(data: Any) -> ToolCallFailed:
         error=_error(data["error"]), returned=_opt_result(data["returned"]),
         detail=_detail(data.get("detail")),
     )
+
+
+_ASSISTANT = frozenset({"turn", "text", "tool_calls", "stop_reason"})
 
 
 def _assistant(data: Any) -> AssistantMessage:
@@ -182,9 +226,16 @@ def _assistant(data: Any) -> AssistantMessage:
                             stop_reason=_str(data["stop_reason"]))
 
 
+_ASKED = frozenset({"call_id", "reason"})
+
+
 def _approval_requested(data: Any) -> ApprovalRequested:
     _fields(data, _ASKED)
     return ApprovalRequested(call_id=_str(data["call_id"]), reason=_str(data["reason"]))
+
+
+_RESOLVED = frozenset({"call_id", "granted", "scope", "reason", "later"})
+_RESOLVED_BARE = _RESOLVED - {"later"}
 
 
 def _approval_resolved(data: Any) -> ApprovalResolved:
@@ -199,48 +250,76 @@ def _approval_resolved(data: Any) -> ApprovalResolved:
                             reason=_opt_str(data["reason"]), later=later)
 
 
+_REWRITTEN = frozenset({"call_id", "arguments", "by"})
+
+
 def _rewritten(data: Any) -> ToolCallRewritten:
     _fields(data, _REWRITTEN)
     return ToolCallRewritten(call_id=_str(data["call_id"]), arguments=data["arguments"],
                              by=_str(data["by"]))
 
 
-# class -> (the field names its reader was written for, the reader)
-_READERS: dict[type[Any], tuple[tuple[str, ...], Callable[[Any], Any]]] = {
-    ToolCallRequested: (("call_id", "name", "arguments", "origin", "parent_id",
-                         "model_call_id"), _requested),
-    PolicyDecided: (("call_id", "decision", "reason", "rule"), _policy),
-    ToolExecutionStarted: (("call_id",), _started),
-    ToolCallCompleted: (("call_id", "result", "returned"), _completed),
-    ToolCallFailed: (("call_id", "kind", "message", "result", "error", "returned", "detail"),
-                     _failed),
-    AssistantMessage: (("turn", "text", "tool_calls", "stop_reason"), _assistant),
-    ApprovalRequested: (("call_id", "reason"), _approval_requested),
-    ApprovalResolved: (("call_id", "granted", "scope", "reason", "later"), _approval_resolved),
-    ToolCallRewritten: (("call_id", "arguments", "by"), _rewritten),
-}
-(_REQUESTED, _POLICY, _STARTED, _COMPLETED, _FAILED, _ASSISTANT, _ASKED, _RESOLVED,
- _REWRITTEN) = (frozenset(names) for names, _ in _READERS.values())
-_POLICY_BARE = _POLICY - {"rule"}
-_FAILED_BARE = _FAILED - {"detail"}
-_RESOLVED_BARE = _RESOLVED - {"later"}
-_DETAIL = _names(FailureDetail)
-_DETAIL_SIMPLE = frozenset({"limit", "size", "type"})
+class Reader(NamedTuple):
+    """A fast reader, and the names of the fields it was written for."""
 
-#: The fast readers in use: those whose class still has exactly the fields they know, and
-#: whose nested classes do too.
+    fields: frozenset[str]
+    read: Callable[[Any], Any]
+
+
+#: Every event class, with its fast reader or ``None``: ``None`` leaves that class to the
+#: converter on purpose (it is not written on every call, so a reader would not pay). A new
+#: event class needs an entry here, and a new field of a class with a reader needs the reader
+#: to read it: the codec's tests fail, naming the class and the field, until they have one.
+READERS: dict[type[Any], Reader | None] = {
+    SessionStarted: None,
+    ToolRegistered: None,
+    ActiveToolsSet: None,
+    UserMessage: None,
+    AssistantMessage: Reader(_ASSISTANT, _assistant),
+    ToolCallRequested: Reader(_REQUESTED, _requested),
+    ToolCallRewritten: Reader(_REWRITTEN, _rewritten),
+    PolicyDecided: Reader(_POLICY, _policy),
+    ApprovalRequested: Reader(_ASKED, _approval_requested),
+    ApprovalResolved: Reader(_RESOLVED, _approval_resolved),
+    ToolExecutionStarted: Reader(_STARTED, _started),
+    ToolProgress: None,
+    ResultHandlerFailed: None,
+    ToolCallCompleted: Reader(_COMPLETED, _completed),
+    ToolCallFailed: Reader(_FAILED, _failed),
+    ToolCallBlocked: None,
+    ToolCallDenied: None,
+    ToolCallCancelled: None,
+}
+
+
+def drift() -> list[str]:
+    """Every field a reader was not written for, and every field it reads that its class no
+    longer has, as sentences that name the class and the field; empty while the readers are in
+    step with the classes."""
+    declared = {cls: reader.fields for cls, reader in READERS.items() if reader is not None}
+    problems = []
+    for cls, names in {**declared, **NESTED}.items():
+        table = "READERS" if cls in declared else "NESTED"
+        fields = [field.name for field in attrs.fields(cls)]
+        problems += [f"{cls.__name__}.{name} has no entry in the fast path: read it in "
+                     f"events/readers.py and add it to {cls.__name__}'s field names in {table}"
+                     for name in fields if name not in names]
+        problems += [f"{cls.__name__}.{name} is read by the fast path (events/readers.py, "
+                     f"{table}) but is no longer a field of {cls.__name__}"
+                     for name in names if name not in fields]
+    return problems
+
+
+def _in_step(cls: type[Any], names: frozenset[str]) -> bool:
+    return {field.name for field in attrs.fields(cls)} == names
+
+
+#: The readers in use, by class: those in step with their class, while the classes they build
+#: inside events are in step too. A class that drifted (see :func:`drift`) is left out, so
+#: the converter reads it.
 FAST: dict[type[Any], Callable[[Any], Any]] = (
-    {
-        cls: reader
-        for cls, (names, reader) in _READERS.items()
-        if tuple(field.name for field in attrs.fields(cls)) == names
-    }
-    if (_TEXT, _RESULT, _ERROR, _CALL, _DETAIL) == (
-        frozenset({"text", "type"}),
-        frozenset({"content", "structured_content", "is_error"}),
-        frozenset({"type", "message", "traceback"}),
-        frozenset({"id", "name", "arguments"}),
-        frozenset({"limit", "size", "type", "path", "problem", "value"}),
-    )
+    {cls: reader.read for cls, reader in READERS.items()
+     if reader is not None and _in_step(cls, reader.fields)}
+    if all(_in_step(cls, names) for cls, names in NESTED.items())
     else {}
 )

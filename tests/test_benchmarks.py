@@ -42,7 +42,8 @@ EXPECTED: dict[str, list[str]] = {
         "agent loop, 20 calls, cyclic GC off",
         "agent loop, 2,000 calls, cyclic GC off",
     ],
-    "fold": ["fold ", "open JsonlStore, read, fold"],
+    "fold": ["fold ", "open JsonlStore, read, fold",
+             "fold, events decoded by the converter alone"],
     "stores": [
         "MemoryStore(check_encodable=False)",
         "MemoryStore() (checks encoding)",

@@ -1,20 +1,25 @@
 """fast_init: the hot frozen classes get an ``__init__`` that sets their slots directly, and
-must not differ from attrs' own in anything a caller can see."""
+must not differ from attrs' own (kept in ``REFERENCE_INITS``) in anything a caller can see."""
 
 from __future__ import annotations
 
 import inspect
+import typing
 from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import engine.context
 import engine.models
 import engine.tools
 import engine.views
 import events.types
-from events.fastinit import fast_init
+from events.fastinit import REFERENCE_INITS, fast_init
+
+from tests.strategies import values_of
 
 MODULES = (events.types, engine.views, engine.tools, engine.models, engine.context)
 
@@ -27,6 +32,10 @@ def fast_classes() -> list[type]:
                     and value.__init__.__code__.co_filename.startswith("<fast_init")):
                 found.append(value)
     return found
+
+
+def test_every_class_with_a_fast_init_keeps_attrs_own_as_its_reference() -> None:
+    assert set(fast_classes()) == set(REFERENCE_INITS)
 
 
 def test_the_classes_made_on_every_call_have_it() -> None:
@@ -110,3 +119,53 @@ def test_classes_whose_init_does_more_are_refused() -> None:
     refused("post-init hook", Hooked)
     refused("not a keyword argument", Positional)
     refused("not a frozen, slotted attrs class", Mutable)
+
+
+def field_values(cls: type) -> dict[str, st.SearchStrategy[Any]]:
+    """Values for each field: of its type where the tests know how to draw one, and any
+    object besides (neither ``__init__`` checks types)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except NameError:  # an annotation only a type checker imports
+        hints = {}
+    strategies = {}
+    for field in attrs.fields(cls):
+        anything = st.builds(object)
+        try:
+            strategies[field.name] = values_of(hints[field.name]) | anything
+        except (KeyError, TypeError):
+            strategies[field.name] = anything
+    return strategies
+
+
+@pytest.mark.parametrize("cls", sorted(REFERENCE_INITS, key=lambda cls: cls.__qualname__),
+                         ids=lambda cls: cls.__name__)
+@given(data=st.data())
+def test_the_fast_init_builds_what_attrs_own_builds(cls: type, data: st.DataObject) -> None:
+    values = field_values(cls)
+    fields = attrs.fields(cls)
+    kwargs = data.draw(st.fixed_dictionaries(
+        {f.name: values[f.name] for f in fields if f.default is attrs.NOTHING},
+        optional={f.name: values[f.name] for f in fields if f.default is not attrs.NOTHING},
+    ), label="kwargs")
+    fast = cls(**kwargs)
+    reference = object.__new__(cls)
+    REFERENCE_INITS[cls](reference, **kwargs)
+    for field in fields:
+        assert getattr(fast, field.name) is getattr(reference, field.name), (
+            f"{cls.__qualname__}.{field.name}: the fast __init__ set another value than attrs'")
+    assert fast == reference
+    dropped = data.draw(st.sampled_from([None, *kwargs]), label="dropped")
+    if dropped is not None and attrs.fields_dict(cls)[dropped].default is attrs.NOTHING:
+        partial = {k: v for k, v in kwargs.items() if k != dropped}
+        with pytest.raises(TypeError):
+            cls(**partial)
+        with pytest.raises(TypeError):
+            REFERENCE_INITS[cls](object.__new__(cls), **partial)
+
+
+@pytest.mark.parametrize("cls", sorted(REFERENCE_INITS, key=lambda cls: cls.__qualname__),
+                         ids=lambda cls: cls.__name__)
+def test_the_fast_init_has_attrs_own_signature(cls: type) -> None:
+    made_by_attrs = REFERENCE_INITS[cls]
+    assert inspect.signature(cls.__init__) == inspect.signature(made_by_attrs)  # type: ignore[misc]

@@ -1,25 +1,39 @@
 """What the projection hands out about calls: frozen views that never change, over live
-records that the reducers change in place (and only they)."""
+records that the reducers change in place (and only they).
+
+The live record is a fast path beside the frozen view (docs/performance.md, "One codec"): the
+properties at the end check, for random sessions, that every view the projection hands out
+equals the one a fold of frozen values builds, and that the two classes have the same fields.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import pytest
+import trio
+from hypothesis import given
 
-from engine.lifecycle import CallState
-from engine.reducers import LogInconsistency
-from engine.views import CallView
+from engine.lifecycle import CallState, next_state
+from engine.reducers import LogInconsistency, Projection
+from engine.views import CallView, LiveCall
 from events.results import error_result
 from events.types import (
+    TERMINAL_EVENTS,
+    ApprovalResolved,
     ModelToolCall,
     PolicyDecided,
     ToolCallCompleted,
+    ToolCallRequested,
     ToolCallRewritten,
     ToolExecutionStarted,
     ToolProgress,
 )
 
+from tests.strategies import SessionScript, run_script, session_scripts
 from tests.test_lifecycle import _requested, started_with_batch
+from tests.test_properties import PROPERTY, virtual_clock
 
 RESULT = error_result("x")
 
@@ -92,3 +106,61 @@ def test_calls_is_a_read_only_mapping_of_views() -> None:
         calls["1.0"] = calls["1.0"]  # type: ignore[index]
     with pytest.raises(TypeError):
         log.projection.live_calls["1.0"] = log.projection.live_calls["1.0"]  # type: ignore[index]
+
+
+# -- the live record against a fold of frozen values --------------------------------------------
+
+
+def test_live_calls_and_call_views_have_the_same_fields() -> None:
+    fields = tuple(field.name for field in attrs.fields(CallView))
+    assert LiveCall.__slots__ == fields
+    live = LiveCall("1.0", "t", {"a": 1}, "model", None, "m0")
+    unset = [name for name in fields if not hasattr(live, name)]
+    assert not unset, f"LiveCall.__init__ does not set CallView's field(s) {unset}"
+    assert live.view() == CallView(call_id="1.0", name="t", arguments={"a": 1},
+                                   requested_arguments={"a": 1}, origin="model", parent_id=None,
+                                   model_call_id="m0")
+
+
+def reference_view(view: CallView | None, event: Any) -> CallView:
+    """A call after ``event``, as a new frozen value: what the live record must amount to."""
+    if isinstance(event, ToolCallRequested):
+        return CallView(call_id=event.call_id, name=event.name, arguments=event.arguments,
+                        requested_arguments=event.arguments, origin=event.origin,
+                        parent_id=event.parent_id, model_call_id=event.model_call_id)
+    assert view is not None
+    changes: dict[str, Any] = {"state": next_state(view.state, event)}
+    if isinstance(event, ToolCallRewritten):
+        changes.update(arguments=event.arguments, rewrites=(*view.rewrites, event))
+    elif isinstance(event, PolicyDecided):
+        changes.update(verdict=event)
+    elif isinstance(event, ApprovalResolved):
+        changes.update(approval=event)
+    elif isinstance(event, ToolExecutionStarted):
+        changes.update(started=True)
+    elif isinstance(event, ToolProgress):
+        changes.update(progress_count=view.progress_count + 1, last_progress=event)
+    elif isinstance(event, TERMINAL_EVENTS):
+        changes.update(outcome=event)
+    return attrs.evolve(view, **changes)
+
+
+@PROPERTY
+@given(session_scripts())
+def test_every_view_of_a_live_record_equals_the_fold_of_frozen_values(
+        script: SessionScript) -> None:
+    run = trio.run(run_script, script, clock=virtual_clock())
+    projection = Projection()
+    reference: dict[str, CallView] = {}
+    for record in run.stored_records:
+        projection.apply(record)
+        call_id = getattr(record.event, "call_id", None)
+        if call_id is None:
+            continue
+        reference[call_id] = reference_view(reference.get(call_id), record.event)
+        view = projection.calls[call_id]
+        assert view == reference[call_id], f"call {call_id} after record {record.seq}"
+        assert (view.closed, view.result, view.status) == (
+            reference[call_id].closed, reference[call_id].result, reference[call_id].status)
+    assert dict(projection.calls) == reference
+    assert dict(run.snapshot.calls) == reference  # the live session's own views
