@@ -99,9 +99,11 @@ def test_the_machine_finds_a_handler_that_nested_calls_get_past() -> None:
     class LeakyNotesMachine(NotesMachine):
         call_handlers = [guard_secrets_of_the_model_only]
 
+    # (the leak is only reachable through the nesting tool's plans now that the approver does
+    # not edit: 300 examples, enough when an edit could also write the note, no longer are)
     with pytest.raises(AssertionError, match="a call wrote the secrets note"):
         run_state_machine_as_test(LeakyNotesMachine, settings=settings(
-            machine_settings(fraction=1, steps=10), max_examples=300, derandomize=True,
+            machine_settings(fraction=1, steps=10), max_examples=600, derandomize=True,
             database=None, phases=[Phase.generate]))
 
 
