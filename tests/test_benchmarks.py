@@ -4,6 +4,9 @@
 docs/performance.md; its JSON is then checked for every group and every figure, each with its
 samples and, where the issue sets one, a baseline and a target; and the saved run is rendered
 as the rich table and as Markdown, which must name every figure too.
+
+``python -m benchmarks.peers --quick`` runs for toolledger alone and beside each peer that is
+installed (a peer that is not is skipped, with the reason); its saved run renders.
 """
 
 from __future__ import annotations
