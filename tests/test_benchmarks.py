@@ -4,6 +4,9 @@
 docs/performance.md; its JSON is then checked for every group and every figure, each with its
 samples and, where the issue sets one, a baseline and a target; and the saved run is rendered
 as the rich table and as Markdown, which must name every figure too.
+
+``python -m benchmarks.peers --quick`` runs for toolledger alone and beside each peer that is
+installed (a peer that is not is skipped, with the reason); its saved run renders.
 """
 
 from __future__ import annotations
@@ -196,3 +199,90 @@ def test_the_valgrind_test_runs_only_when_asked() -> None:
     assert not [test for test in by_default if "under_valgrind" in test], by_default
     assert [test.split("::")[1] for test in asked] == [
         "test_instructions_counts_a_call_and_a_turn_under_valgrind"]
+
+
+# python -m benchmarks.peers: toolledger beside openai-agents, pydantic-ai and the MCP SDK
+PEER_ROWS = {
+    "openai-agents": ["openai-agents FunctionTool.on_invoke_tool",
+                      "openai-agents Runner.run, scripted Model, "],
+    "pydantic-ai": ["pydantic-ai ToolManager.handle_call", "pydantic-ai Agent.run, FunctionModel, "],
+    "mcp": ["mcp MCPServer.call_tool", "mcp Client.call_tool, in-memory transport"],
+}
+
+
+def _peers(*options: str) -> tuple[dict[str, Any], str]:
+    """``python -m benchmarks.peers --quick --json OPTIONS``: its JSON and its stderr."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "benchmarks.peers", "--quick", "--json",
+                           *options], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), done.stderr
+
+
+def _installed(peer: str) -> bool:
+    from benchmarks.peers import PEERS
+
+    return next(p for p in PEERS if p.name == peer).installed
+
+
+def test_the_peers_command_times_toolledger_alone() -> None:
+    result, _ = _peers("--only", "toolledger")
+    rows = result["rows"]
+    assert result["settings"]["missing"] == []
+    assert list(result["settings"]["versions"]) == ["toolledger"]
+    names = [row["figure"]["name"] for row in rows]
+    assert names == [
+        "toolledger ctx.execute_tool, JsonlStore",
+        "toolledger ctx.execute_tool, MemoryStore()",
+        "toolledger ctx.execute_tool, MemoryStore(check_encodable=False)",
+        "toolledger FauxModel session, JsonlStore, 5 calls",
+        "toolledger FauxModel session, MemoryStore(), 5 calls",
+        "toolledger FauxModel session, JsonlStore, 20 calls",
+        "toolledger FauxModel session, MemoryStore(), 20 calls",
+    ]
+    for row in rows:
+        assert row["figure"]["samples"] and min(row["figure"]["samples"]) > 0
+        if row["group"] == "tool path":
+            assert row["baseline"]["name"] == "bare await add(**args)"
+            assert row["comparison"].startswith("+")
+    # the longer sessions against the shorter ones, the other store against the default
+    assert "× its 5-call run" in rows[-1]["comparison"]
+    assert "× toolledger (JsonlStore)" in rows[-1]["comparison"]
+
+
+def test_the_peers_command_names_the_peers_not_installed() -> None:
+    absent = [peer for peer in PEER_ROWS if not _installed(peer)]
+    if not absent:
+        pytest.skip("every peer is installed")
+    result, stderr = _peers("--only", "toolledger", *absent)
+    assert result["settings"]["missing"] == absent
+    assert f"not installed, not timed: {', '.join(absent)}" in stderr
+    assert "pip install toolledger[bench]" in stderr
+    assert all(row["figure"]["name"].startswith("toolledger ") for row in result["rows"])
+
+
+@pytest.mark.parametrize("peer", list(PEER_ROWS))
+def test_a_peer_is_timed_beside_toolledger(peer: str) -> None:
+    if not _installed(peer):
+        pytest.skip(f"{peer} is not installed (pip install toolledger[bench])")
+    result, _ = _peers("--only", "toolledger", peer)
+    names = [row["figure"]["name"] for row in result["rows"]]
+    assert result["settings"]["missing"] == [] and peer in result["settings"]["versions"]
+    for expected in PEER_ROWS[peer]:
+        found = [row for row in result["rows"] if row["figure"]["name"].startswith(expected)]
+        assert found, (expected, names)
+        assert all("× toolledger (JsonlStore)" in row["comparison"] for row in found)
+
+
+def test_the_saved_peer_runs_render(capsys: pytest.CaptureFixture[str]) -> None:
+    # docs/performance.md's "Peers" table is this run, rendered
+    from benchmarks.peers.__main__ import main as peers_main
+
+    runs = sorted((ROOT / "benchmarks" / "runs" / "peers").glob("*.json"))
+    assert runs
+    for run in runs:
+        assert peers_main(["--render", str(run), "--markdown"]) == 0
+        table = capsys.readouterr().out
+        assert table.startswith("toolledger and its peers: ")
+        assert "| tool path | toolledger ctx.execute_tool, JsonlStore |" in table
