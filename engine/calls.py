@@ -225,7 +225,7 @@ async def ask(env: Environment, recorder: Recorder, inflight: InFlight, view: Li
     at once (:func:`resolve`); :data:`~engine.approvals.LATER` leaves the request pending in
     the log, for ``session.resolve_approval``."""
     call_id = view.call_id
-    reason = view.verdict.reason if view.verdict is not None else "the policy asks"
+    reason = view.policy.reason if view.policy is not None else "the policy asks"
     recorder.record(ApprovalRequested(call_id=call_id, reason=reason))
     await recorder.flush()
     # the tool may be missing from this process (a session reopened without it): the approver

@@ -34,7 +34,7 @@ def transcript_json(projection: Projection) -> list[dict[str, Any]]:
 
 def call_json(view: CallView) -> dict[str, Any]:
     """One call: who asked, what the policy and the approver said, how it ended."""
-    verdict = view.verdict
+    policy = view.policy
     approval = view.approval
     outcome = view.outcome
     return {
@@ -46,8 +46,8 @@ def call_json(view: CallView) -> dict[str, Any]:
         "requested_arguments": view.requested_arguments,
         "arguments": view.arguments,
         "rewrites": [{"by": r.by, "arguments": r.arguments} for r in view.rewrites],
-        "policy": None if verdict is None else {"decision": verdict.decision,
-                                                 "reason": verdict.reason},
+        "policy": None if policy is None else {"decision": policy.decision,
+                                               "reason": policy.reason},
         "approval": None if approval is None else {"granted": approval.granted,
                                                     "scope": approval.scope,
                                                     "reason": approval.reason},

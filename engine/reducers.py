@@ -276,7 +276,7 @@ class Projection:
         if self._views:
             self._views.pop(call_id, None)  # a view handed out keeps the call as it was
         if isinstance(event, PolicyDecided):
-            call.verdict = event
+            call.policy = event
         elif isinstance(event, ToolExecutionStarted):
             call.started = True
         elif isinstance(event, TERMINAL_EVENTS):

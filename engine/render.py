@@ -250,8 +250,8 @@ def call_label(view: CallView) -> RenderableType:
     fact("args", short_json(view.requested_arguments, ARGS))
     for rewrite in view.rewrites:
         fact("rewrite", f"by {rewrite.by}: {short_json(rewrite.arguments)}", "yellow")
-    if view.verdict is not None:
-        fact("policy", f"{view.verdict.decision}: {view.verdict.reason}")
+    if view.policy is not None:
+        fact("policy", f"{view.policy.decision}: {view.policy.reason}")
     outcome = view.outcome
     if view.approval is not None:
         granted = view.approval.granted

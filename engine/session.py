@@ -376,7 +376,7 @@ class Session:
             snapshot = state.tools.get(view.name)
             requests.append(ApprovalRequest(
                 call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
-                reason=view.verdict.reason if view.verdict is not None else "",
+                reason=view.policy.reason if view.policy is not None else "",
                 annotations=snapshot.annotations if snapshot is not None else Annotations(),
                 origin=view.origin, parent_id=view.parent_id,
             ))

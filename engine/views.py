@@ -26,6 +26,7 @@ from events.types import (
 )
 
 from .lifecycle import CallState
+from .renamed import warn_renamed
 
 __all__ = [
     "CallView",
@@ -44,6 +45,7 @@ class _CallStatus:
 
     __slots__ = ()
     state: CallState
+    policy: PolicyDecided | None
     outcome: TerminalEvent | None
 
     @property
@@ -63,6 +65,12 @@ class _CallStatus:
             return self.state.value
         return type(self.outcome).__name__.removeprefix("ToolCall").lower()
 
+    @property
+    def verdict(self) -> PolicyDecided | None:
+        """Deprecated: the policy's decision is :attr:`CallView.policy`."""
+        warn_renamed("CallView.verdict", "CallView.policy")
+        return self.policy
+
 
 # One of each per call, kept for the session's life: no ``__weakref__`` slot (8 bytes each).
 @fast_init
@@ -80,7 +88,7 @@ class CallView(_CallStatus):
     model_call_id: str | None
     state: CallState = CallState.REQUESTED
     rewrites: tuple[ToolCallRewritten, ...] = ()
-    verdict: PolicyDecided | None = None
+    policy: PolicyDecided | None = None
     approval: ApprovalResolved | None = None
     started: bool = False
     progress_count: int = 0
@@ -120,7 +128,7 @@ class LiveCall(_CallStatus):
         self.model_call_id = model_call_id
         self.state = CallState.REQUESTED
         self.rewrites: tuple[ToolCallRewritten, ...] = ()
-        self.verdict: PolicyDecided | None = None
+        self.policy: PolicyDecided | None = None
         self.approval: ApprovalResolved | None = None
         self.started = False
         self.progress_count = 0

@@ -486,8 +486,8 @@ async def test_cancel_during_gating_of_the_second_call(autojump_clock: Any) -> N
             # the first call was allowed but never started; the third was never gated
             assert ran == []
             assert not session.calls["1.0"].started
-            assert session.calls["1.0"].verdict is not None
-            assert session.calls["1.2"].verdict is None
+            assert session.calls["1.0"].policy is not None
+            assert session.calls["1.2"].policy is None
             await _check_after_cancel(session, store, model, ["1.0", "1.1", "1.2"])
 
 

@@ -161,9 +161,9 @@ def test_the_policy_reason_names_the_hint_that_makes_run_command_ask(
     # run_command declares only open_world=False; it asks because destructive is undeclared
     # (MCP default: true). The recorded reason should say so, not cite open_world alone.
     _, state = demo(capsys, tmp_path, "none")
-    verdict = by_name(state)["run_command"].verdict
-    assert verdict is not None and verdict.decision == "ask"
-    assert "destructive" in verdict.reason
+    decision = by_name(state)["run_command"].policy
+    assert decision is not None and decision.decision == "ask"
+    assert "destructive" in decision.reason
 
 
 def test_demo_recreates_its_log_and_files(

@@ -109,7 +109,7 @@ async def test_a_message_cut_off_for_length_fails_its_calls_without_running_them
         assert "truncated" in outcome.result.text and "length" in outcome.result.text
         assert outcome.result.is_error
         assert not state.calls[call_id].started
-        assert state.calls[call_id].verdict is None  # never reached the policy
+        assert state.calls[call_id].policy is None  # never reached the policy
     assert not any(isinstance(r.event, ToolExecutionStarted) for r in records)
     assert [e.call_id for e in results(state.transcript)] == ["1.0", "1.1"]
     assert all(e.result.is_error for e in results(state.transcript))

@@ -132,8 +132,8 @@ async def test_the_policy_records_the_rule_that_decided() -> None:
                             tools=[tools.rm_rf], rules=PolicyRules(deny=["rm_*"]),
                             session_id=SID, create=True) as session:
         await session.prompt("go")
-        verdict = session.calls["1.0"].verdict
-        assert verdict is not None and verdict.decision == "deny" and verdict.rule == "rm_*"
+        decision = session.calls["1.0"].policy
+        assert decision is not None and decision.decision == "deny" and decision.rule == "rm_*"
         outcome = session.calls["1.0"].outcome
         assert isinstance(outcome, ToolCallDenied) and outcome.rule == "rm_*"
 

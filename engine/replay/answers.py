@@ -179,7 +179,7 @@ def recorded_result_handlers(book: RecordedSession) -> list[ToolResultHandler]:
 
 def sequencing_handler(watch: Watch) -> ToolCallHandler:
     """A last ``tool_call`` handler that holds a nested call's policy decision until the
-    session-wide answers the log holds before it are given (it never returns a verdict)."""
+    session-wide answers the log holds before it are given (it never blocks or rewrites)."""
 
     async def hold(event: ToolCallEvent) -> None:
         if not watch.before_decision(event.call_id):

@@ -153,7 +153,7 @@ def test_recursion_of_any_shape_meets_the_depth_limit(
     assert {e.call_id.count("/") for e in limit_failures} == {max_depth + 1}
     for failure in limit_failures:
         view = state.calls[failure.call_id]
-        assert not view.started and view.verdict is None and view.result.is_error
+        assert not view.started and view.policy is None and view.result.is_error
     # refused calls never reach a handler or the approver; every other call does
     assert judged == ran
     assert asked == (ran if dangerous else 0)

@@ -1,0 +1,52 @@
+"""The words of docs/concepts.md's glossary are the names the code uses, and every public name
+a rename replaced still works under its old name, with a ``DeprecationWarning`` naming the new."""
+
+from __future__ import annotations
+
+import pytest
+
+import engine
+import engine.policy
+from engine import Session, approve_all, tool
+from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.policy import PolicyDecision, decide
+from events import MemoryStore
+from events.types import Annotations
+
+
+async def one_call_session() -> Session:
+    """A closed session whose one call ran, allowed by the annotations."""
+
+    @tool(input_schema={"type": "object"}, annotations=Annotations(read_only=True,
+                                                                  open_world=False))
+    async def look(call, ctx):  # type: ignore[no-untyped-def]
+        """Looks."""
+        return engine.ToolResult(content=[engine.text("seen")])
+
+    model = FauxModel([faux_tool_call("look", {}), faux_text("done")])
+    async with Session.open(MemoryStore(), model=model, tools=[look],
+                            approver=approve_all) as session:
+        await session.prompt("look")
+    return session
+
+
+def test_the_policy_decides_a_policy_decision() -> None:
+    assert isinstance(decide("x", Annotations()), PolicyDecision)
+    assert "PolicyDecision" in engine.policy.__all__ and "Verdict" not in engine.policy.__all__
+
+
+def test_the_old_name_of_a_policy_decision_works_and_warns() -> None:
+    with pytest.warns(DeprecationWarning, match=r"engine\.policy\.Verdict .*engine\.policy\."
+                                                r"PolicyDecision"):
+        old = engine.policy.Verdict
+    assert old is PolicyDecision
+    with pytest.raises(AttributeError):
+        engine.policy.Nothing  # noqa: B018
+
+
+async def test_a_calls_policy_decision_is_its_policy_field_and_verdict_warns() -> None:
+    session = await one_call_session()
+    view = session.calls["1.0"]
+    assert view.policy is not None and view.policy.decision == "allow"
+    with pytest.warns(DeprecationWarning, match=r"CallView\.verdict .*CallView\.policy"):
+        assert view.verdict is view.policy
