@@ -54,6 +54,7 @@ from .policy import PolicyRules
 from .recorder import Recorder
 from .reducers import CallView, Projection, TranscriptView, fold
 from .registry import Registry
+from .renamed import warn_renamed
 from .tools import ToolSpec
 
 __all__ = ["PromptResult", "Session"]
@@ -332,20 +333,31 @@ class Session:
     async def resolve_approval(
         self,
         call_id: str,
-        approved: bool,
+        granted: bool | None = None,
         scope: Literal["once", "session"] = "once",
         *,
         arguments: Any = None,
         reason: str | None = None,
+        approved: bool | None = None,
     ) -> None:
         """Answer a pending approval by the engine's call id: once per request.
 
+        ``granted`` is the answer, the word :class:`ApprovalDecision` and the recorded
+        ``ApprovalResolved`` use (``approved=`` is its deprecated spelling).
         ``scope="session"`` also answers later calls of the tool (never one already resolved).
         ``arguments`` edits the call's arguments: recorded as a rewrite by the approver and
         validated again. A nested call waiting in this process goes on at once; a top-level
         call runs at the next :meth:`resume`.
         """
-        decision = ApprovalDecision(granted=approved, scope=scope, arguments=arguments,
+        if approved is not None:
+            if granted is not None:
+                raise TypeError("resolve_approval() takes granted= or its old name approved=, "
+                                "not both")
+            warn_renamed("resolve_approval(approved=...)", "resolve_approval(granted=...)")
+            granted = approved
+        if granted is None:
+            raise TypeError("resolve_approval() needs the answer: granted=True or False")
+        decision = ApprovalDecision(granted=granted, scope=scope, arguments=arguments,
                                     reason=reason)
         state = self.state
         view = state.live_calls.get(call_id)

@@ -50,3 +50,46 @@ async def test_a_calls_policy_decision_is_its_policy_field_and_verdict_warns() -
     assert view.policy is not None and view.policy.decision == "allow"
     with pytest.warns(DeprecationWarning, match=r"CallView\.verdict .*CallView\.policy"):
         assert view.verdict is view.policy
+
+
+
+async def _later(request: engine.ApprovalRequest) -> object:
+    return engine.LATER
+
+
+@tool(input_schema={"type": "object"})
+async def wipe(call, ctx):  # type: ignore[no-untyped-def]
+    """Wipes (declares nothing, so it asks)."""
+    return engine.ToolResult(content=[engine.text("wiped")])
+
+
+@pytest.mark.parametrize("answer", [{"granted": True}, {"approved": True}],
+                         ids=["granted", "approved"])
+async def test_resolve_approval_takes_granted_and_its_old_name_approved_warns(
+    answer: dict[str, bool]
+) -> None:
+    model = FauxModel([faux_tool_call("wipe", {}), faux_text("done")])
+    async with Session.open(MemoryStore(), model=model, tools=[wipe],
+                            approver=_later) as session:
+        assert (await session.prompt("wipe")).stop == "paused"
+        if "approved" in answer:
+            with pytest.warns(DeprecationWarning, match=r"approved=.*granted="):
+                await session.resolve_approval("1.0", **answer)
+        else:
+            await session.resolve_approval("1.0", **answer)
+        await session.resume()
+        view = session.calls["1.0"]
+        assert view.approval is not None and view.approval.granted
+        assert view.status == "completed"
+
+
+async def test_resolve_approval_refuses_both_spellings_at_once() -> None:
+    model = FauxModel([faux_tool_call("wipe", {}), faux_text("done")])
+    async with Session.open(MemoryStore(), model=model, tools=[wipe],
+                            approver=_later) as session:
+        await session.prompt("wipe")
+        with pytest.raises(TypeError, match="not both"):
+            await session.resolve_approval("1.0", True, approved=True)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="granted=True or False"):
+            await session.resolve_approval("1.0")
+        await session.resolve_approval("1.0", False)

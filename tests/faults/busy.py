@@ -215,7 +215,7 @@ async def run_host(busy: Busy, session: Session) -> None:
                 busy.deferred.discard(request.call_id)
                 await busy.tick()
                 await session.resolve_approval(
-                    request.call_id, approved=request.arguments["n"] % 4 != 0)
+                    request.call_id, granted=request.arguments["n"] % 4 != 0)
         result = await host_step(session, session.resume)
     assert result.stop == "end_turn", result
 
