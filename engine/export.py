@@ -36,7 +36,7 @@ def call_json(view: CallView) -> dict[str, Any]:
     """One call: who asked, what the policy and the approver said, how it ended."""
     policy = view.policy
     approval = view.approval
-    outcome = view.outcome
+    terminal = view.terminal
     return {
         "call_id": view.call_id,
         "name": view.name,
@@ -52,7 +52,7 @@ def call_json(view: CallView) -> dict[str, Any]:
                                                     "scope": approval.scope,
                                                     "reason": approval.reason},
         "progress": view.progress_count,
-        "outcome": None if outcome is None else converter.unstructure(outcome),
+        "outcome": None if terminal is None else converter.unstructure(terminal),
     }
 
 

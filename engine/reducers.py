@@ -280,7 +280,7 @@ class Projection:
         elif isinstance(event, ToolExecutionStarted):
             call.started = True
         elif isinstance(event, TERMINAL_EVENTS):
-            call.outcome = event
+            call.terminal = event
             self._open.pop(call_id, None)
             self._pending.pop(call_id, None)
             if call.parent_id is None:
@@ -300,12 +300,12 @@ class Projection:
                 self._grants[call.name] = event.granted
 
     def _enter_result(self, call: LiveCall) -> None:
-        assert call.outcome is not None
+        assert call.terminal is not None
         self._batch_results[call.call_id] = ToolResultEntry(
             call_id=call.call_id,
             model_call_id=call.model_call_id,
             name=call.name,
-            result=call.outcome.result,
+            result=call.terminal.result,
         )
         # results enter in the assistant's order, whatever order the calls finished in
         order, results = self._batch_order, self._batch_results

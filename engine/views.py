@@ -46,24 +46,31 @@ class _CallStatus:
     __slots__ = ()
     state: CallState
     policy: PolicyDecided | None
-    outcome: TerminalEvent | None
+    terminal: TerminalEvent | None
 
     @property
     def closed(self) -> bool:
         """Whether the call has its terminal event."""
-        return self.outcome is not None
+        return self.terminal is not None
 
     @property
     def result(self) -> ToolResult | None:
         """The result the caller got, once the call is closed."""
-        return None if self.outcome is None else self.outcome.result
+        return None if self.terminal is None else self.terminal.result
 
     @property
     def status(self) -> str:
         """``completed``, ``failed``, ``blocked``, ``denied``, ``cancelled``, or the open state."""
-        if self.outcome is None:
+        if self.terminal is None:
             return self.state.value
-        return type(self.outcome).__name__.removeprefix("ToolCall").lower()
+        return type(self.terminal).__name__.removeprefix("ToolCall").lower()
+
+    @property
+    def outcome(self) -> TerminalEvent | None:
+        """Deprecated: the call's terminal event is :attr:`CallView.terminal` (an outcome is
+        what ``ctx.execute_tool`` returns)."""
+        warn_renamed("CallView.outcome", "CallView.terminal")
+        return self.terminal
 
     @property
     def verdict(self) -> PolicyDecided | None:
@@ -93,7 +100,7 @@ class CallView(_CallStatus):
     started: bool = False
     progress_count: int = 0
     last_progress: ToolProgress | None = None
-    outcome: TerminalEvent | None = None
+    terminal: TerminalEvent | None = None
 
 
 _CALL_FIELDS = tuple(field.name for field in attrs.fields(CallView))
@@ -133,7 +140,7 @@ class LiveCall(_CallStatus):
         self.started = False
         self.progress_count = 0
         self.last_progress: ToolProgress | None = None
-        self.outcome: TerminalEvent | None = None
+        self.terminal: TerminalEvent | None = None
 
     def view(self) -> CallView:
         """The call as it is now, as a new frozen value."""

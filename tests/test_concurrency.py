@@ -228,11 +228,11 @@ async def test_a_call_that_raises_never_cancels_its_siblings(autojump_clock: Any
                 result = await session.prompt("go")
     assert result.stop == "end_turn"
     for call_id in ("1.0", "1.2"):
-        outcome = session.calls[call_id].outcome
-        assert isinstance(outcome, ToolCallFailed)
-        assert outcome.kind == "raised"
-        assert outcome.error is not None and outcome.error.type == "RuntimeError"
-        assert "kaboom" in outcome.result.text and outcome.result.is_error
+        terminal = session.calls[call_id].terminal
+        assert isinstance(terminal, ToolCallFailed)
+        assert terminal.kind == "raised"
+        assert terminal.error is not None and terminal.error.type == "RuntimeError"
+        assert "kaboom" in terminal.result.text and terminal.result.is_error
     assert session.calls["1.1"].status == "completed"
     assert session.calls["1.1"].result.text == "still here"  # type: ignore[union-attr]
     assert not any(isinstance(r.event, ToolCallCancelled) for r in session.records)
@@ -276,10 +276,10 @@ async def test_a_timeout_fails_the_call_and_cancels_its_nested_calls(autojump_cl
             result = await session.prompt("go")
     assert result.stop == "end_turn"
     assert nested_running.is_set()
-    outcome = session.calls["1.0"].outcome
-    assert isinstance(outcome, ToolCallFailed)
-    assert outcome.kind == "timeout"
-    assert outcome.result.is_error
+    terminal = session.calls["1.0"].terminal
+    assert isinstance(terminal, ToolCallFailed)
+    assert terminal.kind == "timeout"
+    assert terminal.result.is_error
     assert session.calls["1.0/0"].status == "completed"
     assert not outcomes[0].is_error
     # every nested call in flight got its own terminal cancelled event, the deepest first
@@ -317,7 +317,7 @@ async def test_a_timeout_leaves_the_session_usable(autojump_clock: Any) -> None:
             second = await session.prompt("again")
     assert (first.text, second.text) == ("one", "two")
     for call_id in ("1.0", "3.0"):
-        assert session.calls[call_id].outcome.kind == "timeout"  # type: ignore[union-attr]
+        assert session.calls[call_id].terminal.kind == "timeout"  # type: ignore[union-attr]
     model.assert_complete()
 
 

@@ -141,7 +141,7 @@ def reference_view(view: CallView | None, event: Any) -> CallView:
     elif isinstance(event, ToolProgress):
         changes.update(progress_count=view.progress_count + 1, last_progress=event)
     elif isinstance(event, TERMINAL_EVENTS):
-        changes.update(outcome=event)
+        changes.update(terminal=event)
     return attrs.evolve(view, **changes)
 
 

@@ -93,3 +93,11 @@ async def test_resolve_approval_refuses_both_spellings_at_once() -> None:
         with pytest.raises(TypeError, match="granted=True or False"):
             await session.resolve_approval("1.0")
         await session.resolve_approval("1.0", False)
+
+
+async def test_a_calls_terminal_event_is_its_terminal_field_and_outcome_warns() -> None:
+    session = await one_call_session()
+    view = session.calls["1.0"]
+    assert view.terminal is not None and view.status == "completed"
+    with pytest.warns(DeprecationWarning, match=r"CallView\.outcome .*CallView\.terminal"):
+        assert view.outcome is view.terminal

@@ -182,7 +182,7 @@ async def test_a_recursing_tool_with_a_timeout_meets_the_limit_before_its_deadli
     state = await assert_consistent(store, "s", session.state)
     assert [state.calls[c].status for c in ("1.0", "1.0/0", "1.0/0/0", "1.0/0/0/0")] == [
         "completed"] * 4
-    refused = state.calls["1.0/0/0/0/0"].outcome
+    refused = state.calls["1.0/0/0/0/0"].terminal
     assert isinstance(refused, ToolCallFailed) and refused.kind == "depth_limit"
 
 
@@ -345,5 +345,5 @@ def test_the_deepest_calls_carry_the_deepest_values_with_room_to_spare() -> None
     state = under_a_deep_host(host_frames)
     statuses = Counter(view.status for view in state.calls.values())
     assert statuses == Counter({"completed": MAX_CALL_DEPTH + 1, "failed": 1})
-    refused = next(v for v in state.calls.values() if v.status == "failed").outcome
+    refused = next(v for v in state.calls.values() if v.status == "failed").terminal
     assert refused.kind == "depth_limit"
