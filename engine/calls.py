@@ -55,7 +55,7 @@ from .approvals import LATER, ApprovalDecision, ApprovalRequest, as_decision
 from .context import ToolContext
 from .endings import block, close_open, deny, fail
 from .environment import Environment
-from .handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolResultEvent, handler_name
+from .handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResultDraft, handler_name
 from .inflight import InFlight
 from .jsonvalues import copy_json, ensure_json, own_result
 from .lifecycle import CallState
@@ -155,11 +155,11 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
 
     # 3. the tool_call handlers, in registration order: the first block wins
     for handler in env.call_handlers:
-        event = ToolCallEvent(call_id=call_id, name=name, arguments=copy_json(arguments),
+        draft = ToolCallDraft(call_id=call_id, name=name, arguments=copy_json(arguments),
                               origin=view.origin, parent_id=view.parent_id)
         by = handler_name(handler)
         try:
-            verdict = handler(event)
+            verdict = handler(draft)
             if verdict is not None and not isinstance(verdict, (Block, Rewrite)) and (
                 inspect.isawaitable(verdict)
             ):
@@ -374,12 +374,12 @@ async def _result_handlers(env: Environment, recorder: Recorder, view: LiveCall,
                            result: ToolResult) -> ToolResult:
     """Step 7: the ``tool_result`` handlers, chained; one that raises is recorded and skipped."""
     for handler in env.result_handlers:
-        event = ToolResultEvent(call_id=view.call_id, name=view.name,
+        draft = ToolResultDraft(call_id=view.call_id, name=view.name,
                                 arguments=copy_json(view.arguments),
                                 origin=view.origin, parent_id=view.parent_id,
                                 result=own_result(result))
         try:
-            patch = handler(event)
+            patch = handler(draft)
             if patch is not None and not isinstance(patch, ResultPatch) and inspect.isawaitable(
                 patch
             ):

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from engine import Annotations, ApprovalRequest, Session, ToolCallEvent, ToolResult, fold, text, tool
+from engine import Annotations, ApprovalRequest, Session, ToolCallDraft, ToolResult, fold, text, tool
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.reducers import ToolResultEntry
 from events import MemoryStore
@@ -472,8 +472,8 @@ async def test_cancel_during_gating_of_the_second_call(autojump_clock: Any) -> N
         ran.append(call.call_id)
         return ToolResult(content=[text("work")])
 
-    async def slow_handler(event: ToolCallEvent) -> None:
-        if event.call_id == "1.1":
+    async def slow_handler(draft: ToolCallDraft) -> None:
+        if draft.call_id == "1.1":
             gating_second.set()
             await trio.sleep_forever()
 
@@ -504,8 +504,8 @@ async def test_cancel_just_after_a_batch_was_handed_to_its_task(autojump_clock: 
         ran.append(call.call_id)
         return ToolResult(content=[text("work")])
 
-    def cancel_on_the_second_turn(event: ToolCallEvent) -> None:
-        if event.call_id == "2.0":
+    def cancel_on_the_second_turn(draft: ToolCallDraft) -> None:
+        if draft.call_id == "2.0":
             host.cancel()  # lands at the prompt's next checkpoint: after the batch started
 
     store = MemoryStore()

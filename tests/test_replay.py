@@ -33,7 +33,7 @@ from engine import (
     PolicyRules,
     Session,
     approve_all,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
     ToolSpec,
     text,
@@ -224,8 +224,8 @@ async def test_a_policy_that_now_denies_shows_up_with_recorded_tools() -> None:
 
 
 async def test_a_handler_that_now_blocks_shows_up() -> None:
-    def no_squares(event: ToolCallEvent) -> Block | None:
-        return Block("no squares today") if event.name == "square" else None
+    def no_squares(draft: ToolCallDraft) -> Block | None:
+        return Block("no squares today") if draft.name == "square" else None
 
     report = await redrive(corpus("mixed"), handlers=[*SCENARIOS["mixed"].handlers, no_squares])
     calls = {d.subject: d for d in report.by_scope("call")}

@@ -20,7 +20,7 @@ from engine import (
     ApprovalDecision,
     ApprovalRequest,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
     approve_all,
     text,
@@ -127,7 +127,7 @@ async def test_a_raising_handlers_block_tells_the_model_no_internals_and_the_log
     runs: list[str] = []
 
     def make_guard() -> Any:
-        def guard(event: ToolCallEvent) -> None:
+        def guard(draft: ToolCallDraft) -> None:
             raise KeyError("secret_table in /srv/app/guards.py")
 
         return guard
@@ -149,7 +149,7 @@ async def test_a_raising_handlers_block_tells_the_model_no_internals_and_the_log
 
 
 async def test_a_handler_answer_the_gate_cannot_use_blocks_saying_what_was_wrong() -> None:
-    def sloppy(event: ToolCallEvent) -> Any:
+    def sloppy(draft: ToolCallDraft) -> Any:
         return "fine by me"
 
     state, records, _ = await run_session(
@@ -198,8 +198,8 @@ def test_a_guards_error_is_written_only_when_there_is_one() -> None:
 
 
 async def test_a_session_whose_guards_failed_and_refused_with_reasons_replays_exactly() -> None:
-    def guard(event: ToolCallEvent) -> None:
-        if event.arguments.get("path") == "/":
+    def guard(draft: ToolCallDraft) -> None:
+        if draft.arguments.get("path") == "/":
             raise KeyError("no root")
 
     async def approver(request: ApprovalRequest) -> Any:

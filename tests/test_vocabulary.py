@@ -3,6 +3,8 @@ a rename replaced still works under its old name, with a ``DeprecationWarning`` 
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 import engine
@@ -101,3 +103,20 @@ async def test_a_calls_terminal_event_is_its_terminal_field_and_outcome_warns() 
     assert view.terminal is not None and view.status == "completed"
     with pytest.warns(DeprecationWarning, match=r"CallView\.outcome .*CallView\.terminal"):
         assert view.outcome is view.terminal
+
+
+@pytest.mark.parametrize("module", ["engine", "engine.handlers"])
+@pytest.mark.parametrize(("old", "new"), [("ToolCallEvent", "ToolCallDraft"),
+                                          ("ToolResultEvent", "ToolResultDraft")])
+def test_a_handlers_input_is_a_draft_and_the_old_event_names_warn(
+    module: str, old: str, new: str
+) -> None:
+    namespace = importlib.import_module(module)
+    assert new in namespace.__all__ and old not in namespace.__all__
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} .*{module}\.{new}"):
+        assert getattr(namespace, old) is getattr(namespace, new)
+
+
+def test_from_engine_import_an_old_name_warns() -> None:
+    with pytest.warns(DeprecationWarning, match="ToolCallDraft"):
+        from engine import ToolCallEvent  # noqa: F401

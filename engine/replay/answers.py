@@ -26,8 +26,8 @@ from events.results import error_result
 from events.types import ToolCallCompleted, ToolCallFailed
 
 from ..approvals import LATER, ApprovalDecision, ApprovalRequest
-from ..handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolCallHandler, \
-    ToolResultEvent, ToolResultHandler
+from ..handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolCallHandler, \
+    ToolResultDraft, ToolResultHandler
 from ..models import ModelMessage, ModelRequest
 from .recorded import RecordedPrompt, RecordedSession, RecordedTurn
 from .stubs import recorded_exception
@@ -114,14 +114,14 @@ def recorded_call_handlers(book: RecordedSession) -> list[ToolCallHandler]:
     cursor: dict[str, int] = {}
 
     def stand_in(name: str) -> ToolCallHandler:
-        def handler(event: ToolCallEvent) -> Block | Rewrite | None:
-            call = book.calls.get(event.call_id)
+        def handler(draft: ToolCallDraft) -> Block | Rewrite | None:
+            call = book.calls.get(draft.call_id)
             if call is None:
                 return None
-            at = cursor.get(event.call_id, 0)
+            at = cursor.get(draft.call_id, 0)
             if at >= len(call.verdicts) or call.verdicts[at].by != name:
                 return None
-            cursor[event.call_id] = at + 1
+            cursor[draft.call_id] = at + 1
             verdict = call.verdicts[at]
             if verdict.error is not None:  # the handler raised then: it raises again
                 raise recorded_exception(verdict.error.type, verdict.error.message)
@@ -142,22 +142,22 @@ def recorded_result_handlers(book: RecordedSession) -> list[ToolResultHandler]:
     cursor: dict[str, int] = {}
 
     def failing(name: str) -> ToolResultHandler:
-        def handler(event: ToolResultEvent) -> ResultPatch | None:
-            call = book.calls.get(event.call_id)
+        def handler(draft: ToolResultDraft) -> ResultPatch | None:
+            call = book.calls.get(draft.call_id)
             if call is None:
                 return None
-            at = cursor.get(event.call_id, 0)
+            at = cursor.get(draft.call_id, 0)
             if at >= len(call.result_failures) or call.result_failures[at].handler != name:
                 return None
-            cursor[event.call_id] = at + 1
+            cursor[draft.call_id] = at + 1
             error = call.result_failures[at].error
             raise recorded_exception(error.type, error.message)
 
         handler.__qualname__ = handler.__name__ = name
         return handler
 
-    def patch(event: ToolResultEvent) -> ResultPatch | None:
-        call = book.calls.get(event.call_id)
+    def patch(draft: ToolResultDraft) -> ResultPatch | None:
+        call = book.calls.get(draft.call_id)
         terminal = call.terminal if call is not None else None
         if isinstance(terminal, ToolCallCompleted):
             seen = terminal.returned
@@ -167,7 +167,7 @@ def recorded_result_handlers(book: RecordedSession) -> list[ToolResultHandler]:
             seen = error_result(terminal.message)
         else:
             return None
-        if seen is None or event.result != seen:
+        if seen is None or draft.result != seen:
             return None
         target = terminal.result
         return ResultPatch(content=target.content, structured_content=target.structured_content,
@@ -181,9 +181,9 @@ def sequencing_handler(watch: Watch) -> ToolCallHandler:
     """A last ``tool_call`` handler that holds a nested call's policy decision until the
     session-wide answers the log holds before it are given (it never blocks or rewrites)."""
 
-    async def hold(event: ToolCallEvent) -> None:
-        if not watch.before_decision(event.call_id):
-            await watch.until(lambda: watch.before_decision(event.call_id))
+    async def hold(draft: ToolCallDraft) -> None:
+        if not watch.before_decision(draft.call_id):
+            await watch.until(lambda: watch.before_decision(draft.call_id))
         return None
 
     hold.__qualname__ = hold.__name__ = "replay.sequence"

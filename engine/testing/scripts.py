@@ -38,9 +38,9 @@ from ..handlers import (
     Block,
     ResultPatch,
     Rewrite,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolCallHandler,
-    ToolResultEvent,
+    ToolResultDraft,
     ToolResultHandler,
 )
 from ..models import (
@@ -241,19 +241,19 @@ def make_call_handler(index: int, spec: CallHandlerSpec) -> ToolCallHandler:
     """The ``tool_call`` handler ``spec`` describes; ``index`` names it in the log
     (``"{kind}_handler_{index}"``)."""
     if spec.kind == "pass":
-        async def passes(event: ToolCallEvent) -> None:
+        async def passes(draft: ToolCallDraft) -> None:
             await trio.lowlevel.checkpoint()
             return None
         return passes
 
-    def handler(event: ToolCallEvent) -> Block | Rewrite | None:
-        if event.name not in spec.names:
+    def handler(draft: ToolCallDraft) -> Block | Rewrite | None:
+        if draft.name not in spec.names:
             return None
         if spec.kind == "block":
-            return Block(reason=f"handler {index} blocks {event.name}")
+            return Block(reason=f"handler {index} blocks {draft.name}")
         if spec.kind == "raise":
-            raise ValueError(f"handler {index} crashed on {event.name}")
-        arguments = event.arguments
+            raise ValueError(f"handler {index} crashed on {draft.name}")
+        arguments = draft.arguments
         if not (isinstance(arguments, dict) and isinstance(arguments.get("n"), int)):
             return None
         if spec.mode == "break":
@@ -266,12 +266,12 @@ def make_call_handler(index: int, spec: CallHandlerSpec) -> ToolCallHandler:
 
 def make_result_handler(spec: ResultHandlerSpec) -> ToolResultHandler:
     """The ``tool_result`` handler ``spec`` describes (named ``"{kind}_result_handler"``)."""
-    def handler(event: ToolResultEvent) -> ResultPatch | None:
-        if event.name not in spec.names:
+    def handler(draft: ToolResultDraft) -> ResultPatch | None:
+        if draft.name not in spec.names:
             return None
         if spec.kind == "raise":
-            raise KeyError(f"result handler crashed on {event.name}")
-        return ResultPatch(content=[f"patched {event.call_id}"])
+            raise KeyError(f"result handler crashed on {draft.name}")
+        return ResultPatch(content=[f"patched {draft.call_id}"])
 
     handler.__qualname__ = f"{spec.kind}_result_handler"
     return handler

@@ -24,7 +24,7 @@ from engine import (
     PolicyRules,
     Rewrite,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
     ToolSpec,
     text,
@@ -119,11 +119,11 @@ async def grant_for_the_session(request: ApprovalRequest) -> ApprovalDecision:
     return ApprovalDecision(granted=True, scope="session")
 
 
-def no_tmp(event: ToolCallEvent) -> Block | Rewrite | None:
+def no_tmp(draft: ToolCallDraft) -> Block | Rewrite | None:
     """Blocks deleting anything under /tmp; squares nothing above 100."""
-    if event.name == "delete_file" and str(event.arguments.get("path", "")).startswith("/tmp"):
+    if draft.name == "delete_file" and str(draft.arguments.get("path", "")).startswith("/tmp"):
         return Block("nothing under /tmp may be deleted")
-    if event.name == "square" and event.arguments["n"] > 100:
+    if draft.name == "square" and draft.arguments["n"] > 100:
         return Rewrite({"n": 100})
     return None
 

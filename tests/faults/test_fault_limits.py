@@ -30,9 +30,9 @@ from engine import (
     ResultPatch,
     Rewrite,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     text,
     tool,
 )
@@ -98,12 +98,12 @@ class Probe:
 
         return [target, relay]
 
-    def rewrite(self, event: ToolCallEvent) -> Rewrite | None:
-        if self.entry == "rewrite" and event.arguments == {}:
+    def rewrite(self, draft: ToolCallDraft) -> Rewrite | None:
+        if self.entry == "rewrite" and draft.arguments == {}:
             return Rewrite(blob(self.size))
         return None
 
-    def patch(self, event: ToolResultEvent) -> ResultPatch | None:
+    def patch(self, draft: ToolResultDraft) -> ResultPatch | None:
         if self.entry == "patch":
             return ResultPatch(content=["p" * self.size])
         return None

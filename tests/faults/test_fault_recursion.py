@@ -27,9 +27,9 @@ from engine import (
     Session,
     ResultPatch,
     Rewrite,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     ToolSpec,
     text,
     tool,
@@ -107,8 +107,8 @@ async def run(recursion: Recursion, max_depth: int) -> tuple[Any, list[Any], int
         asked.append(request.call_id)
         return True
 
-    def handler(event: ToolCallEvent) -> None:
-        judged.append(event.call_id)
+    def handler(draft: ToolCallDraft) -> None:
+        judged.append(draft.call_id)
 
     model = FauxModel([faux_tool_call("ping"), faux_text("done")])
     with trio.fail_after(DEADLOCK):
@@ -230,10 +230,10 @@ class DeepProbe:
     async def approver(self, request: ApprovalRequest) -> ApprovalDecision:
         return ApprovalDecision(granted=True, arguments={"v": self.value})
 
-    def rewrite(self, event: ToolCallEvent) -> Rewrite | None:
+    def rewrite(self, draft: ToolCallDraft) -> Rewrite | None:
         return Rewrite({"v": self.value}) if self.entry == "rewrite" else None
 
-    def patch(self, event: ToolResultEvent) -> ResultPatch | None:
+    def patch(self, draft: ToolResultDraft) -> ResultPatch | None:
         return ResultPatch(structured_content=self.value) if self.entry == "patch" else None
 
     async def run(self) -> list[Any]:

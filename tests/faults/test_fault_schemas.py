@@ -29,7 +29,7 @@ from engine import (
     SchemaError,
     Session,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     ToolSpec,
     text,
     tool,
@@ -274,7 +274,7 @@ async def patched_run(returns: ToolResult, patch: ResultPatch | None) -> list[An
     async def subject(call: Any, ctx: Any) -> ToolResult:
         return returns
 
-    def handler(event: ToolResultEvent) -> ResultPatch | None:
+    def handler(draft: ToolResultDraft) -> ResultPatch | None:
         return patch
 
     store = MemoryStore()
