@@ -22,7 +22,7 @@ from events.types import Annotations
 
 from .approvals import (
     LATER,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     approve_all,
     deny_all,
@@ -42,7 +42,7 @@ from .tools import ToolCall, ToolSpec, tool
 __all__ = [
     "LATER",
     "Annotations",
-    "ApprovalDecision",
+    "ApprovalAnswer",
     "ApprovalRequest",
     "AudioContent",
     "Block",
@@ -79,7 +79,11 @@ __all__ = [
 
 #: Public names renamed since they shipped: the old name still works, with a warning naming
 #: the new one (docs/concepts.md, "Words").
-_RENAMED = {"ToolCallEvent": "ToolCallDraft", "ToolResultEvent": "ToolResultDraft"}
+_RENAMED = {
+    "ApprovalDecision": "ApprovalAnswer",
+    "ToolCallEvent": "ToolCallDraft",
+    "ToolResultEvent": "ToolResultDraft",
+}
 
 
 def __getattr__(name: str) -> Any:

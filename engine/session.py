@@ -40,7 +40,7 @@ from events.types import (
     UserMessage,
 )
 
-from .approvals import ApprovalDecision, ApprovalRequest, Approver, deny_all
+from .approvals import ApprovalAnswer, ApprovalRequest, Approver, deny_all
 from .batch import Batch
 from .calls import resolve
 from .environment import Environment
@@ -342,7 +342,7 @@ class Session:
     ) -> None:
         """Answer a pending approval by the engine's call id: once per request.
 
-        ``granted`` is the answer, the word :class:`ApprovalDecision` and the recorded
+        ``granted`` is the answer, the word :class:`ApprovalAnswer` and the recorded
         ``ApprovalResolved`` use (``approved=`` is its deprecated spelling).
         ``scope="session"`` also answers later calls of the tool (never one already resolved).
         ``arguments`` edits the call's arguments: recorded as a rewrite by the approver and
@@ -357,8 +357,8 @@ class Session:
             granted = approved
         if granted is None:
             raise TypeError("resolve_approval() needs the answer: granted=True or False")
-        decision = ApprovalDecision(granted=granted, scope=scope, arguments=arguments,
-                                    reason=reason)
+        answer = ApprovalAnswer(granted=granted, scope=scope, arguments=arguments,
+                                reason=reason)
         state = self.state
         view = state.live_calls.get(call_id)
         if self._inflight.asking(call_id):
@@ -370,9 +370,9 @@ class Session:
                 f"call {call_id} is not waiting for an approval (it is {status}); "
                 f"pending: {', '.join(state.pending_approvals) or 'none'}"
             )
-        if decision.granted and decision.arguments is not None:
-            ensure_json(decision.arguments)
-        resolve(self._env, self._recorder, call_id, decision, later=True)
+        if answer.granted and answer.arguments is not None:
+            ensure_json(answer.arguments)
+        resolve(self._env, self._recorder, call_id, answer, later=True)
         self._inflight.unpark(call_id)  # a nested call waiting here goes on
         await self._recorder.flush()
 

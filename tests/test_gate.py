@@ -9,7 +9,7 @@ from typing import Any
 
 from engine import (
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Block,
     PolicyRules,
@@ -423,8 +423,8 @@ async def test_an_approver_answering_not_a_decision_refuses() -> None:
 async def test_approver_edits_are_a_rewrite_by_the_approver_and_reach_the_tool() -> None:
     counter = Counter()
 
-    async def edit(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=True, arguments={"path": "/tmp/only-this"})
+    async def edit(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=True, arguments={"path": "/tmp/only-this"})
 
     state, records, _ = await run_session(
         [counter.make("delete", DANGEROUS, PATH_SCHEMA)],
@@ -439,8 +439,8 @@ async def test_approver_edits_are_a_rewrite_by_the_approver_and_reach_the_tool()
 async def test_approver_edits_are_validated_again() -> None:
     counter = Counter()
 
-    async def edit(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=True, arguments={"path": ["not", "a", "string"]})
+    async def edit(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=True, arguments={"path": ["not", "a", "string"]})
 
     state, records, _ = await run_session(
         [counter.make("delete", DANGEROUS, PATH_SCHEMA)],
@@ -456,9 +456,9 @@ async def test_session_grant_allows_the_next_call_without_asking() -> None:
     counter = Counter()
     asked: list[str] = []
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         asked.append(request.call_id)
-        return ApprovalDecision(granted=True, scope="session")
+        return ApprovalAnswer(granted=True, scope="session")
 
     state, records, _ = await run_session(
         [counter.make("deploy", DANGEROUS)],
@@ -488,9 +488,9 @@ async def test_session_refusal_denies_later_calls_without_asking() -> None:
     counter = Counter()
     asked: list[str] = []
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         asked.append(request.call_id)
-        return ApprovalDecision(granted=False, scope="session", reason="never")
+        return ApprovalAnswer(granted=False, scope="session", reason="never")
 
     state, records, _ = await run_session(
         [counter.make("deploy", DANGEROUS)],
@@ -546,9 +546,9 @@ async def test_session_refusal_governs_a_later_nested_call() -> None:
         return ToolResult(content=[text(outcome.result.text)],
                           structured_content={"is_error": outcome.is_error})
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         asked.append(request.call_id)
-        return ApprovalDecision(granted=False, scope="session")
+        return ApprovalAnswer(granted=False, scope="session")
 
     state, records, _ = await run_session(
         [deploy, release],

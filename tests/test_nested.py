@@ -12,7 +12,7 @@ import pytest
 
 from engine import (
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Block,
     ToolCallDraft,
@@ -315,9 +315,9 @@ async def test_session_grant_for_a_top_level_call_governs_a_later_nested_call() 
         outcome = await ctx.execute_tool("deploy", {})
         return ToolResult(content=[text(outcome.result.text)])
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         asked.append(request.call_id)
-        return ApprovalDecision(granted=True, scope="session")
+        return ApprovalAnswer(granted=True, scope="session")
 
     state, records, _ = await run_session(
         [deploy, release],

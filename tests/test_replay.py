@@ -27,7 +27,7 @@ from trio.testing import MockClock
 from engine import (
     LATER,
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Block,
     PolicyRules,
@@ -524,14 +524,14 @@ def shared_grant_session(order: str, sequential_now: bool = False) -> Callable[[
         outcome = await ctx.execute_tool("wipe", {})
         return ToolResult(content=[text(outcome.result.text)])
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         if request.call_id.startswith("1.0/"):
             first_asked.set()
             if order == "decision first":  # second's wipe is judged before this answer
                 await second_asked.wait()
         else:
             second_asked.set()
-        return ApprovalDecision(granted=True, scope="session")
+        return ApprovalAnswer(granted=True, scope="session")
 
     async def main() -> None:
         records = await record_session(

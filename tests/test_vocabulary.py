@@ -120,3 +120,16 @@ def test_a_handlers_input_is_a_draft_and_the_old_event_names_warn(
 def test_from_engine_import_an_old_name_warns() -> None:
     with pytest.warns(DeprecationWarning, match="ToolCallDraft"):
         from engine import ToolCallEvent  # noqa: F401
+
+
+@pytest.mark.parametrize(("module", "old", "new"), [
+    ("engine", "ApprovalDecision", "ApprovalAnswer"),
+    ("engine.approvals", "ApprovalDecision", "ApprovalAnswer"),
+    ("engine.approvals", "as_decision", "as_answer"),
+])
+def test_an_approver_answers_and_the_old_decision_names_warn(module: str, old: str,
+                                                             new: str) -> None:
+    namespace = importlib.import_module(module)
+    assert new in namespace.__all__ and old not in namespace.__all__
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} .*{module}\.{new}"):
+        assert getattr(namespace, old) is getattr(namespace, new)

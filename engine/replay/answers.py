@@ -25,7 +25,7 @@ import trio
 from events.results import error_result
 from events.types import ToolCallCompleted, ToolCallFailed
 
-from ..approvals import LATER, ApprovalDecision, ApprovalRequest
+from ..approvals import LATER, ApprovalAnswer, ApprovalRequest
 from ..handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolCallHandler, \
     ToolResultDraft, ToolResultHandler
 from ..models import ModelMessage, ModelRequest
@@ -83,10 +83,10 @@ class RecordedApprover:
         self._book = book
         self._watch = watch
 
-    async def __call__(self, request: ApprovalRequest) -> bool | ApprovalDecision | Any:
+    async def __call__(self, request: ApprovalRequest) -> bool | ApprovalAnswer | Any:
         call = self._book.calls.get(request.call_id)
         if call is None or call.asked_seq is None or call.name != request.name:
-            return ApprovalDecision(
+            return ApprovalAnswer(
                 granted=False,
                 reason=f"replay: call {request.call_id} did not ask for approval in the log",
             )
@@ -103,9 +103,9 @@ class RecordedApprover:
             raise recorded_exception(answer.error.type, answer.error.message)
         if answer.scope == "session":
             await self._watch.until(lambda: self._watch.before_grant(request.call_id))
-        return ApprovalDecision(granted=answer.granted, scope=answer.scope,
-                                arguments=answer.arguments if answer.granted else None,
-                                reason=answer.reason)
+        return ApprovalAnswer(granted=answer.granted, scope=answer.scope,
+                              arguments=answer.arguments if answer.granted else None,
+                              reason=answer.reason)
 
 
 def recorded_call_handlers(book: RecordedSession) -> list[ToolCallHandler]:

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from events.stores import EventStore, MemoryStore
 from events.types import Annotations, Record
 
-from ..approvals import ApprovalDecision, ApprovalRequest
+from ..approvals import ApprovalAnswer, ApprovalRequest
 from ..handlers import (
     Block,
     ResultPatch,
@@ -310,7 +310,7 @@ class ScriptedSession:
         """Exceptions ``ctx.execute_tool`` raised other than cancellation (must stay empty)."""
         return self._nest.raised
 
-    async def approver(self, request: ApprovalRequest) -> bool | ApprovalDecision:
+    async def approver(self, request: ApprovalRequest) -> bool | ApprovalAnswer:
         """Answers by tool name, as the script says."""
         self.approver_asked.append(request.call_id)
         answer = self.expected_answer(request.name)
@@ -322,9 +322,9 @@ class ScriptedSession:
             return False
         if answer in ("edit", "edit_bad"):
             edited = {"n": 7} if answer == "edit" else {"n": "seven"}
-            return ApprovalDecision(granted=True, arguments=edited, reason=answer)
-        return ApprovalDecision(granted=answer == "grant_session", scope="session",
-                                reason=f"{answer} for {request.name}")
+            return ApprovalAnswer(granted=True, arguments=edited, reason=answer)
+        return ApprovalAnswer(granted=answer == "grant_session", scope="session",
+                              reason=f"{answer} for {request.name}")
 
     def expected_answer(self, name: str) -> Answer:
         """What the approver answers about ``name``."""

@@ -18,7 +18,7 @@ import trio
 
 from engine import (
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Block,
     PolicyRules,
@@ -114,9 +114,9 @@ async def dig(call: Any, ctx: Any) -> ToolResult:
     return ToolResult(content=[text(f"below: {outcome.result.text}")])
 
 
-async def grant_for_the_session(request: ApprovalRequest) -> ApprovalDecision:
+async def grant_for_the_session(request: ApprovalRequest) -> ApprovalAnswer:
     """Grants every request, for the session."""
-    return ApprovalDecision(granted=True, scope="session")
+    return ApprovalAnswer(granted=True, scope="session")
 
 
 def no_tmp(draft: ToolCallDraft) -> Block | Rewrite | None:
@@ -128,12 +128,12 @@ def no_tmp(draft: ToolCallDraft) -> Block | Rewrite | None:
     return None
 
 
-async def grant_docs_only(request: ApprovalRequest) -> ApprovalDecision:
+async def grant_docs_only(request: ApprovalRequest) -> ApprovalAnswer:
     """Grants deleting a file under docs/ once; refuses anything else, for the session."""
     path = str(request.arguments.get("path", ""))
     if path.startswith("docs/"):
-        return ApprovalDecision(granted=True)
-    return ApprovalDecision(granted=False, scope="session", reason="only docs/ may be deleted")
+        return ApprovalAnswer(granted=True)
+    return ApprovalAnswer(granted=False, scope="session", reason="only docs/ may be deleted")
 
 
 @attrs.frozen

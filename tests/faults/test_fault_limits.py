@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from engine import (
     LATER,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Limits,
     ResultPatch,
@@ -214,8 +214,8 @@ async def edit_session(approver: Any, host_edit: bool) -> tuple[list[Record], li
 
 
 def test_an_approvers_edit_over_the_limit_is_refused_and_not_recorded() -> None:
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=True, arguments=blob(BIG))
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=True, arguments=blob(BIG))
 
     records, ran = trio.run(edit_session, approver, False)
     assert ran == [], "the tool ran with arguments over the limit"

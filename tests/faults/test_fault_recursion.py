@@ -22,7 +22,7 @@ from trio.testing import MockClock
 
 from engine import (
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Session,
     ResultPatch,
@@ -227,8 +227,8 @@ class DeepProbe:
 
         return [target, relay]
 
-    async def approver(self, request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=True, arguments={"v": self.value})
+    async def approver(self, request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=True, arguments={"v": self.value})
 
     def rewrite(self, draft: ToolCallDraft) -> Rewrite | None:
         return Rewrite({"v": self.value}) if self.entry == "rewrite" else None

@@ -21,7 +21,7 @@ from conftest import counting_clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import ApprovalDecision, ApprovalRequest, Block, Session, ToolCallDraft, ToolResult, \
+from engine import ApprovalAnswer, ApprovalRequest, Block, Session, ToolCallDraft, ToolResult, \
     approve_all, text, tool
 from engine.models import FauxModel, faux_message, faux_text, faux_tool_call, truncated
 from engine.refusals import REASON_LIMIT
@@ -85,8 +85,8 @@ def test_any_reason_reaches_the_model_bounded_and_safe_and_the_log_whole(reason:
                                                                          by: str) -> None:
     runs: list[str] = []
 
-    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=False, reason=reason)
+    async def refuse(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=False, reason=reason)
 
     def block(draft: ToolCallDraft) -> Block:
         return Block(reason)
