@@ -406,7 +406,7 @@ async def test_a_raising_approver_refuses_with_a_recorded_reason() -> None:
     assert end.error is not None and end.error.type == "ConnectionError"
 
 
-async def test_an_approver_answering_not_a_decision_refuses() -> None:
+async def test_an_approver_answering_not_an_answer_refuses() -> None:
     counter = Counter()
 
     async def sloppy(request: ApprovalRequest) -> Any:

@@ -4,6 +4,10 @@ a rename replaced still works under its old name, with a ``DeprecationWarning`` 
 from __future__ import annotations
 
 import importlib
+import re
+import warnings
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,7 +59,7 @@ async def test_a_calls_policy_decision_is_its_policy_field_and_verdict_warns() -
 
 
 
-async def _later(request: engine.ApprovalRequest) -> object:
+async def _later(request: engine.ApprovalRequest) -> Any:
     return engine.LATER
 
 
@@ -65,20 +69,19 @@ async def wipe(call, ctx):  # type: ignore[no-untyped-def]
     return engine.ToolResult(content=[engine.text("wiped")])
 
 
-@pytest.mark.parametrize("answer", [{"granted": True}, {"approved": True}],
-                         ids=["granted", "approved"])
+@pytest.mark.parametrize("keyword", ["granted", "approved"])
 async def test_resolve_approval_takes_granted_and_its_old_name_approved_warns(
-    answer: dict[str, bool]
+    keyword: str
 ) -> None:
     model = FauxModel([faux_tool_call("wipe", {}), faux_text("done")])
     async with Session.open(MemoryStore(), model=model, tools=[wipe],
                             approver=_later) as session:
         assert (await session.prompt("wipe")).stop == "paused"
-        if "approved" in answer:
+        if keyword == "approved":
             with pytest.warns(DeprecationWarning, match=r"approved=.*granted="):
-                await session.resolve_approval("1.0", **answer)
+                await session.resolve_approval("1.0", approved=True)
         else:
-            await session.resolve_approval("1.0", **answer)
+            await session.resolve_approval("1.0", granted=True)
         await session.resume()
         view = session.calls["1.0"]
         assert view.approval is not None and view.approval.granted
@@ -91,7 +94,7 @@ async def test_resolve_approval_refuses_both_spellings_at_once() -> None:
                             approver=_later) as session:
         await session.prompt("wipe")
         with pytest.raises(TypeError, match="not both"):
-            await session.resolve_approval("1.0", True, approved=True)  # type: ignore[call-arg]
+            await session.resolve_approval("1.0", True, approved=True)
         with pytest.raises(TypeError, match="granted=True or False"):
             await session.resolve_approval("1.0")
         await session.resolve_approval("1.0", False)
@@ -133,3 +136,78 @@ def test_an_approver_answers_and_the_old_decision_names_warn(module: str, old: s
     assert new in namespace.__all__ and old not in namespace.__all__
     with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} .*{module}\.{new}"):
         assert getattr(namespace, old) is getattr(namespace, new)
+
+
+# -- the glossary ---------------------------------------------------------------------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+README = DOCS.parent / "README.md"
+PUBLIC = ["engine", "engine.approvals", "engine.handlers", "engine.models", "engine.policy",
+          "engine.views", "events", "events.types"]
+#: Every module with renamed names, and the fields and keywords renamed beside them.
+RENAMED_IN = ["engine", "engine.approvals", "engine.handlers", "engine.policy"]
+OLD_SPELLINGS = ["CallView.verdict", "CallView.outcome", "approved="]
+
+
+def glossary() -> list[list[str]]:
+    """docs/concepts.md's "Words" table, as rows of cells."""
+    text = (DOCS / "concepts.md").read_text(encoding="utf-8")
+    section = text.split("\n## Words\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.strip("|").split("|") for line in section.splitlines() if line.startswith("| ")]
+    return [[cell.strip() for cell in row] for row in rows[1:]]  # without the heading
+
+
+def held_names() -> set[str]:
+    """The class and field names the glossary's last column gives (``Class`` or
+    ``Class.field``)."""
+    return {name for row in glossary() for name in re.findall(r"`([A-Z]\w*(?:\.\w+)?)`",
+                                                                 row[2])}
+
+
+def find(name: str) -> object:
+    owner, _, field = name.partition(".")
+    for module in PUBLIC:
+        found = getattr(importlib.import_module(module), owner, None)
+        if found is not None:
+            return getattr(found, field) if field else found
+    raise LookupError(name)
+
+
+def test_every_name_the_glossary_gives_exists() -> None:
+    assert len(glossary()) >= 10
+    for name in sorted(held_names()):
+        find(name)  # raises if the code has no such name
+
+
+def test_every_new_name_is_in_the_glossary_and_no_old_one_is_a_word() -> None:
+    held = held_names()
+    for module in RENAMED_IN:
+        renames = importlib.import_module(module)._RENAMED
+        for old, new in renames.items():
+            assert old not in held
+            if new[0].isupper():
+                assert new in held, f"{new} is not in docs/concepts.md's glossary"
+    assert {"CallView.policy", "CallView.terminal", "ApprovalAnswer.granted"} <= held
+
+
+def test_the_docs_use_an_old_name_only_to_say_it_is_deprecated() -> None:
+    old = set(OLD_SPELLINGS)
+    for module in RENAMED_IN:
+        old |= set(importlib.import_module(module)._RENAMED)
+    for page in [README, *sorted(DOCS.glob("*.md"))]:
+        for paragraph in page.read_text(encoding="utf-8").split("\n\n"):
+            used = {name for name in old
+                    if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", paragraph)}
+            assert not used or "DeprecationWarning" in paragraph, (page.name, used)
+
+
+def test_designs_public_sketch_imports_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from engine import Annotations, Session, ToolResult, approve_all, text, tool  # noqa: F401
+        from engine.models import FauxModel, faux_text, faux_tool_call  # noqa: F401
+        from events import JsonlStore, MemoryStore  # noqa: F401
+    for method in ("on_tool_call", "on_tool_result", "prompt"):
+        assert callable(getattr(Session, method))
+    assert isinstance(Session.transcript, property) and isinstance(Session.calls, property)
+    assert hasattr(engine.CallOutcome, "is_error")

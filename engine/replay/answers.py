@@ -4,7 +4,7 @@ are given, the handlers.
 - :class:`RecordedModel` answers each turn with the recorded assistant message of that turn,
   and past the prompt's last recorded message raises :class:`RecordedTurnsEnded` (the
   recorded prompt stopped there: it was cancelled, or the process stopped).
-- :class:`RecordedApprover` answers by the engine's call id with the recorded decision: granted
+- :class:`RecordedApprover` answers by the engine's call id with the recorded answer: granted
   or refused, once or for the session, with the approver's edited arguments. A call that did
   not ask then is refused (the divergence shows in the call's events). An answer the host
   gave at a pause is "later" again; one the log never got waits. An approver that raised
