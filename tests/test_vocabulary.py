@@ -43,9 +43,10 @@ def test_the_policy_decides_a_policy_decision() -> None:
 
 def test_the_old_name_of_a_policy_decision_works_and_warns() -> None:
     with pytest.warns(DeprecationWarning, match=r"engine\.policy\.Verdict .*engine\.policy\."
-                                                r"PolicyDecision"):
+                                                r"PolicyDecision") as caught:
         old = engine.policy.Verdict
     assert old is PolicyDecision
+    assert caught[0].filename == __file__  # the warning points at the code to change
     with pytest.raises(AttributeError):
         engine.policy.Nothing  # noqa: B018
 
@@ -54,8 +55,9 @@ async def test_a_calls_policy_decision_is_its_policy_field_and_verdict_warns() -
     session = await one_call_session()
     view = session.calls["1.0"]
     assert view.policy is not None and view.policy.decision == "allow"
-    with pytest.warns(DeprecationWarning, match=r"CallView\.verdict .*CallView\.policy"):
+    with pytest.warns(DeprecationWarning, match=r"CallView\.verdict .*CallView\.policy") as caught:
         assert view.verdict is view.policy
+    assert caught[0].filename == __file__
 
 
 
