@@ -22,7 +22,7 @@ from engine import (
     Annotations,
     Rewrite,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolContext,
     ToolResult,
     approve_all,
@@ -50,8 +50,8 @@ async def relay(call: ToolCall, ctx: ToolContext) -> ToolResult:
 def write_log(path: str, calls: int) -> str:
     """Run a session of ``calls`` model calls into a JSONL store at ``path``; its id."""
 
-    def rewrite(event: ToolCallEvent) -> Rewrite | None:
-        if event.name == "echo" and event.call_id.endswith("7.0"):
+    def rewrite(draft: ToolCallDraft) -> Rewrite | None:
+        if draft.name == "echo" and draft.call_id.endswith("7.0"):
             return Rewrite({"text": "rewritten"})
         return None
 

@@ -17,10 +17,10 @@ import fastjsonschema
 from engine import (
     Annotations,
     ResultPatch,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolContext,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     text,
     tool,
 )
@@ -95,12 +95,12 @@ def driver(calls: int, laps: list[float], clock: Callable[[], float]) -> ToolSpe
     return drive
 
 
-def call_handlers(count: int) -> list[Callable[[ToolCallEvent], None]]:
+def call_handlers(count: int) -> list[Callable[[ToolCallDraft], None]]:
     """``count`` ``tool_call`` handlers that look at the call and let it through."""
 
-    def make(index: int) -> Callable[[ToolCallEvent], None]:
-        def look(event: ToolCallEvent) -> None:
-            if event.name == f"never-{index}":
+    def make(index: int) -> Callable[[ToolCallDraft], None]:
+        def look(draft: ToolCallDraft) -> None:
+            if draft.name == f"never-{index}":
                 raise AssertionError("unreachable")
 
         return look
@@ -108,12 +108,12 @@ def call_handlers(count: int) -> list[Callable[[ToolCallEvent], None]]:
     return [make(i) for i in range(count)]
 
 
-def result_handlers(count: int) -> list[Callable[[ToolResultEvent], ResultPatch | None]]:
+def result_handlers(count: int) -> list[Callable[[ToolResultDraft], ResultPatch | None]]:
     """``count`` ``tool_result`` handlers that look at the result and keep it."""
 
-    def make(index: int) -> Callable[[ToolResultEvent], ResultPatch | None]:
-        def look(event: ToolResultEvent) -> ResultPatch | None:
-            if event.result.is_error and index < 0:
+    def make(index: int) -> Callable[[ToolResultDraft], ResultPatch | None]:
+        def look(draft: ToolResultDraft) -> ResultPatch | None:
+            if draft.result.is_error and index < 0:
                 raise AssertionError("unreachable")
             return None
 

@@ -7,6 +7,8 @@ The public face::
     from events import JsonlStore, MemoryStore
 """
 
+from typing import Any
+
 from events.results import (
     AudioContent,
     EmbeddedResource,
@@ -20,18 +22,19 @@ from events.types import Annotations
 
 from .approvals import (
     LATER,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     approve_all,
     deny_all,
     terminal_approver,
 )
 from .context import CallOutcome, ToolContext
-from .handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolResultEvent
+from .handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResultDraft
 from .lifecycle import LifecycleError
 from .limits import Limits
 from .policy import PolicyRules, needs_approval
 from .reducers import CallView, LogInconsistency, Projection, fold
+from .renamed import renamed_attribute
 from .schemas import SchemaError
 from .session import PromptResult, Session
 from .tools import ToolCall, ToolSpec, tool
@@ -39,7 +42,7 @@ from .tools import ToolCall, ToolSpec, tool
 __all__ = [
     "LATER",
     "Annotations",
-    "ApprovalDecision",
+    "ApprovalAnswer",
     "ApprovalRequest",
     "AudioContent",
     "Block",
@@ -60,10 +63,10 @@ __all__ = [
     "Session",
     "TextContent",
     "ToolCall",
-    "ToolCallEvent",
+    "ToolCallDraft",
     "ToolContext",
     "ToolResult",
-    "ToolResultEvent",
+    "ToolResultDraft",
     "ToolSpec",
     "approve_all",
     "deny_all",
@@ -73,3 +76,15 @@ __all__ = [
     "text",
     "tool",
 ]
+
+#: Public names renamed since they shipped: the old name still works, with a warning naming
+#: the new one (docs/concepts.md, "Words").
+_RENAMED = {
+    "ApprovalDecision": "ApprovalAnswer",
+    "ToolCallEvent": "ToolCallDraft",
+    "ToolResultEvent": "ToolResultDraft",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return renamed_attribute(__name__, _RENAMED, globals(), name)

@@ -1,7 +1,7 @@
 """Approvers: who answers when the policy says ask.
 
-An approver is any async callable ``(ApprovalRequest) -> bool | ApprovalDecision | LATER``.
-``True`` grants this call once; an :class:`ApprovalDecision` can also grant or refuse every
+An approver is any async callable ``(ApprovalRequest) -> bool | ApprovalAnswer | LATER``.
+``True`` grants this call once; an :class:`ApprovalAnswer` can also grant or refuse every
 later call of the tool for the session (``scope="session"``) and edit the arguments (recorded
 as a rewrite by the approver, then validated again). :data:`LATER` leaves the request pending:
 the session pauses, and the host answers with ``session.resolve_approval`` (in this process
@@ -25,15 +25,16 @@ from attrs.validators import in_, instance_of, optional
 
 from events.types import Annotations, Origin
 
+from .renamed import renamed_attribute
 from .visible import visible, visible_json
 
 __all__ = [
     "LATER",
-    "Approver",
-    "ApprovalDecision",
+    "ApprovalAnswer",
     "ApprovalRequest",
+    "Approver",
     "approve_all",
-    "as_decision",
+    "as_answer",
     "deny_all",
     "terminal_approver",
 ]
@@ -54,8 +55,9 @@ class ApprovalRequest:
 
 
 @attrs.frozen(kw_only=True)
-class ApprovalDecision:
-    """An approver's full answer. Checked when built: ``granted`` must be a real ``bool`` (a
+class ApprovalAnswer:
+    """An approver's full answer (the policy *decides*, an approver *answers*: the words of
+    docs/concepts.md). Checked when built: ``granted`` must be a real ``bool`` (a
     truthy string must not grant anything)."""
 
     granted: bool = attrs.field(validator=instance_of(bool))
@@ -72,18 +74,19 @@ class _Later:
 #: An approver's answer that leaves the request pending, for the host to resolve later.
 LATER: Any = _Later()
 
-Approver = Callable[[ApprovalRequest], Awaitable[Union[bool, ApprovalDecision, _Later]]]
+Approver = Callable[[ApprovalRequest], Awaitable[Union[bool, ApprovalAnswer, _Later]]]
 
 
-def as_decision(answer: Any) -> ApprovalDecision:
-    """An approver's answer as a decision. Anything but ``True``, ``False`` or a decision is a
-    ``TypeError``: the engine treats it as an approver that failed, which refuses."""
-    if isinstance(answer, ApprovalDecision):
-        return answer
-    if answer is True or answer is False:
-        return ApprovalDecision(granted=answer)
-    raise TypeError(f"the approver answered {answer!r}: answer True, False or an "
-                    "ApprovalDecision (or LATER)")
+def as_answer(reply: Any) -> ApprovalAnswer:
+    """What an approver returned, as an :class:`ApprovalAnswer`. Anything but ``True``,
+    ``False`` or an answer is a ``TypeError``: the engine treats it as an approver that
+    failed, which refuses."""
+    if isinstance(reply, ApprovalAnswer):
+        return reply
+    if reply is True or reply is False:
+        return ApprovalAnswer(granted=reply)
+    raise TypeError(f"the approver answered {reply!r}: answer True, False or an "
+                    "ApprovalAnswer (or LATER)")
 
 
 async def approve_all(request: ApprovalRequest) -> bool:
@@ -98,7 +101,7 @@ async def deny_all(request: ApprovalRequest) -> bool:
 
 def terminal_approver(
     ask: Callable[[str], str] | None = None,
-) -> Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]:
+) -> Callable[[ApprovalRequest], Awaitable[ApprovalAnswer]]:
     """An approver that asks a person: ``y`` once, ``a`` always (this session), ``n`` no,
     ``d`` never (this session). ``ask`` reads a line (default ``input``, run in a thread so
     the trio loop keeps going).
@@ -111,7 +114,7 @@ def terminal_approver(
 
     read = ask or input
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         name, call_id, reason = (visible(text, newlines=False)
                                  for text in (request.name, request.call_id, request.reason))
         question = (
@@ -123,12 +126,20 @@ def terminal_approver(
             answer = await trio.to_thread.run_sync(read, question, abandon_on_cancel=True)
             answer = answer.strip().lower()
             if answer in ("y", "yes"):
-                return ApprovalDecision(granted=True)
+                return ApprovalAnswer(granted=True)
             if answer in ("a", "always"):
-                return ApprovalDecision(granted=True, scope="session")
+                return ApprovalAnswer(granted=True, scope="session")
             if answer in ("n", "no", ""):
-                return ApprovalDecision(granted=False, reason="refused at the terminal")
+                return ApprovalAnswer(granted=False, reason="refused at the terminal")
             if answer in ("d", "deny"):
-                return ApprovalDecision(granted=False, scope="session", reason="refused for the session")
+                return ApprovalAnswer(granted=False, scope="session", reason="refused for the session")
 
     return approver
+
+
+#: Names this module had before, for code written against them (each warns).
+_RENAMED = {"ApprovalDecision": "ApprovalAnswer", "as_decision": "as_answer"}
+
+
+def __getattr__(name: str) -> Any:
+    return renamed_attribute(__name__, _RENAMED, globals(), name)

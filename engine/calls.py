@@ -51,11 +51,11 @@ from events.types import (
     ToolRegistered,
 )
 
-from .approvals import LATER, ApprovalDecision, ApprovalRequest, as_decision
+from .approvals import LATER, ApprovalAnswer, ApprovalRequest, as_answer
 from .context import ToolContext
 from .endings import block, close_open, deny, fail
 from .environment import Environment
-from .handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolResultEvent, handler_name
+from .handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResultDraft, handler_name
 from .inflight import InFlight
 from .jsonvalues import copy_json, ensure_json, own_result
 from .lifecycle import CallState
@@ -155,11 +155,11 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
 
     # 3. the tool_call handlers, in registration order: the first block wins
     for handler in env.call_handlers:
-        event = ToolCallEvent(call_id=call_id, name=name, arguments=copy_json(arguments),
+        draft = ToolCallDraft(call_id=call_id, name=name, arguments=copy_json(arguments),
                               origin=view.origin, parent_id=view.parent_id)
         by = handler_name(handler)
         try:
-            verdict = handler(event)
+            verdict = handler(draft)
             if verdict is not None and not isinstance(verdict, (Block, Rewrite)) and (
                 inspect.isawaitable(verdict)
             ):
@@ -225,7 +225,7 @@ async def ask(env: Environment, recorder: Recorder, inflight: InFlight, view: Li
     at once (:func:`resolve`); :data:`~engine.approvals.LATER` leaves the request pending in
     the log, for ``session.resolve_approval``."""
     call_id = view.call_id
-    reason = view.verdict.reason if view.verdict is not None else "the policy asks"
+    reason = view.policy.reason if view.policy is not None else "the policy asks"
     recorder.record(ApprovalRequested(call_id=call_id, reason=reason))
     await recorder.flush()
     # the tool may be missing from this process (a session reopened without it): the approver
@@ -238,21 +238,21 @@ async def ask(env: Environment, recorder: Recorder, inflight: InFlight, view: Li
     inflight.ask(call_id)  # not pending for the host while its approver decides
     error = None
     try:
-        answer = await env.approver(request)
-        if answer is LATER:
+        reply = await env.approver(request)
+        if reply is LATER:
             return
-        decision = as_decision(answer)
-        if decision.granted and decision.arguments is not None:
-            ensure_json(decision.arguments)
+        answer = as_answer(reply)
+        if answer.granted and answer.arguments is not None:
+            ensure_json(answer.arguments)
     except Exception as exc:  # refuses; the model is told no more than that
-        decision = ApprovalDecision(granted=False, reason=f"{APPROVER_FAILED} ({describe(exc)})")
+        answer = ApprovalAnswer(granted=False, reason=f"{APPROVER_FAILED} ({describe(exc)})")
         error = error_info(exc, text_limit(env.limits))
     finally:
         inflight.asked(call_id)
-    resolve(env, recorder, call_id, decision, error=error)
+    resolve(env, recorder, call_id, answer, error=error)
 
 
-def resolve(env: Environment, recorder: Recorder, call_id: str, decision: ApprovalDecision, *,
+def resolve(env: Environment, recorder: Recorder, call_id: str, answer: ApprovalAnswer, *,
             error: ErrorInfo | None = None, later: bool = False) -> None:
     """Record the answer to a pending approval: the approver's edit (a rewrite, validated
     again), the resolution, and the denial if it refuses (with its reason for the model;
@@ -260,17 +260,17 @@ def resolve(env: Environment, recorder: Recorder, call_id: str, decision: Approv
     gave them or the host did ``later``, at a pause (recorded: a replay answers "later" there
     too)."""
     view = recorder.projection.live_calls[call_id]
-    edited = decision.granted and decision.arguments is not None
-    size = oversized(admit(decision.arguments, env.limits)) if edited else None
+    edited = answer.granted and answer.arguments is not None
+    size = oversized(admit(answer.arguments, env.limits)) if edited else None
     if edited and size is None:
         recorder.record(ToolCallRewritten(
-            call_id=call_id, arguments=copy_json(decision.arguments), by="approver"))
-    recorder.record(ApprovalResolved(call_id=call_id, granted=decision.granted,
-                                     scope=decision.scope, reason=decision.reason,
+            call_id=call_id, arguments=copy_json(answer.arguments), by="approver"))
+    recorder.record(ApprovalResolved(call_id=call_id, granted=answer.granted,
+                                     scope=answer.scope, reason=answer.reason,
                                      later=later))
-    if not decision.granted:
-        deny(recorder, view, decision.reason or "the approver refused", "approver",
-             not_approved_result(view.name, decision.reason, failed=error is not None),
+    if not answer.granted:
+        deny(recorder, view, answer.reason or "the approver refused", "approver",
+             not_approved_result(view.name, answer.reason, failed=error is not None),
              error=error)
         return
     if size is not None:  # the edit is not recorded: the call ends instead
@@ -280,7 +280,7 @@ def resolve(env: Environment, recorder: Recorder, call_id: str, decision: Approv
         return
     spec = env.registry.specs.get(view.name)
     if edited and spec is not None:
-        _valid_arguments(env, recorder, call_id, spec, decision.arguments, after="approver")
+        _valid_arguments(env, recorder, call_id, spec, answer.arguments, after="approver")
 
 
 # -- 6.-8. the body, the result handlers, the terminal event -----------------------------------
@@ -374,12 +374,12 @@ async def _result_handlers(env: Environment, recorder: Recorder, view: LiveCall,
                            result: ToolResult) -> ToolResult:
     """Step 7: the ``tool_result`` handlers, chained; one that raises is recorded and skipped."""
     for handler in env.result_handlers:
-        event = ToolResultEvent(call_id=view.call_id, name=view.name,
+        draft = ToolResultDraft(call_id=view.call_id, name=view.name,
                                 arguments=copy_json(view.arguments),
                                 origin=view.origin, parent_id=view.parent_id,
                                 result=own_result(result))
         try:
-            patch = handler(event)
+            patch = handler(draft)
             if patch is not None and not isinstance(patch, ResultPatch) and inspect.isawaitable(
                 patch
             ):

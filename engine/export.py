@@ -34,9 +34,9 @@ def transcript_json(projection: Projection) -> list[dict[str, Any]]:
 
 def call_json(view: CallView) -> dict[str, Any]:
     """One call: who asked, what the policy and the approver said, how it ended."""
-    verdict = view.verdict
+    policy = view.policy
     approval = view.approval
-    outcome = view.outcome
+    terminal = view.terminal
     return {
         "call_id": view.call_id,
         "name": view.name,
@@ -46,13 +46,13 @@ def call_json(view: CallView) -> dict[str, Any]:
         "requested_arguments": view.requested_arguments,
         "arguments": view.arguments,
         "rewrites": [{"by": r.by, "arguments": r.arguments} for r in view.rewrites],
-        "policy": None if verdict is None else {"decision": verdict.decision,
-                                                 "reason": verdict.reason},
+        "policy": None if policy is None else {"decision": policy.decision,
+                                               "reason": policy.reason},
         "approval": None if approval is None else {"granted": approval.granted,
                                                     "scope": approval.scope,
                                                     "reason": approval.reason},
         "progress": view.progress_count,
-        "outcome": None if outcome is None else converter.unstructure(outcome),
+        "outcome": None if terminal is None else converter.unstructure(terminal),
     }
 
 

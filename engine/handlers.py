@@ -11,6 +11,10 @@ One that raises is recorded (``result_handler_failed``) and skipped.
 
 Handlers may be plain or ``async`` functions; they get copies of the arguments, so changing
 them in place changes nothing: return a :class:`Rewrite` instead.
+
+What a handler is handed is a *draft* (:class:`ToolCallDraft`, :class:`ToolResultDraft`): the
+call or result as it stands, not yet final, which the handler may rewrite or patch. It is not
+an event: events are the facts in the log (docs/concepts.md, "Words").
 """
 
 from __future__ import annotations
@@ -24,14 +28,16 @@ from attrs.validators import instance_of
 from events.results import ContentBlock, TextContent, ToolResult
 from events.types import Origin
 
+from .renamed import renamed_attribute
+
 __all__ = [
     "UNSET",
     "Block",
     "ResultPatch",
     "Rewrite",
-    "ToolCallEvent",
+    "ToolCallDraft",
     "ToolCallHandler",
-    "ToolResultEvent",
+    "ToolResultDraft",
     "ToolResultHandler",
     "handler_name",
 ]
@@ -47,8 +53,9 @@ UNSET: Any = _Unset()
 
 
 @attrs.frozen(kw_only=True)
-class ToolCallEvent:
-    """A call about to be judged: the arguments as they stand after earlier handlers."""
+class ToolCallDraft:
+    """What a ``tool_call`` handler is handed: a call about to be judged, with the arguments
+    as they stand after earlier handlers."""
 
     call_id: str
     name: str
@@ -58,8 +65,9 @@ class ToolCallEvent:
 
 
 @attrs.frozen(kw_only=True)
-class ToolResultEvent:
-    """A result about to be returned to the caller, after earlier result handlers."""
+class ToolResultDraft:
+    """What a ``tool_result`` handler is handed: a result about to be returned to the caller,
+    as it stands after earlier result handlers."""
 
     call_id: str
     name: str
@@ -112,10 +120,10 @@ class ResultPatch:
 
 
 ToolCallHandler = Callable[
-    [ToolCallEvent], Union[Block, Rewrite, None, Awaitable[Union[Block, Rewrite, None]]]
+    [ToolCallDraft], Union[Block, Rewrite, None, Awaitable[Union[Block, Rewrite, None]]]
 ]
 ToolResultHandler = Callable[
-    [ToolResultEvent], Union[ResultPatch, None, Awaitable[Union[ResultPatch, None]]]
+    [ToolResultDraft], Union[ResultPatch, None, Awaitable[Union[ResultPatch, None]]]
 ]
 
 
@@ -123,3 +131,11 @@ def handler_name(handler: Any) -> str:
     """How the log names a handler: its qualified name."""
     return str(getattr(handler, "__qualname__", None) or getattr(handler, "__name__", None)
                or type(handler).__name__)
+
+
+#: Names this module had before, for code written against them (each warns).
+_RENAMED = {"ToolCallEvent": "ToolCallDraft", "ToolResultEvent": "ToolResultDraft"}
+
+
+def __getattr__(name: str) -> Any:
+    return renamed_attribute(__name__, _RENAMED, globals(), name)

@@ -5,7 +5,7 @@ Theory of operation
 
 Everything that decides which event may follow which, for one call, lives here and nowhere
 else. The table is data: ``TRANSITIONS[state][key] -> next state``, where ``key`` is the event's
-log name (``"tool_call_requested"``), refined by its verdict for the two events whose meaning
+log name (``"tool_call_requested"``), refined by its decision for the two events whose meaning
 depends on it (``"policy_decided:ask"``, ``"approval_resolved:granted"``). An event the table
 does not list for the call's current state is a :class:`LifecycleError` at once: a corrupt or
 forged log shows up here, and so does an engine bug.
@@ -109,7 +109,7 @@ TRANSITIONS: Mapping[CallState, Mapping[str, CallState]] = {
 
 
 def event_key(event: Any) -> str:
-    """The table's key for ``event``: its log name, refined by its verdict where it has one."""
+    """The table's key for ``event``: its log name, refined by its decision where it has one."""
     if isinstance(event, PolicyDecided):
         return f"policy_decided:{event.decision}"
     if isinstance(event, ApprovalResolved):
@@ -128,7 +128,7 @@ _BY_CLASS: Mapping[tuple[str, type[Any]], CallState] = {
 }
 
 
-# And by (state's value, key), for the rest (the keys refined by a verdict).
+# And by (state's value, key), for the rest (the keys refined by a decision).
 _BY_KEY: Mapping[tuple[str, str], CallState] = {
     (state._value_, key): target
     for state, moves in TRANSITIONS.items()

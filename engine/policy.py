@@ -17,8 +17,8 @@ session-wide grant; an ask rule; the annotation rule. Deny beats everything so t
 :func:`deny_rule` again just before a body runs, so a call the log allowed or sent for approval
 before the host added the rule (a session reopened with new rules) is denied, not run.
 
-A verdict names the rule that decided it (:attr:`Verdict.rule`), and the runtime records that
-name as a field: a program reads the field, never the reason's words.
+A decision names the rule that decided it (:attr:`PolicyDecision.rule`), and the runtime
+records that name as a field: a program reads the field, never the reason's words.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ import attrs
 
 from events.types import Annotations, Decision
 
-__all__ = ["PolicyRules", "Verdict", "decide", "deny_rule", "needs_approval"]
+from .renamed import renamed_attribute
+
+__all__ = ["PolicyDecision", "PolicyRules", "decide", "deny_rule", "needs_approval"]
 
 
 def needs_approval(annotations: Annotations) -> bool:
@@ -69,7 +71,7 @@ class PolicyRules:
 
 
 @attrs.frozen(kw_only=True)
-class Verdict:
+class PolicyDecision:
     """What the policy decided and why: ``reason`` in words a person reading the log
     understands, ``rule`` the host's pattern that decided (``None`` if none did)."""
 
@@ -97,13 +99,14 @@ def _describe(annotations: Annotations) -> str:
     return ", ".join(parts)
 
 
-def deny_rule(name: str, rules: PolicyRules) -> Verdict | None:
-    """The verdict of the first deny rule that matches tool ``name``, or ``None``: the one
+def deny_rule(name: str, rules: PolicyRules) -> PolicyDecision | None:
+    """The decision of the first deny rule that matches tool ``name``, or ``None``: the one
     check that holds whatever else was decided (see the module docstring)."""
     pattern = _match(rules.deny, name)
     if pattern is None:
         return None
-    return Verdict(decision="deny", reason=f"denied by the rule {pattern!r}", rule=pattern)
+    return PolicyDecision(decision="deny", reason=f"denied by the rule {pattern!r}",
+                          rule=pattern)
 
 
 def decide(
@@ -112,7 +115,7 @@ def decide(
     *,
     rules: PolicyRules = PolicyRules(),
     session_grants: Mapping[str, bool] = {},
-) -> Verdict:
+) -> PolicyDecision:
     """Judge a call of tool ``name``.
 
     ``session_grants`` maps a tool name to the last "for the session" answer the approver gave
@@ -123,25 +126,35 @@ def decide(
         return denied
     grant = session_grants.get(name)
     if grant is False:
-        return Verdict(decision="deny", reason=f"{name} was refused for this session")
+        return PolicyDecision(decision="deny", reason=f"{name} was refused for this session")
     if pattern := _match(rules.allow, name):
-        return Verdict(decision="allow", reason=f"allowed by the rule {pattern!r}", rule=pattern)
+        return PolicyDecision(decision="allow", reason=f"allowed by the rule {pattern!r}",
+                              rule=pattern)
     if grant is True:
-        return Verdict(decision="allow", reason=f"{name} was approved for this session")
+        return PolicyDecision(decision="allow", reason=f"{name} was approved for this session")
     if pattern := _match(rules.ask, name):
-        return Verdict(decision="ask", reason=f"the rule {pattern!r} asks", rule=pattern)
+        return PolicyDecision(decision="ask", reason=f"the rule {pattern!r} asks", rule=pattern)
     return _by_annotations(name, annotations)
 
 
 @functools.lru_cache(maxsize=1024)
-def _by_annotations(name: str, annotations: Annotations) -> Verdict:
-    """The annotation rule's verdict: the same for every call of a tool, so it is worked out
+def _by_annotations(name: str, annotations: Annotations) -> PolicyDecision:
+    """The annotation rule's decision: the same for every call of a tool, so it is worked out
     (and its reason written) once per tool and shared, not once per call."""
     if needs_approval(annotations):
-        return Verdict(decision="ask", reason=f"{name} needs approval: {_describe(annotations)}")
+        return PolicyDecision(decision="ask",
+                              reason=f"{name} needs approval: {_describe(annotations)}")
     declared = ", ".join(
         f"{field}={getattr(annotations, field)}"
         for field in _DEFAULTS
         if getattr(annotations, field) is not None
     )
-    return Verdict(decision="allow", reason=f"{name} needs no approval: {declared}")
+    return PolicyDecision(decision="allow", reason=f"{name} needs no approval: {declared}")
+
+
+#: Names this module had before, for code written against them (each warns).
+_RENAMED = {"Verdict": "PolicyDecision"}
+
+
+def __getattr__(name: str) -> Any:
+    return renamed_attribute(__name__, _RENAMED, globals(), name)

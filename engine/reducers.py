@@ -276,11 +276,11 @@ class Projection:
         if self._views:
             self._views.pop(call_id, None)  # a view handed out keeps the call as it was
         if isinstance(event, PolicyDecided):
-            call.verdict = event
+            call.policy = event
         elif isinstance(event, ToolExecutionStarted):
             call.started = True
         elif isinstance(event, TERMINAL_EVENTS):
-            call.outcome = event
+            call.terminal = event
             self._open.pop(call_id, None)
             self._pending.pop(call_id, None)
             if call.parent_id is None:
@@ -300,12 +300,12 @@ class Projection:
                 self._grants[call.name] = event.granted
 
     def _enter_result(self, call: LiveCall) -> None:
-        assert call.outcome is not None
+        assert call.terminal is not None
         self._batch_results[call.call_id] = ToolResultEntry(
             call_id=call.call_id,
             model_call_id=call.model_call_id,
             name=call.name,
-            result=call.outcome.result,
+            result=call.terminal.result,
         )
         # results enter in the assistant's order, whatever order the calls finished in
         order, results = self._batch_order, self._batch_results

@@ -233,11 +233,11 @@ def call_label(view: CallView) -> RenderableType:
     label.append(visible(view.name, newlines=False), style="bold")
     label.append("  ")
     status = view.status
-    if view.outcome is None:
+    if view.terminal is None:
         label.append(f"open ({status})", style="bold cyan")
     else:
         label.append(status, style=f"bold {_STATUS_STYLE.get(status, '')}")
-        if isinstance(view.outcome, ToolCallCompleted) and view.outcome.result.is_error:
+        if isinstance(view.terminal, ToolCallCompleted) and view.terminal.result.is_error:
             label.append(" with an error result", style="red")
 
     facts = Table.grid(padding=(0, 1))
@@ -250,15 +250,15 @@ def call_label(view: CallView) -> RenderableType:
     fact("args", short_json(view.requested_arguments, ARGS))
     for rewrite in view.rewrites:
         fact("rewrite", f"by {rewrite.by}: {short_json(rewrite.arguments)}", "yellow")
-    if view.verdict is not None:
-        fact("policy", f"{view.verdict.decision}: {view.verdict.reason}")
-    outcome = view.outcome
+    if view.policy is not None:
+        fact("policy", f"{view.policy.decision}: {view.policy.reason}")
+    terminal = view.terminal
     if view.approval is not None:
         granted = view.approval.granted
         scope = "for the session" if view.approval.scope == "session" else "once"
         why = view.approval.reason
-        if not granted and isinstance(outcome, ToolCallDenied) and outcome.by == "approver":
-            why = why or outcome.reason  # the denial says nothing more: fold it in here
+        if not granted and isinstance(terminal, ToolCallDenied) and terminal.by == "approver":
+            why = why or terminal.reason  # the denial says nothing more: fold it in here
         fact("approval",
              f"asked → {'granted' if granted else 'denied'} {scope}, by the approver"
              + (f": {why}" if why else ""),
@@ -269,18 +269,18 @@ def call_label(view: CallView) -> RenderableType:
         last = view.last_progress
         message = last.message if last is not None and last.message else ""
         fact("progress", f"{view.progress_count} update(s){': ' + message if message else ''}")
-    if isinstance(outcome, ToolCallBlocked):
-        fact("blocked", f"by {outcome.by}: {outcome.reason}", "yellow")
-    elif isinstance(outcome, ToolCallDenied) and (
-        outcome.by != "approver" or view.approval is None  # else the approval line says it
+    if isinstance(terminal, ToolCallBlocked):
+        fact("blocked", f"by {terminal.by}: {terminal.reason}", "yellow")
+    elif isinstance(terminal, ToolCallDenied) and (
+        terminal.by != "approver" or view.approval is None  # else the approval line says it
     ):
-        fact("denied", f"by the {outcome.by}: {outcome.reason}", "yellow")
-    elif isinstance(outcome, ToolCallFailed):
-        fact("error", f"{outcome.kind}: {_clip(outcome.message)}", "red")
-    elif isinstance(outcome, ToolCallCancelled):
-        fact("cancelled", outcome.reason, "magenta")
-    if outcome is not None:
-        fact("result", short_result(outcome.result), "red" if outcome.result.is_error else "")
+        fact("denied", f"by the {terminal.by}: {terminal.reason}", "yellow")
+    elif isinstance(terminal, ToolCallFailed):
+        fact("error", f"{terminal.kind}: {_clip(terminal.message)}", "red")
+    elif isinstance(terminal, ToolCallCancelled):
+        fact("cancelled", terminal.reason, "magenta")
+    if terminal is not None:
+        fact("result", short_result(terminal.result), "red" if terminal.result.is_error else "")
     renderer = _RENDERERS.get(view.name)
     if renderer is not None:
         try:

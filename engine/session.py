@@ -40,7 +40,7 @@ from events.types import (
     UserMessage,
 )
 
-from .approvals import ApprovalDecision, ApprovalRequest, Approver, deny_all
+from .approvals import ApprovalAnswer, ApprovalRequest, Approver, deny_all
 from .batch import Batch
 from .calls import resolve
 from .environment import Environment
@@ -54,6 +54,7 @@ from .policy import PolicyRules
 from .recorder import Recorder
 from .reducers import CallView, Projection, TranscriptView, fold
 from .registry import Registry
+from .renamed import warn_renamed
 from .tools import ToolSpec
 
 __all__ = ["PromptResult", "Session"]
@@ -332,21 +333,32 @@ class Session:
     async def resolve_approval(
         self,
         call_id: str,
-        approved: bool,
+        granted: bool | None = None,
         scope: Literal["once", "session"] = "once",
         *,
         arguments: Any = None,
         reason: str | None = None,
+        approved: bool | None = None,
     ) -> None:
         """Answer a pending approval by the engine's call id: once per request.
 
+        ``granted`` is the answer, the word :class:`ApprovalAnswer` and the recorded
+        ``ApprovalResolved`` use (``approved=`` is its deprecated spelling).
         ``scope="session"`` also answers later calls of the tool (never one already resolved).
         ``arguments`` edits the call's arguments: recorded as a rewrite by the approver and
         validated again. A nested call waiting in this process goes on at once; a top-level
         call runs at the next :meth:`resume`.
         """
-        decision = ApprovalDecision(granted=approved, scope=scope, arguments=arguments,
-                                    reason=reason)
+        if approved is not None:
+            if granted is not None:
+                raise TypeError("resolve_approval() takes granted= or its old name approved=, "
+                                "not both")
+            warn_renamed("resolve_approval(approved=...)", "resolve_approval(granted=...)")
+            granted = approved
+        if granted is None:
+            raise TypeError("resolve_approval() needs the answer: granted=True or False")
+        answer = ApprovalAnswer(granted=granted, scope=scope, arguments=arguments,
+                                reason=reason)
         state = self.state
         view = state.live_calls.get(call_id)
         if self._inflight.asking(call_id):
@@ -358,9 +370,9 @@ class Session:
                 f"call {call_id} is not waiting for an approval (it is {status}); "
                 f"pending: {', '.join(state.pending_approvals) or 'none'}"
             )
-        if decision.granted and decision.arguments is not None:
-            ensure_json(decision.arguments)
-        resolve(self._env, self._recorder, call_id, decision, later=True)
+        if answer.granted and answer.arguments is not None:
+            ensure_json(answer.arguments)
+        resolve(self._env, self._recorder, call_id, answer, later=True)
         self._inflight.unpark(call_id)  # a nested call waiting here goes on
         await self._recorder.flush()
 
@@ -376,7 +388,7 @@ class Session:
             snapshot = state.tools.get(view.name)
             requests.append(ApprovalRequest(
                 call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
-                reason=view.verdict.reason if view.verdict is not None else "",
+                reason=view.policy.reason if view.policy is not None else "",
                 annotations=snapshot.annotations if snapshot is not None else Annotations(),
                 origin=view.origin, parent_id=view.parent_id,
             ))

@@ -26,6 +26,7 @@ from events.types import (
 )
 
 from .lifecycle import CallState
+from .renamed import warn_renamed
 
 __all__ = [
     "CallView",
@@ -44,24 +45,38 @@ class _CallStatus:
 
     __slots__ = ()
     state: CallState
-    outcome: TerminalEvent | None
+    policy: PolicyDecided | None
+    terminal: TerminalEvent | None
 
     @property
     def closed(self) -> bool:
         """Whether the call has its terminal event."""
-        return self.outcome is not None
+        return self.terminal is not None
 
     @property
     def result(self) -> ToolResult | None:
         """The result the caller got, once the call is closed."""
-        return None if self.outcome is None else self.outcome.result
+        return None if self.terminal is None else self.terminal.result
 
     @property
     def status(self) -> str:
         """``completed``, ``failed``, ``blocked``, ``denied``, ``cancelled``, or the open state."""
-        if self.outcome is None:
+        if self.terminal is None:
             return self.state.value
-        return type(self.outcome).__name__.removeprefix("ToolCall").lower()
+        return type(self.terminal).__name__.removeprefix("ToolCall").lower()
+
+    @property
+    def outcome(self) -> TerminalEvent | None:
+        """Deprecated: the call's terminal event is :attr:`CallView.terminal` (an outcome is
+        what ``ctx.execute_tool`` returns)."""
+        warn_renamed("CallView.outcome", "CallView.terminal")
+        return self.terminal
+
+    @property
+    def verdict(self) -> PolicyDecided | None:
+        """Deprecated: the policy's decision is :attr:`CallView.policy`."""
+        warn_renamed("CallView.verdict", "CallView.policy")
+        return self.policy
 
 
 # One of each per call, kept for the session's life: no ``__weakref__`` slot (8 bytes each).
@@ -80,12 +95,12 @@ class CallView(_CallStatus):
     model_call_id: str | None
     state: CallState = CallState.REQUESTED
     rewrites: tuple[ToolCallRewritten, ...] = ()
-    verdict: PolicyDecided | None = None
+    policy: PolicyDecided | None = None
     approval: ApprovalResolved | None = None
     started: bool = False
     progress_count: int = 0
     last_progress: ToolProgress | None = None
-    outcome: TerminalEvent | None = None
+    terminal: TerminalEvent | None = None
 
 
 _CALL_FIELDS = tuple(field.name for field in attrs.fields(CallView))
@@ -120,12 +135,12 @@ class LiveCall(_CallStatus):
         self.model_call_id = model_call_id
         self.state = CallState.REQUESTED
         self.rewrites: tuple[ToolCallRewritten, ...] = ()
-        self.verdict: PolicyDecided | None = None
+        self.policy: PolicyDecided | None = None
         self.approval: ApprovalResolved | None = None
         self.started = False
         self.progress_count = 0
         self.last_progress: ToolProgress | None = None
-        self.outcome: TerminalEvent | None = None
+        self.terminal: TerminalEvent | None = None
 
     def view(self) -> CallView:
         """The call as it is now, as a new frozen value."""

@@ -4,7 +4,7 @@ A log is input, and so is everything in it: a tool's output, the model's argumen
 names, the text of an exception. Printed raw, such text can drive the terminal that shows it:
 ``ESC ] 52`` sets the clipboard, ``ESC ] 0`` the window title, ``ESC ] 8`` hides a link behind
 a word, ``ESC [ 2J`` clears the screen, and ``ESC [ 2K ESC [ 1G`` erases the line just
-printed (a ``BROKEN`` verdict) so that the text after it can print one of its own. The C1
+printed (a ``BROKEN`` report) so that the text after it can print one of its own. The C1
 controls (``U+009B`` is ``CSI`` by itself) do the same without an ``ESC``. Bidi overrides and
 isolates (``U+202A``-``U+202E``, ``U+2066``-``U+2069``) reorder what follows them; zero-width
 and tag characters hide text; a lone surrogate (which ``os.fsdecode`` makes of a non-UTF-8

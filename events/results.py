@@ -108,7 +108,7 @@ def _check_blocks(_: Any, __: Any, blocks: tuple[Any, ...]) -> None:
 
 @attrs.frozen(kw_only=True)
 class ToolResult:
-    """The outcome of a tool call as MCP shapes it.
+    """The result of a tool call as MCP shapes it.
 
     Construction checks the shape (content blocks, a boolean ``is_error``), so a malformed
     result fails inside the tool that built it, where the traceback points at the mistake.

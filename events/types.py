@@ -87,7 +87,7 @@ FailureKind = Literal[
 ]
 
 
-@attrs.frozen(kw_only=True, cache_hash=True)  # the policy looks verdicts up by it
+@attrs.frozen(kw_only=True, cache_hash=True)  # the policy looks decisions up by it
 class Annotations:
     """MCP's hints about a tool's behaviour; ``None`` means "not declared".
 

@@ -117,7 +117,7 @@ async def session(directory: Path) -> AsyncIterator[dict[str, Any]]:
         if not model.requests:
             result = await opened.prompt("tidy up")
             for request in result.pending:
-                await opened.resolve_approval(request.call_id, approved=True)
+                await opened.resolve_approval(request.call_id, granted=True)
             if result.pending:
                 await opened.resume()
         skipped = [r.event for r in opened.records if isinstance(r.event, ResultHandlerFailed)]

@@ -344,9 +344,9 @@ async def call_tool(block: Block, namespace: dict[str, Any], name: str, argument
     call = top[0]
     if call.status == "completed" and call.result is not None and not call.result.is_error:
         return
-    outcome = call.outcome
-    detail = getattr(outcome, "message", None) or (call.result.text if call.result else "")
-    error = getattr(outcome, "error", None)
+    terminal = call.terminal
+    detail = getattr(terminal, "message", None) or (call.result.text if call.result else "")
+    error = getattr(terminal, "error", None)
     trace = f"\n{error.traceback}" if error is not None and error.traceback else ""
     raise failed(block, f"defines a tool that did not complete: {asked} ended "
                         f"{call.status}: {detail}{trace}")

@@ -20,9 +20,9 @@ from engine import (
     Annotations,
     ApprovalRequest,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     text,
     tool,
 )
@@ -63,11 +63,11 @@ async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> No
         seen.append((f"approver {request.origin}", TENANT.get()))
         return True
 
-    def on_call(event: ToolCallEvent) -> None:
-        seen.append((f"tool_call handler {event.origin}", TENANT.get()))
+    def on_call(draft: ToolCallDraft) -> None:
+        seen.append((f"tool_call handler {draft.origin}", TENANT.get()))
 
-    async def on_result(event: ToolResultEvent) -> None:
-        seen.append((f"tool_result handler {event.origin}", TENANT.get()))
+    async def on_result(draft: ToolResultDraft) -> None:
+        seen.append((f"tool_result handler {draft.origin}", TENANT.get()))
 
     def step(message: ModelMessage) -> Any:
         def answer(request: ModelRequest) -> ModelMessage:

@@ -14,7 +14,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from engine import Annotations, ApprovalRequest, Session, ToolCallEvent, ToolResult, fold, text, tool
+from engine import Annotations, ApprovalRequest, Session, ToolCallDraft, ToolResult, fold, text, tool
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.reducers import ToolResultEntry
 from events import MemoryStore
@@ -228,11 +228,11 @@ async def test_a_call_that_raises_never_cancels_its_siblings(autojump_clock: Any
                 result = await session.prompt("go")
     assert result.stop == "end_turn"
     for call_id in ("1.0", "1.2"):
-        outcome = session.calls[call_id].outcome
-        assert isinstance(outcome, ToolCallFailed)
-        assert outcome.kind == "raised"
-        assert outcome.error is not None and outcome.error.type == "RuntimeError"
-        assert "kaboom" in outcome.result.text and outcome.result.is_error
+        terminal = session.calls[call_id].terminal
+        assert isinstance(terminal, ToolCallFailed)
+        assert terminal.kind == "raised"
+        assert terminal.error is not None and terminal.error.type == "RuntimeError"
+        assert "kaboom" in terminal.result.text and terminal.result.is_error
     assert session.calls["1.1"].status == "completed"
     assert session.calls["1.1"].result.text == "still here"  # type: ignore[union-attr]
     assert not any(isinstance(r.event, ToolCallCancelled) for r in session.records)
@@ -276,10 +276,10 @@ async def test_a_timeout_fails_the_call_and_cancels_its_nested_calls(autojump_cl
             result = await session.prompt("go")
     assert result.stop == "end_turn"
     assert nested_running.is_set()
-    outcome = session.calls["1.0"].outcome
-    assert isinstance(outcome, ToolCallFailed)
-    assert outcome.kind == "timeout"
-    assert outcome.result.is_error
+    terminal = session.calls["1.0"].terminal
+    assert isinstance(terminal, ToolCallFailed)
+    assert terminal.kind == "timeout"
+    assert terminal.result.is_error
     assert session.calls["1.0/0"].status == "completed"
     assert not outcomes[0].is_error
     # every nested call in flight got its own terminal cancelled event, the deepest first
@@ -317,7 +317,7 @@ async def test_a_timeout_leaves_the_session_usable(autojump_clock: Any) -> None:
             second = await session.prompt("again")
     assert (first.text, second.text) == ("one", "two")
     for call_id in ("1.0", "3.0"):
-        assert session.calls[call_id].outcome.kind == "timeout"  # type: ignore[union-attr]
+        assert session.calls[call_id].terminal.kind == "timeout"  # type: ignore[union-attr]
     model.assert_complete()
 
 
@@ -472,8 +472,8 @@ async def test_cancel_during_gating_of_the_second_call(autojump_clock: Any) -> N
         ran.append(call.call_id)
         return ToolResult(content=[text("work")])
 
-    async def slow_handler(event: ToolCallEvent) -> None:
-        if event.call_id == "1.1":
+    async def slow_handler(draft: ToolCallDraft) -> None:
+        if draft.call_id == "1.1":
             gating_second.set()
             await trio.sleep_forever()
 
@@ -486,8 +486,8 @@ async def test_cancel_during_gating_of_the_second_call(autojump_clock: Any) -> N
             # the first call was allowed but never started; the third was never gated
             assert ran == []
             assert not session.calls["1.0"].started
-            assert session.calls["1.0"].verdict is not None
-            assert session.calls["1.2"].verdict is None
+            assert session.calls["1.0"].policy is not None
+            assert session.calls["1.2"].policy is None
             await _check_after_cancel(session, store, model, ["1.0", "1.1", "1.2"])
 
 
@@ -504,8 +504,8 @@ async def test_cancel_just_after_a_batch_was_handed_to_its_task(autojump_clock: 
         ran.append(call.call_id)
         return ToolResult(content=[text("work")])
 
-    def cancel_on_the_second_turn(event: ToolCallEvent) -> None:
-        if event.call_id == "2.0":
+    def cancel_on_the_second_turn(draft: ToolCallDraft) -> None:
+        if draft.call_id == "2.0":
             host.cancel()  # lands at the prompt's next checkpoint: after the batch started
 
     store = MemoryStore()

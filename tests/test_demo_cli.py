@@ -29,7 +29,7 @@ from engine import (
 )
 from engine.cli import main
 from engine.demo import DEMO_FILES, FIXED_CALC, LOG_NAME, demo_tools, prepare_workspace, run_demo
-from engine.handlers import ToolCallEvent
+from engine.handlers import ToolCallDraft
 from engine.models import faux_text, faux_tool_call
 from engine.reducers import CallView, Projection, ToolResultEntry, fold
 from engine.render import print_session
@@ -161,9 +161,9 @@ def test_the_policy_reason_names_the_hint_that_makes_run_command_ask(
     # run_command declares only open_world=False; it asks because destructive is undeclared
     # (MCP default: true). The recorded reason should say so, not cite open_world alone.
     _, state = demo(capsys, tmp_path, "none")
-    verdict = by_name(state)["run_command"].verdict
-    assert verdict is not None and verdict.decision == "ask"
-    assert "destructive" in verdict.reason
+    decision = by_name(state)["run_command"].policy
+    assert decision is not None and decision.decision == "ask"
+    assert "destructive" in decision.reason
 
 
 def test_demo_recreates_its_log_and_files(
@@ -411,9 +411,9 @@ async def echo(call: ToolCall, ctx: ToolContext) -> ToolResult:
     return ToolResult(content=[text(f"[bold]{word}[/bold]")])
 
 
-def guard(event: ToolCallEvent) -> Block | Rewrite | None:
+def guard(draft: ToolCallDraft) -> Block | Rewrite | None:
     """Block "secret", rewrite "hello" to "hi"."""
-    word = event.arguments.get("word")
+    word = draft.arguments.get("word")
     if word == "secret":
         return Block(reason="no secrets")
     if word == "hello":

@@ -95,8 +95,8 @@ async def set_phase(session: Session, phase: str) -> None:
 def assert_unavailable(session: Session, call_id: str) -> None:
     view = session.calls[call_id]
     assert view.status == "failed"
-    assert isinstance(view.outcome, ToolCallFailed)
-    assert view.outcome.kind == "unavailable"
+    assert isinstance(view.terminal, ToolCallFailed)
+    assert view.terminal.kind == "unavailable"
     assert view.result is not None and view.result.is_error
     assert view.result.text == "Tool target is not available"
     assert not view.started
@@ -254,8 +254,8 @@ async def test_an_unknown_tool_is_not_available_to_the_model_or_a_nested_call() 
         await session.prompt("go")
         for call_id in ("1.0", "1.1/0"):
             view = session.calls[call_id]
-            assert isinstance(view.outcome, ToolCallFailed)
-            assert view.outcome.kind == "unavailable"
+            assert isinstance(view.terminal, ToolCallFailed)
+            assert view.terminal.kind == "unavailable"
             assert view.result is not None and view.result.text == "Tool ghost is not available"
         assert outcomes[0].is_error
         assert session.calls["1.1"].status == "completed"

@@ -9,12 +9,12 @@ from typing import Any
 
 from engine import (
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Block,
     PolicyRules,
     Rewrite,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
     approve_all,
     text,
@@ -137,8 +137,8 @@ async def test_policy_deny_rule_denies_without_asking() -> None:
 async def test_block_by_a_handler_never_runs() -> None:
     counter = Counter()
 
-    def no_secrets(event: ToolCallEvent) -> Block | None:
-        if "secret" in event.arguments.get("path", ""):
+    def no_secrets(draft: ToolCallDraft) -> Block | None:
+        if "secret" in draft.arguments.get("path", ""):
             return Block(reason="secrets are off limits")
         return None
 
@@ -160,7 +160,7 @@ async def test_block_by_a_handler_never_runs() -> None:
 async def test_a_raising_handler_blocks_fail_closed() -> None:
     counter = Counter()
 
-    def broken(event: ToolCallEvent) -> None:
+    def broken(draft: ToolCallDraft) -> None:
         raise KeyError("oops")
 
     state, records, _ = await run_session(
@@ -216,11 +216,11 @@ async def test_rewrite_is_recorded_seen_by_later_handlers_and_reaches_the_tool()
     counter = Counter()
     later_saw: list[Any] = []
 
-    def sandbox(event: ToolCallEvent) -> Rewrite:
-        return Rewrite(arguments={"path": "/sandbox/" + event.arguments["path"]})
+    def sandbox(draft: ToolCallDraft) -> Rewrite:
+        return Rewrite(arguments={"path": "/sandbox/" + draft.arguments["path"]})
 
-    async def audit(event: ToolCallEvent) -> None:
-        later_saw.append(event.arguments)
+    async def audit(draft: ToolCallDraft) -> None:
+        later_saw.append(draft.arguments)
 
     state, records, _ = await run_session(
         [counter.make("read_file", SAFE, PATH_SCHEMA)],
@@ -242,7 +242,7 @@ async def test_the_approver_sees_the_rewritten_arguments() -> None:
     counter = Counter()
     asked: list[Any] = []
 
-    def narrow(event: ToolCallEvent) -> Rewrite:
+    def narrow(draft: ToolCallDraft) -> Rewrite:
         return Rewrite(arguments={"path": "only/this"})
 
     async def approver(request: ApprovalRequest) -> bool:
@@ -261,7 +261,7 @@ async def test_rewrite_to_invalid_arguments_ends_as_invalid_arguments() -> None:
     counter = Counter()
     later: list[str] = []
 
-    def breaks_it(event: ToolCallEvent) -> Rewrite:
+    def breaks_it(draft: ToolCallDraft) -> Rewrite:
         return Rewrite(arguments={"path": 42})
 
     state, records, _ = await run_session(
@@ -281,14 +281,14 @@ async def test_handlers_run_in_registration_order_and_first_block_wins() -> None
     counter = Counter()
     order: list[str] = []
 
-    def first(event: ToolCallEvent) -> None:
+    def first(draft: ToolCallDraft) -> None:
         order.append("first")
 
-    async def second(event: ToolCallEvent) -> Block:
+    async def second(draft: ToolCallDraft) -> Block:
         order.append("second")
         return Block(reason="second says no")
 
-    def third(event: ToolCallEvent) -> Block:
+    def third(draft: ToolCallDraft) -> Block:
         order.append("third")
         return Block(reason="third says no")
 
@@ -306,11 +306,11 @@ async def test_sync_and_async_handlers_both_rewrite() -> None:
     counter = Counter()
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
-    def add_one(event: ToolCallEvent) -> Rewrite:
-        return Rewrite(arguments={"n": event.arguments["n"] + 1})
+    def add_one(draft: ToolCallDraft) -> Rewrite:
+        return Rewrite(arguments={"n": draft.arguments["n"] + 1})
 
-    async def double(event: ToolCallEvent) -> Rewrite:
-        return Rewrite(arguments={"n": event.arguments["n"] * 2})
+    async def double(draft: ToolCallDraft) -> Rewrite:
+        return Rewrite(arguments={"n": draft.arguments["n"] * 2})
 
     state, records, _ = await run_session(
         [counter.make("count", SAFE, schema)],
@@ -334,11 +334,11 @@ async def test_handlers_see_model_and_nested_calls_in_order() -> None:
         outcome = await ctx.execute_tool("leaf", {})
         return ToolResult(content=[text(outcome.result.text)])
 
-    def a(event: ToolCallEvent) -> None:
-        seen.append(("a", event.call_id))
+    def a(draft: ToolCallDraft) -> None:
+        seen.append(("a", draft.call_id))
 
-    async def b(event: ToolCallEvent) -> None:
-        seen.append(("b", event.call_id))
+    async def b(draft: ToolCallDraft) -> None:
+        seen.append(("b", draft.call_id))
 
     await run_session([root, leaf], [faux_tool_call("root"), faux_text("ok")],
                       on_tool_call=[a, b])
@@ -348,8 +348,8 @@ async def test_handlers_see_model_and_nested_calls_in_order() -> None:
 async def test_a_handler_mutating_the_event_changes_nothing() -> None:
     counter = Counter()
 
-    def vandal(event: ToolCallEvent) -> None:
-        event.arguments["path"] = "/etc/shadow"
+    def vandal(draft: ToolCallDraft) -> None:
+        draft.arguments["path"] = "/etc/shadow"
 
     model_arguments = {"path": "a.txt"}
     state, records, _ = await run_session(
@@ -366,12 +366,12 @@ async def test_a_handler_mutating_its_rewrite_later_changes_nothing() -> None:
     counter = Counter()
     kept: list[dict[str, Any]] = []
 
-    def rewrite(event: ToolCallEvent) -> Rewrite:
+    def rewrite(draft: ToolCallDraft) -> Rewrite:
         arguments = {"path": "safe"}
         kept.append(arguments)
         return Rewrite(arguments=arguments)
 
-    def mutate_kept(event: ToolCallEvent) -> None:
+    def mutate_kept(draft: ToolCallDraft) -> None:
         kept[0]["path"] = "evil"
 
     state, records, _ = await run_session(
@@ -406,7 +406,7 @@ async def test_a_raising_approver_refuses_with_a_recorded_reason() -> None:
     assert end.error is not None and end.error.type == "ConnectionError"
 
 
-async def test_an_approver_answering_not_a_decision_refuses() -> None:
+async def test_an_approver_answering_not_an_answer_refuses() -> None:
     counter = Counter()
 
     async def sloppy(request: ApprovalRequest) -> Any:
@@ -423,8 +423,8 @@ async def test_an_approver_answering_not_a_decision_refuses() -> None:
 async def test_approver_edits_are_a_rewrite_by_the_approver_and_reach_the_tool() -> None:
     counter = Counter()
 
-    async def edit(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=True, arguments={"path": "/tmp/only-this"})
+    async def edit(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=True, arguments={"path": "/tmp/only-this"})
 
     state, records, _ = await run_session(
         [counter.make("delete", DANGEROUS, PATH_SCHEMA)],
@@ -439,8 +439,8 @@ async def test_approver_edits_are_a_rewrite_by_the_approver_and_reach_the_tool()
 async def test_approver_edits_are_validated_again() -> None:
     counter = Counter()
 
-    async def edit(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=True, arguments={"path": ["not", "a", "string"]})
+    async def edit(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=True, arguments={"path": ["not", "a", "string"]})
 
     state, records, _ = await run_session(
         [counter.make("delete", DANGEROUS, PATH_SCHEMA)],
@@ -456,9 +456,9 @@ async def test_session_grant_allows_the_next_call_without_asking() -> None:
     counter = Counter()
     asked: list[str] = []
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         asked.append(request.call_id)
-        return ApprovalDecision(granted=True, scope="session")
+        return ApprovalAnswer(granted=True, scope="session")
 
     state, records, _ = await run_session(
         [counter.make("deploy", DANGEROUS)],
@@ -488,9 +488,9 @@ async def test_session_refusal_denies_later_calls_without_asking() -> None:
     counter = Counter()
     asked: list[str] = []
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         asked.append(request.call_id)
-        return ApprovalDecision(granted=False, scope="session", reason="never")
+        return ApprovalAnswer(granted=False, scope="session", reason="never")
 
     state, records, _ = await run_session(
         [counter.make("deploy", DANGEROUS)],
@@ -546,9 +546,9 @@ async def test_session_refusal_governs_a_later_nested_call() -> None:
         return ToolResult(content=[text(outcome.result.text)],
                           structured_content={"is_error": outcome.is_error})
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         asked.append(request.call_id)
-        return ApprovalDecision(granted=False, scope="session")
+        return ApprovalAnswer(granted=False, scope="session")
 
     state, records, _ = await run_session(
         [deploy, release],

@@ -103,13 +103,13 @@ async def test_a_message_cut_off_for_length_fails_its_calls_without_running_them
     state, records, model = await run_session([echo.spec], [cut, faux_text("sorry")])
     assert echo.runs == []
     for call_id in ("1.0", "1.1"):
-        outcome = state.calls[call_id].outcome
-        assert isinstance(outcome, ToolCallFailed)
-        assert outcome.kind == "truncated"
-        assert "truncated" in outcome.result.text and "length" in outcome.result.text
-        assert outcome.result.is_error
+        terminal = state.calls[call_id].terminal
+        assert isinstance(terminal, ToolCallFailed)
+        assert terminal.kind == "truncated"
+        assert "truncated" in terminal.result.text and "length" in terminal.result.text
+        assert terminal.result.is_error
         assert not state.calls[call_id].started
-        assert state.calls[call_id].verdict is None  # never reached the policy
+        assert state.calls[call_id].policy is None  # never reached the policy
     assert not any(isinstance(r.event, ToolExecutionStarted) for r in records)
     assert [e.call_id for e in results(state.transcript)] == ["1.0", "1.1"]
     assert all(e.result.is_error for e in results(state.transcript))
@@ -126,10 +126,10 @@ async def test_two_calls_with_one_model_id_in_a_message_both_fail_without_runnin
              faux_tool_call("echo", {"say": "c"}, id="call_1")]
     state, records, model = await run_session([echo.spec], [batch, faux_text("ok")])
     for call_id in ("1.0", "1.1"):
-        outcome = state.calls[call_id].outcome
-        assert isinstance(outcome, ToolCallFailed)
-        assert outcome.kind == "duplicate_call_id"
-        assert "call_0" in outcome.result.text
+        terminal = state.calls[call_id].terminal
+        assert isinstance(terminal, ToolCallFailed)
+        assert terminal.kind == "duplicate_call_id"
+        assert "call_0" in terminal.result.text
         assert not state.calls[call_id].started
     assert state.calls["1.2"].status == "completed"
     assert echo.runs == ["1.2"]

@@ -12,10 +12,10 @@ import pytest
 
 from engine import (
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Block,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
     approve_all,
     text,
@@ -80,8 +80,8 @@ async def test_reference_scenario_review_diff_calls_two_tools() -> None:
 
     seen: list[tuple[str, str, str | None]] = []
 
-    def spy(event: ToolCallEvent) -> None:
-        seen.append((event.name, event.call_id, event.parent_id))
+    def spy(draft: ToolCallDraft) -> None:
+        seen.append((draft.name, draft.call_id, draft.parent_id))
 
     state, records, model = await run_session(
         [review_diff, run_checks, failing_tests],
@@ -144,8 +144,8 @@ async def blocked_one(call: Any, ctx: Any) -> ToolResult:
     return ToolResult(content=[text("ran")])
 
 
-def block_blocked_one(event: ToolCallEvent) -> Block | None:
-    return Block(reason="not today") if event.name == "blocked_one" else None
+def block_blocked_one(draft: ToolCallDraft) -> Block | None:
+    return Block(reason="not today") if draft.name == "blocked_one" else None
 
 
 FAILURES = [
@@ -315,9 +315,9 @@ async def test_session_grant_for_a_top_level_call_governs_a_later_nested_call() 
         outcome = await ctx.execute_tool("deploy", {})
         return ToolResult(content=[text(outcome.result.text)])
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         asked.append(request.call_id)
-        return ApprovalDecision(granted=True, scope="session")
+        return ApprovalAnswer(granted=True, scope="session")
 
     state, records, _ = await run_session(
         [deploy, release],
@@ -343,10 +343,10 @@ async def test_nested_calls_pass_tool_result_handlers() -> None:
         return ToolResult(content=[text(outcome.result.text)],
                           structured_content={"seen": outcome.structured_content})
 
-    from engine import ResultPatch, ToolResultEvent
+    from engine import ResultPatch, ToolResultDraft
 
-    def patch_leaf(event: ToolResultEvent) -> ResultPatch | None:
-        if event.name == "leaf":
+    def patch_leaf(draft: ToolResultDraft) -> ResultPatch | None:
+        if draft.name == "leaf":
             return ResultPatch(content=["patched"], structured_content={"v": 2})
         return None
 

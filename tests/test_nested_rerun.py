@@ -87,9 +87,9 @@ async def test_a_rerun_body_asking_other_arguments_gets_a_mismatch_not_the_recor
         mismatched = [r.event for r in session.records if isinstance(r.event, ToolCallRequested)
                       and r.event.arguments == {"to": "bob"}]
         assert [e.call_id for e in mismatched] == ["1.0/2"]  # recorded, under a new id
-        outcome = session.calls["1.0/2"].outcome
-        assert isinstance(outcome, ToolCallFailed) and outcome.kind == "mismatch"
-        assert "1.0/0" in outcome.message
+        terminal = session.calls["1.0/2"].terminal
+        assert isinstance(terminal, ToolCallFailed) and terminal.kind == "mismatch"
+        assert "1.0/0" in terminal.message
         assert results(session) == [("1.0", f"{seen}; reviewed")]
     assert fold(await store.read(SID)).snapshot() == session.state.snapshot()
 

@@ -12,7 +12,7 @@ import itertools
 
 import pytest
 
-from engine.policy import PolicyRules, Verdict, decide, needs_approval
+from engine.policy import PolicyDecision, PolicyRules, decide, needs_approval
 from events.types import Annotations
 
 HINTS = (None, True, False)
@@ -49,11 +49,11 @@ def test_decide_without_rules_follows_the_annotations(
     read_only: bool | None, destructive: bool | None, open_world: bool | None
 ) -> None:
     annotations = Annotations(read_only=read_only, destructive=destructive, open_world=open_world)
-    verdict = decide("some_tool", annotations)
-    assert isinstance(verdict, Verdict)
+    decision = decide("some_tool", annotations)
+    assert isinstance(decision, PolicyDecision)
     wanted = "ask" if expected_to_ask(read_only, destructive, open_world) else "allow"
-    assert verdict.decision == wanted
-    assert "some_tool" in verdict.reason
+    assert decision.decision == wanted
+    assert "some_tool" in decision.reason
 
 
 @pytest.mark.parametrize(("read_only", "destructive", "open_world"), COMBINATIONS)
@@ -69,9 +69,9 @@ def test_idempotent_and_title_do_not_change_the_answer(
 
 def test_an_unannotated_tool_asks() -> None:
     assert needs_approval(Annotations()) is True
-    verdict = decide("mystery", Annotations())
-    assert verdict.decision == "ask"
-    assert "mystery" in verdict.reason
+    decision = decide("mystery", Annotations())
+    assert decision.decision == "ask"
+    assert "mystery" in decision.reason
 
 
 def test_explicit_destructive_asks_even_when_read_only() -> None:
@@ -99,9 +99,9 @@ DANGEROUS = Annotations()
 
 def test_deny_rule_beats_session_grant_and_allow_rule() -> None:
     rules = PolicyRules(allow=["rm_rf"], deny=["rm_*"])
-    verdict = decide("rm_rf", SAFE, rules=rules, session_grants={"rm_rf": True})
-    assert verdict.decision == "deny"
-    assert "rm_*" in verdict.reason
+    decision = decide("rm_rf", SAFE, rules=rules, session_grants={"rm_rf": True})
+    assert decision.decision == "deny"
+    assert "rm_*" in decision.reason
 
 
 def test_deny_rule_beats_an_ask_rule() -> None:
@@ -111,9 +111,9 @@ def test_deny_rule_beats_an_ask_rule() -> None:
 
 def test_allow_rule_beats_the_annotations() -> None:
     rules = PolicyRules(allow=["deploy"])
-    verdict = decide("deploy", DANGEROUS, rules=rules)
-    assert verdict.decision == "allow"
-    assert "deploy" in verdict.reason
+    decision = decide("deploy", DANGEROUS, rules=rules)
+    assert decision.decision == "allow"
+    assert "deploy" in decision.reason
     explicit = Annotations(read_only=True, destructive=True)
     assert decide("deploy", explicit, rules=rules).decision == "allow"
 
@@ -124,9 +124,9 @@ def test_allow_rule_beats_an_ask_rule() -> None:
 
 
 def test_session_refusal_denies_even_a_read_only_tool() -> None:
-    verdict = decide("cat", SAFE, session_grants={"cat": False})
-    assert verdict.decision == "deny"
-    assert "cat" in verdict.reason
+    decision = decide("cat", SAFE, session_grants={"cat": False})
+    assert decision.decision == "deny"
+    assert "cat" in decision.reason
 
 
 def test_session_refusal_beats_an_allow_rule() -> None:
@@ -136,9 +136,9 @@ def test_session_refusal_beats_an_allow_rule() -> None:
 
 
 def test_session_grant_allows_a_dangerous_tool() -> None:
-    verdict = decide("deploy", DANGEROUS, session_grants={"deploy": True})
-    assert verdict.decision == "allow"
-    assert "session" in verdict.reason
+    decision = decide("deploy", DANGEROUS, session_grants={"deploy": True})
+    assert decision.decision == "allow"
+    assert "session" in decision.reason
 
 
 def test_session_grant_beats_an_ask_rule() -> None:
@@ -154,9 +154,9 @@ def test_session_memory_is_per_tool_name() -> None:
 
 def test_ask_rule_asks_for_a_read_only_tool() -> None:
     rules = PolicyRules(ask=["cat"])
-    verdict = decide("cat", SAFE, rules=rules)
-    assert verdict.decision == "ask"
-    assert "cat" in verdict.reason
+    decision = decide("cat", SAFE, rules=rules)
+    assert decision.decision == "ask"
+    assert "cat" in decision.reason
 
 
 @pytest.mark.parametrize(

@@ -37,7 +37,7 @@ from trio.testing import MockClock
 
 from engine import (
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     Block,
     ResourceLink,
     Rewrite,
@@ -541,15 +541,15 @@ def test_a_progress_message_that_is_not_text_does_not_break_the_session() -> Non
 
 @attrs.frozen
 class DecisionFields:
-    """The fields of an ApprovalDecision the approver builds when asked (building checks
+    """The fields of an ApprovalAnswer the approver builds when asked (building checks
     them, so a malformed one raises inside the approver, as it would in real code)."""
 
     granted: Any
     scope: Any
     reason: Any
 
-    def build(self) -> ApprovalDecision:
-        return ApprovalDecision(granted=self.granted, scope=self.scope, reason=self.reason)
+    def build(self) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=self.granted, scope=self.scope, reason=self.reason)
 
 
 answers = st.one_of(
@@ -590,14 +590,14 @@ def test_whatever_an_approver_answers_the_session_goes_on_and_only_a_grant_runs(
 
 def test_an_approver_scope_outside_once_and_session_does_not_break_the_session() -> None:
     async def approver(request: Any) -> Any:
-        return ApprovalDecision(granted=True, scope="forever")  # type: ignore[arg-type]
+        return ApprovalAnswer(granted=True, scope="forever")  # type: ignore[arg-type]
 
     Probe(approver=approver).check()
 
 
 def test_an_approver_granted_that_is_not_a_bool_refuses() -> None:
     async def approver(request: Any) -> Any:
-        return ApprovalDecision(granted="yes")  # type: ignore[arg-type]
+        return ApprovalAnswer(granted="yes")  # type: ignore[arg-type]
 
     probe = Probe(approver=approver)
     probe.check()

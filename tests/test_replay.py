@@ -27,13 +27,13 @@ from trio.testing import MockClock
 from engine import (
     LATER,
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Block,
     PolicyRules,
     Session,
     approve_all,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
     ToolSpec,
     text,
@@ -224,8 +224,8 @@ async def test_a_policy_that_now_denies_shows_up_with_recorded_tools() -> None:
 
 
 async def test_a_handler_that_now_blocks_shows_up() -> None:
-    def no_squares(event: ToolCallEvent) -> Block | None:
-        return Block("no squares today") if event.name == "square" else None
+    def no_squares(draft: ToolCallDraft) -> Block | None:
+        return Block("no squares today") if draft.name == "square" else None
 
     report = await redrive(corpus("mixed"), handlers=[*SCENARIOS["mixed"].handlers, no_squares])
     calls = {d.subject: d for d in report.by_scope("call")}
@@ -524,14 +524,14 @@ def shared_grant_session(order: str, sequential_now: bool = False) -> Callable[[
         outcome = await ctx.execute_tool("wipe", {})
         return ToolResult(content=[text(outcome.result.text)])
 
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
         if request.call_id.startswith("1.0/"):
             first_asked.set()
             if order == "decision first":  # second's wipe is judged before this answer
                 await second_asked.wait()
         else:
             second_asked.set()
-        return ApprovalDecision(granted=True, scope="session")
+        return ApprovalAnswer(granted=True, scope="session")
 
     async def main() -> None:
         records = await record_session(

@@ -19,7 +19,7 @@ from engine import (
     SchemaError,
     Session,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     text,
     tool,
 )
@@ -230,14 +230,14 @@ async def test_result_handlers_chain_in_order() -> None:
     spec, _ = returning(ToolResult(content=[text("raw")], structured_content={"n": 1}))
     seen: list[Any] = []
 
-    def first(event: ToolResultEvent) -> ResultPatch:
-        seen.append(("first", event.result.text, event.result.structured_content))
-        return ResultPatch(structured_content={"n": event.result.structured_content["n"] + 1})
+    def first(draft: ToolResultDraft) -> ResultPatch:
+        seen.append(("first", draft.result.text, draft.result.structured_content))
+        return ResultPatch(structured_content={"n": draft.result.structured_content["n"] + 1})
 
-    async def second(event: ToolResultEvent) -> ResultPatch:
-        seen.append(("second", event.result.text, event.result.structured_content))
+    async def second(draft: ToolResultDraft) -> ResultPatch:
+        seen.append(("second", draft.result.text, draft.result.structured_content))
         return ResultPatch(content=[text("second"), "plain"],
-                           structured_content={"n": event.result.structured_content["n"] * 10})
+                           structured_content={"n": draft.result.structured_content["n"] * 10})
 
     state, records, entry = await one_call(spec, on_tool_result=[first, second])
     assert seen == [("first", "raw", {"n": 1}), ("second", "raw", {"n": 2})]
@@ -251,7 +251,7 @@ async def test_result_handlers_chain_in_order() -> None:
 async def test_a_patch_replacing_content_only_drops_structured_content() -> None:
     spec, _ = returning(ToolResult(content=[text("raw")], structured_content={"secret": 1}))
 
-    def redact(event: ToolResultEvent) -> ResultPatch:
+    def redact(draft: ToolResultDraft) -> ResultPatch:
         return ResultPatch(content=["[redacted]"])
 
     _, _, entry = await one_call(spec, on_tool_result=[redact])
@@ -271,12 +271,12 @@ async def test_a_raising_result_handler_is_recorded_and_skipped() -> None:
     spec, _ = returning(ToolResult(content=[text("raw")]))
     after: list[str] = []
 
-    def broken(event: ToolResultEvent) -> ResultPatch:
+    def broken(draft: ToolResultDraft) -> ResultPatch:
         raise ZeroDivisionError("bad math")
 
-    def later(event: ToolResultEvent) -> ResultPatch:
-        after.append(event.result.text)
-        return ResultPatch(content=[event.result.text + " (checked)"])
+    def later(draft: ToolResultDraft) -> ResultPatch:
+        after.append(draft.result.text)
+        return ResultPatch(content=[draft.result.text + " (checked)"])
 
     state, records, entry = await one_call(spec, on_tool_result=[broken, later])
     [failure] = events_of(records, ResultHandlerFailed)
@@ -309,8 +309,8 @@ async def test_result_handlers_see_error_results_of_failed_bodies() -> None:
     spec = tool(name="boom", annotations=SAFE)(execute)
     seen: list[tuple[bool, str]] = []
 
-    def watch(event: ToolResultEvent) -> None:
-        seen.append((event.result.is_error, event.result.text))
+    def watch(draft: ToolResultDraft) -> None:
+        seen.append((draft.result.is_error, draft.result.text))
 
     _, records, entry = await one_call(spec, on_tool_result=[watch])
     assert seen == [(True, entry.result.text)]
@@ -324,9 +324,9 @@ async def test_a_result_handler_mutating_its_event_changes_nothing() -> None:
     spec, _ = returning(lambda call: ToolResult(content=[text("raw")],
                                                 structured_content={"items": [1]}))
 
-    def vandal(event: ToolResultEvent) -> None:
-        event.arguments["path"] = "changed"
-        event.result.structured_content["items"].append(666)
+    def vandal(draft: ToolResultDraft) -> None:
+        draft.arguments["path"] = "changed"
+        draft.result.structured_content["items"].append(666)
 
     state, records, entry = await one_call(spec, {"path": "a"}, on_tool_result=[vandal])
     assert state.calls["1.0"].arguments == {"path": "a"}
@@ -338,7 +338,7 @@ async def test_a_patch_value_kept_by_its_handler_cannot_change_the_log() -> None
     spec, _ = returning(lambda call: ToolResult(content=[text("raw")]))
     kept: list[dict[str, Any]] = []
 
-    def tag(event: ToolResultEvent) -> ResultPatch:
+    def tag(draft: ToolResultDraft) -> ResultPatch:
         if kept:
             kept[0]["calls"] += 1  # the handler changes its own value on a later call
         else:

@@ -147,7 +147,7 @@ async def test_an_approvers_edit_at_resolution_is_a_validated_rewrite() -> None:
         assert [(e.call_id, e.arguments, e.by) for e in rewrites] == [
             ("1.0", {"n": 10}, "approver"), ("1.1", {"n": "ten"}, "approver")]
         assert tools.runs == ["danger 1.0 {'n': 10}"]
-        failed = session.calls["1.1"].outcome
+        failed = session.calls["1.1"].terminal
         assert isinstance(failed, ToolCallFailed) and failed.kind == "invalid_arguments"
 
 
@@ -217,8 +217,8 @@ async def test_a_non_idempotent_parent_left_running_ends_interrupted_and_the_mod
                             session_id=SID, create=True) as session:
         assert (await session.resume()).stop == "end_turn"
         assert tools.runs == []
-        outcome = session.calls["1.0"].outcome
-        assert isinstance(outcome, ToolCallFailed) and outcome.kind == "interrupted"
+        terminal = session.calls["1.0"].terminal
+        assert isinstance(terminal, ToolCallFailed) and terminal.kind == "interrupted"
         assert session.calls["1.0/0"].status == "cancelled"
         assert session.state.open_calls == ()
         seen = model.requests[0].transcript[-1]
@@ -345,9 +345,9 @@ def test_a_call_killed_mid_body_reruns_only_if_idempotent(
     assert report["statuses"] == {"1.0": status}
     assert side.read_text().splitlines() == ["slow_step 1.0"] * runs
     state = fold(stored(log))
-    outcome = state.calls["1.0"].outcome
+    terminal = state.calls["1.0"].terminal
     if flavour == "plain":
-        assert isinstance(outcome, ToolCallFailed) and outcome.kind == "interrupted"
+        assert isinstance(terminal, ToolCallFailed) and terminal.kind == "interrupted"
     assert state.open_calls == ()
     assert verify_jsonl(log).ok
 
@@ -372,7 +372,7 @@ def test_a_second_process_cannot_take_over_a_session_whose_body_still_runs(
             first.wait()
     assert done["stop"] == "end_turn" and done["statuses"] == {"1.0": "completed"}
     state = fold(stored(log))
-    assert isinstance(state.calls["1.0"].outcome, ToolCallCompleted)
+    assert isinstance(state.calls["1.0"].terminal, ToolCallCompleted)
     assert state.open_calls == () and verify_jsonl(log).ok
     after = finish("finish", str(log), str(side), flavour)  # closed: anyone may open it now
     assert after["stop"] == "end_turn" and side.read_text().splitlines() == ["slow_step 1.0"]

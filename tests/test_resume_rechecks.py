@@ -81,9 +81,9 @@ async def test_a_deny_rule_given_at_reopen_stops_an_approved_call_before_it_runs
         await session.resolve_approval("1.0", True)
         assert (await session.resume()).stop == "end_turn"
         assert tools.runs == []  # deny beats the human's approval given before the rule
-        outcome = session.calls["1.0"].outcome
-        assert isinstance(outcome, ToolCallDenied)
-        assert outcome.by == "policy" and outcome.rule == "rm_*"
+        terminal = session.calls["1.0"].terminal
+        assert isinstance(terminal, ToolCallDenied)
+        assert terminal.by == "policy" and terminal.rule == "rm_*"
         assert results(session) == [("1.0", "rm_rf was denied: denied by the rule 'rm_*'")]
     assert fold(await store.read(SID)).snapshot() == session.state.snapshot()
 
@@ -105,8 +105,8 @@ async def test_a_deny_rule_given_at_reopen_stops_a_call_the_log_allowed() -> Non
                             session_id=cut, create=True) as session:
         await session.resume()
         assert tools.runs == []
-        outcome = session.calls["1.0"].outcome
-        assert isinstance(outcome, ToolCallDenied) and outcome.rule == "rm_*"
+        terminal = session.calls["1.0"].terminal
+        assert isinstance(terminal, ToolCallDenied) and terminal.rule == "rm_*"
 
 
 async def test_a_deny_rule_given_at_reopen_stops_an_idempotent_body_from_running_again() -> None:
@@ -119,8 +119,8 @@ async def test_a_deny_rule_given_at_reopen_stops_an_idempotent_body_from_running
         await session.resolve_approval("1.0/0", True)
         await session.resume()
         assert tools.runs == []
-        outcome = session.calls["1.0"].outcome
-        assert isinstance(outcome, ToolCallDenied) and outcome.rule == "nest"
+        terminal = session.calls["1.0"].terminal
+        assert isinstance(terminal, ToolCallDenied) and terminal.rule == "nest"
         assert session.calls["1.0/0"].status == "cancelled"
         assert session.state.open_calls == ()
 
@@ -132,10 +132,10 @@ async def test_the_policy_records_the_rule_that_decided() -> None:
                             tools=[tools.rm_rf], rules=PolicyRules(deny=["rm_*"]),
                             session_id=SID, create=True) as session:
         await session.prompt("go")
-        verdict = session.calls["1.0"].verdict
-        assert verdict is not None and verdict.decision == "deny" and verdict.rule == "rm_*"
-        outcome = session.calls["1.0"].outcome
-        assert isinstance(outcome, ToolCallDenied) and outcome.rule == "rm_*"
+        decision = session.calls["1.0"].policy
+        assert decision is not None and decision.decision == "deny" and decision.rule == "rm_*"
+        terminal = session.calls["1.0"].terminal
+        assert isinstance(terminal, ToolCallDenied) and terminal.rule == "rm_*"
 
 
 # -- a pending call whose tool this process does not register ------------------------------------
@@ -151,10 +151,10 @@ async def test_a_pending_call_whose_tool_is_not_registered_fails_unavailable_whe
         assert pending.call_id == "1.0" and pending.name == "rm_rf"
         await session.resolve_approval("1.0", True)
         assert (await session.resume()).stop == "end_turn"
-        outcome = session.calls["1.0"].outcome
-        assert isinstance(outcome, ToolCallFailed) and outcome.kind == "unavailable"
-        assert "is registered in this process" in outcome.message
-        assert "approval was not used" in outcome.message
+        terminal = session.calls["1.0"].terminal
+        assert isinstance(terminal, ToolCallFailed) and terminal.kind == "unavailable"
+        assert "is registered in this process" in terminal.message
+        assert "approval was not used" in terminal.message
         assert results(session) == [("1.0", "Tool rm_rf is not available")]
     assert fold(await store.read(SID)).snapshot() == session.state.snapshot()
 
@@ -167,8 +167,8 @@ async def test_a_pending_nested_call_whose_tool_is_not_registered_fails_unavaila
                             approver=approve_all, session_id=SID, create=True) as session:
         await session.resolve_approval("1.0/0", True)
         await session.resume()
-        outcome = session.calls["1.0/0"].outcome
-        assert isinstance(outcome, ToolCallFailed) and outcome.kind == "unavailable"
+        terminal = session.calls["1.0/0"].terminal
+        assert isinstance(terminal, ToolCallFailed) and terminal.kind == "unavailable"
         assert results(session) == [("1.0", "nest saw: Tool rm_rf is not available")]
 
 
@@ -182,8 +182,8 @@ async def test_an_ask_left_unasked_for_a_tool_not_registered_does_not_break_the_
     async with Session.open(store, model=FauxModel([faux_text("ok")]), tools=[],
                             approver=approve_all, session_id=cut, create=True) as session:
         assert (await session.resume()).stop == "end_turn"
-        outcome = session.calls["1.0"].outcome
-        assert isinstance(outcome, ToolCallFailed) and outcome.kind == "unavailable"
+        terminal = session.calls["1.0"].terminal
+        assert isinstance(terminal, ToolCallFailed) and terminal.kind == "unavailable"
 
 
 def test_a_missing_tool_never_escapes_session_open() -> None:

@@ -44,10 +44,10 @@ async def test_a_message_cut_off_under_any_providers_name_fails_its_calls_unrun(
     assert runs == []
     assert events_of(records, ToolExecutionStarted) == []
     for call_id in ("1.0", "1.1"):
-        outcome = state.calls[call_id].outcome
-        assert isinstance(outcome, ToolCallFailed) and outcome.kind == "truncated"
-        assert "arguments may be truncated" in outcome.result.text
-        assert repr(stop_reason) in outcome.message  # the provider's own word
+        terminal = state.calls[call_id].terminal
+        assert isinstance(terminal, ToolCallFailed) and terminal.kind == "truncated"
+        assert "arguments may be truncated" in terminal.result.text
+        assert repr(stop_reason) in terminal.message  # the provider's own word
     message = events_of(records, AssistantMessage)[0]
     assert message.stop_reason == stop_reason  # recorded as the model gave it
 

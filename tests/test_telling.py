@@ -17,10 +17,10 @@ import attrs
 from engine import (
     LATER,
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
     approve_all,
     text,
@@ -57,8 +57,8 @@ def terminal(records: Any, call_id: str) -> Any:
 async def test_the_model_reads_the_approvers_reason_for_a_refusal() -> None:
     runs: list[str] = []
 
-    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=False, reason="only docs/ may be deleted")
+    async def refuse(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=False, reason="only docs/ may be deleted")
 
     state, records, _ = await run_session([make_rm(runs)], [faux_tool_call("rm"), faux_text("ok")],
                                           approver=refuse)
@@ -97,8 +97,8 @@ async def test_the_model_reads_the_reason_the_host_gave_later() -> None:
 async def test_a_refusal_for_the_session_tells_its_reason_and_later_calls_say_why() -> None:
     runs: list[str] = []
 
-    async def never(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=False, scope="session", reason="never in production")
+    async def never(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=False, scope="session", reason="never in production")
 
     state, records, _ = await run_session(
         [make_rm(runs)], [faux_tool_call("rm"), faux_tool_call("rm"), faux_text("ok")],
@@ -111,8 +111,8 @@ async def test_a_refusal_for_the_session_tells_its_reason_and_later_calls_say_wh
 async def test_the_reason_the_model_reads_is_bounded_and_has_no_control_characters() -> None:
     reason = "\x1b]52;c;Y2xpcGJvYXJk\x07\u202eevil\x9b2J" + "x" * 10_000
 
-    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=False, reason=reason)
+    async def refuse(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=False, reason=reason)
 
     state, records, _ = await run_session([make_rm([])], [faux_tool_call("rm"), faux_text("ok")],
                                           approver=refuse)
@@ -127,7 +127,7 @@ async def test_a_raising_handlers_block_tells_the_model_no_internals_and_the_log
     runs: list[str] = []
 
     def make_guard() -> Any:
-        def guard(event: ToolCallEvent) -> None:
+        def guard(draft: ToolCallDraft) -> None:
             raise KeyError("secret_table in /srv/app/guards.py")
 
         return guard
@@ -149,7 +149,7 @@ async def test_a_raising_handlers_block_tells_the_model_no_internals_and_the_log
 
 
 async def test_a_handler_answer_the_gate_cannot_use_blocks_saying_what_was_wrong() -> None:
-    def sloppy(event: ToolCallEvent) -> Any:
+    def sloppy(draft: ToolCallDraft) -> Any:
         return "fine by me"
 
     state, records, _ = await run_session(
@@ -198,15 +198,15 @@ def test_a_guards_error_is_written_only_when_there_is_one() -> None:
 
 
 async def test_a_session_whose_guards_failed_and_refused_with_reasons_replays_exactly() -> None:
-    def guard(event: ToolCallEvent) -> None:
-        if event.arguments.get("path") == "/":
+    def guard(draft: ToolCallDraft) -> None:
+        if draft.arguments.get("path") == "/":
             raise KeyError("no root")
 
     async def approver(request: ApprovalRequest) -> Any:
         path = request.arguments.get("path")
         if path == "boom":
             raise RuntimeError("approvals down")
-        return ApprovalDecision(granted=False, reason=f"\x1b[31m{path} stays\x1b[0m" * 60)
+        return ApprovalAnswer(granted=False, reason=f"\x1b[31m{path} stays\x1b[0m" * 60)
 
     store = MemoryStore()
     model = FauxModel([[faux_tool_call("rm", {"path": "/"}), faux_tool_call("rm", {"path": "a"}),
@@ -228,8 +228,8 @@ async def test_a_log_an_older_engine_worded_replays_without_divergence() -> None
     """Before the model was told approvers' reasons, a refusal read "NAME was not approved"
     and a reason reached it whole: such a log replays as it is, without divergence."""
 
-    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=False, reason="not\x07 now")
+    async def refuse(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=False, reason="not\x07 now")
 
     _, records, _ = await run_session([make_rm([])], [faux_tool_call("rm"), faux_text("ok")],
                                       approver=refuse)

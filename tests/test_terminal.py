@@ -2,7 +2,7 @@
 
 A log is input. Tool output, arguments, ids, paths and the text of errors can carry terminal
 control sequences (set the clipboard, the window title, a hidden link, clear the screen, erase
-the verdict line just printed) and characters that reorder or hide text (bidi overrides, zero
+the report line just printed) and characters that reorder or hide text (bidi overrides, zero
 widths, lone surrogates). Every command prints them as visible escapes; none crashes on them.
 """
 
@@ -39,7 +39,7 @@ HOSTILE = (
     "\x1b[2J\x9b2J\x9d0;c1 title\x9c"
     "\u202egnp.exe\u2066\u200b\ufeff\x7f"
 )
-#: What a forged session id uses to erase the BROKEN line and print a verdict of its own.
+#: What a forged session id uses to erase the BROKEN line and print a report of its own.
 FORGED_ID = "s\x1b[2K\x1b[1Gverified  log.jsonl: 3 records, SHA-256 chain\x1b[8m"
 #: rich's own styling, the only escape sequences a terminal output may hold.
 _SGR = re.compile(r"\x1b\[[0-9;]*m")
@@ -137,7 +137,7 @@ def forged_log(path: Path) -> None:
 
 
 @pytest.mark.parametrize("terminal", [False, True], ids=["pipe", "terminal"])
-def test_a_forged_session_id_cannot_rewrite_the_verdict_of_verify(
+def test_a_forged_session_id_cannot_rewrite_the_report_of_verify(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     terminal: bool,
 ) -> None:

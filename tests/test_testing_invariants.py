@@ -327,11 +327,11 @@ def test_check_availability_fails_when_a_hidden_tool_was_run_for_the_model(
         check_availability(hidden)
 
 
-def test_check_approvals_fails_on_a_verdict_the_policy_would_not_give(sample: Sample) -> None:
+def test_check_approvals_fails_on_a_decision_the_policy_would_not_give(sample: Sample) -> None:
     records = list(sample.records)
-    verdict = index(sample.records, PolicyDecided, "1.1")
+    decided = index(sample.records, PolicyDecided, "1.1")
     lenient = [attrs.evolve(r, event=attrs.evolve(r.event, decision="allow"))
-               if i == verdict else r for i, r in enumerate(records)]
+               if i == decided else r for i, r in enumerate(records)]
     with pytest.raises(AssertionError, match=r"the policy said allow .* for call 1\.1 \(wipe\); "
                                              r".* it says ask"):
         check_approvals(lenient)

@@ -11,7 +11,7 @@ import trio
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import invariant, run_state_machine_as_test
 
-from engine import Annotations, Block, PolicyRules, ToolCallEvent, ToolResult, text, tool
+from engine import Annotations, Block, PolicyRules, ToolCallDraft, ToolResult, text, tool
 from engine.testing import SessionMachine
 from events import MemoryStore, Record
 
@@ -62,15 +62,15 @@ def note_tools(notes: dict[str, str]) -> list[Any]:
     return [read_note, write_note, delete_note]
 
 
-def guard_secrets_of_the_model_only(event: ToolCallEvent) -> Block | None:
+def guard_secrets_of_the_model_only(draft: ToolCallDraft) -> Block | None:
     # the bug: a nested call (a tool calling write_note) is not checked
-    if event.origin == "model" and event.arguments.get("name") == "secrets":
+    if draft.origin == "model" and draft.arguments.get("name") == "secrets":
         return Block("the secrets note is off limits")
     return None
 
 
-def guard_secrets(event: ToolCallEvent) -> Block | None:
-    if isinstance(event.arguments, dict) and event.arguments.get("name") == "secrets":
+def guard_secrets(draft: ToolCallDraft) -> Block | None:
+    if isinstance(draft.arguments, dict) and draft.arguments.get("name") == "secrets":
         return Block("the secrets note is off limits")
     return None
 

@@ -169,7 +169,7 @@ def test_a_drawn_spec_registers_and_its_body_satisfies_its_output_schema(
                           if isinstance(r.event, ToolRegistered)]
             assert registered == [spec.snapshot()]
             call = session.calls["1.0"]
-            assert call.status == "completed", call.outcome
+            assert call.status == "completed", call.terminal
             assert runs["1.0"] == 1
 
     trio.run(main)

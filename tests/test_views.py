@@ -50,10 +50,10 @@ def test_a_view_handed_out_keeps_the_call_as_it_was() -> None:
             PolicyDecided(call_id="1.0", decision="allow", reason="r"))
     after = log.projection.calls["1.0"]
     assert before.state is CallState.REQUESTED and before.arguments == {}
-    assert before.verdict is None and before.rewrites == ()
+    assert before.policy is None and before.rewrites == ()
     assert after.state is CallState.ALLOWED and after.arguments == {"a": 1}
     assert after.requested_arguments == {} and len(after.rewrites) == 1
-    assert after.verdict == PolicyDecided(call_id="1.0", decision="allow", reason="r")
+    assert after.policy == PolicyDecided(call_id="1.0", decision="allow", reason="r")
 
 
 def test_views_are_frozen_and_one_per_state() -> None:
@@ -133,7 +133,7 @@ def reference_view(view: CallView | None, event: Any) -> CallView:
     if isinstance(event, ToolCallRewritten):
         changes.update(arguments=event.arguments, rewrites=(*view.rewrites, event))
     elif isinstance(event, PolicyDecided):
-        changes.update(verdict=event)
+        changes.update(policy=event)
     elif isinstance(event, ApprovalResolved):
         changes.update(approval=event)
     elif isinstance(event, ToolExecutionStarted):
@@ -141,7 +141,7 @@ def reference_view(view: CallView | None, event: Any) -> CallView:
     elif isinstance(event, ToolProgress):
         changes.update(progress_count=view.progress_count + 1, last_progress=event)
     elif isinstance(event, TERMINAL_EVENTS):
-        changes.update(outcome=event)
+        changes.update(terminal=event)
     return attrs.evolve(view, **changes)
 
 

@@ -42,7 +42,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run the sessions of a JSONL log again and report where they now diverge",
         description=(
             "Re-drive each session of a JSONL log: send its user messages again, answer the "
-            "model from its recorded messages and the approver from its recorded decisions, "
+            "model from its recorded messages and the approver from its recorded answers, "
             "and compare the calls and the transcript with the log. With --tools recorded (the "
             "default) each call is answered from its recorded result, so it works on any log "
             "without its code, and --setup can give today's handlers and policy to see what "

@@ -232,9 +232,9 @@ def demo_tools(workspace: Path) -> list[ToolSpec]:
         checks = await ctx.execute_tool("run_checks", {})
         tests = await ctx.execute_tool("failing_tests", {})
         ready = bool(diff) and not checks.is_error and not tests.is_error
-        verdict = "ready" if ready else ("no change yet" if not diff else "not ready")
+        status = "ready" if ready else ("no change yet" if not diff else "not ready")
         lines = [
-            f"review: {verdict}",
+            f"review: {status}",
             f"checks ({checks.call_id}): {_first_line(checks.result)}",
             f"tests ({tests.call_id}): {_first_line(tests.result)}",
             diff.rstrip() if diff else "(no changes)",

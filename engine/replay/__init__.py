@@ -3,8 +3,8 @@
 Replay has two levels. **Fold** (:func:`engine.fold`) rebuilds state, transcript and call tree
 from the log without running anything. **Re-drive** (:func:`redrive`, ``toolledger replay``)
 runs the session again: the model is answered from the recorded assistant messages, the
-approver from the recorded decisions (by the engine's call id), and each call either from its
-recorded outcome (``tool_mode="recorded"``) or by the real tool (``"live"``). The two logs are
+approver from the recorded answers (by the engine's call id), and each call either from its
+recorded result (``tool_mode="recorded"``) or by the real tool (``"live"``). The two logs are
 then compared per call and per transcript entry, never by global order, since concurrent calls
 may interleave differently; the report names the first divergence of each call.
 

@@ -4,7 +4,7 @@ are given, the handlers.
 - :class:`RecordedModel` answers each turn with the recorded assistant message of that turn,
   and past the prompt's last recorded message raises :class:`RecordedTurnsEnded` (the
   recorded prompt stopped there: it was cancelled, or the process stopped).
-- :class:`RecordedApprover` answers by the engine's call id with the recorded decision: granted
+- :class:`RecordedApprover` answers by the engine's call id with the recorded answer: granted
   or refused, once or for the session, with the approver's edited arguments. A call that did
   not ask then is refused (the divergence shows in the call's events). An answer the host
   gave at a pause is "later" again; one the log never got waits. An approver that raised
@@ -25,9 +25,9 @@ import trio
 from events.results import error_result
 from events.types import ToolCallCompleted, ToolCallFailed
 
-from ..approvals import LATER, ApprovalDecision, ApprovalRequest
-from ..handlers import Block, ResultPatch, Rewrite, ToolCallEvent, ToolCallHandler, \
-    ToolResultEvent, ToolResultHandler
+from ..approvals import LATER, ApprovalAnswer, ApprovalRequest
+from ..handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolCallHandler, \
+    ToolResultDraft, ToolResultHandler
 from ..models import ModelMessage, ModelRequest
 from .recorded import RecordedPrompt, RecordedSession, RecordedTurn
 from .stubs import recorded_exception
@@ -83,10 +83,10 @@ class RecordedApprover:
         self._book = book
         self._watch = watch
 
-    async def __call__(self, request: ApprovalRequest) -> bool | ApprovalDecision | Any:
+    async def __call__(self, request: ApprovalRequest) -> bool | ApprovalAnswer | Any:
         call = self._book.calls.get(request.call_id)
         if call is None or call.asked_seq is None or call.name != request.name:
-            return ApprovalDecision(
+            return ApprovalAnswer(
                 granted=False,
                 reason=f"replay: call {request.call_id} did not ask for approval in the log",
             )
@@ -103,9 +103,9 @@ class RecordedApprover:
             raise recorded_exception(answer.error.type, answer.error.message)
         if answer.scope == "session":
             await self._watch.until(lambda: self._watch.before_grant(request.call_id))
-        return ApprovalDecision(granted=answer.granted, scope=answer.scope,
-                                arguments=answer.arguments if answer.granted else None,
-                                reason=answer.reason)
+        return ApprovalAnswer(granted=answer.granted, scope=answer.scope,
+                              arguments=answer.arguments if answer.granted else None,
+                              reason=answer.reason)
 
 
 def recorded_call_handlers(book: RecordedSession) -> list[ToolCallHandler]:
@@ -114,14 +114,14 @@ def recorded_call_handlers(book: RecordedSession) -> list[ToolCallHandler]:
     cursor: dict[str, int] = {}
 
     def stand_in(name: str) -> ToolCallHandler:
-        def handler(event: ToolCallEvent) -> Block | Rewrite | None:
-            call = book.calls.get(event.call_id)
+        def handler(draft: ToolCallDraft) -> Block | Rewrite | None:
+            call = book.calls.get(draft.call_id)
             if call is None:
                 return None
-            at = cursor.get(event.call_id, 0)
+            at = cursor.get(draft.call_id, 0)
             if at >= len(call.verdicts) or call.verdicts[at].by != name:
                 return None
-            cursor[event.call_id] = at + 1
+            cursor[draft.call_id] = at + 1
             verdict = call.verdicts[at]
             if verdict.error is not None:  # the handler raised then: it raises again
                 raise recorded_exception(verdict.error.type, verdict.error.message)
@@ -142,22 +142,22 @@ def recorded_result_handlers(book: RecordedSession) -> list[ToolResultHandler]:
     cursor: dict[str, int] = {}
 
     def failing(name: str) -> ToolResultHandler:
-        def handler(event: ToolResultEvent) -> ResultPatch | None:
-            call = book.calls.get(event.call_id)
+        def handler(draft: ToolResultDraft) -> ResultPatch | None:
+            call = book.calls.get(draft.call_id)
             if call is None:
                 return None
-            at = cursor.get(event.call_id, 0)
+            at = cursor.get(draft.call_id, 0)
             if at >= len(call.result_failures) or call.result_failures[at].handler != name:
                 return None
-            cursor[event.call_id] = at + 1
+            cursor[draft.call_id] = at + 1
             error = call.result_failures[at].error
             raise recorded_exception(error.type, error.message)
 
         handler.__qualname__ = handler.__name__ = name
         return handler
 
-    def patch(event: ToolResultEvent) -> ResultPatch | None:
-        call = book.calls.get(event.call_id)
+    def patch(draft: ToolResultDraft) -> ResultPatch | None:
+        call = book.calls.get(draft.call_id)
         terminal = call.terminal if call is not None else None
         if isinstance(terminal, ToolCallCompleted):
             seen = terminal.returned
@@ -167,7 +167,7 @@ def recorded_result_handlers(book: RecordedSession) -> list[ToolResultHandler]:
             seen = error_result(terminal.message)
         else:
             return None
-        if seen is None or event.result != seen:
+        if seen is None or draft.result != seen:
             return None
         target = terminal.result
         return ResultPatch(content=target.content, structured_content=target.structured_content,
@@ -179,11 +179,11 @@ def recorded_result_handlers(book: RecordedSession) -> list[ToolResultHandler]:
 
 def sequencing_handler(watch: Watch) -> ToolCallHandler:
     """A last ``tool_call`` handler that holds a nested call's policy decision until the
-    session-wide answers the log holds before it are given (it never returns a verdict)."""
+    session-wide answers the log holds before it are given (it never blocks or rewrites)."""
 
-    async def hold(event: ToolCallEvent) -> None:
-        if not watch.before_decision(event.call_id):
-            await watch.until(lambda: watch.before_decision(event.call_id))
+    async def hold(draft: ToolCallDraft) -> None:
+        if not watch.before_decision(draft.call_id):
+            await watch.until(lambda: watch.before_decision(draft.call_id))
         return None
 
     hold.__qualname__ = hold.__name__ = "replay.sequence"

@@ -97,7 +97,7 @@ async def redrive(
 ) -> ReplayReport:
     """Run the session ``records`` hold again and report the first divergence per call.
 
-    ``tool_mode="recorded"`` answers every call from its recorded outcome (``tools``, if
+    ``tool_mode="recorded"`` answers every call from its recorded result (``tools``, if
     given, supply today's declarations: schemas, annotations, exposure, mode, timeout);
     ``"live"`` runs ``tools``, which must include every tool the log registered.
     ``handlers``, ``result_handlers``, ``rules`` and ``max_depth`` are today's; ``None``

@@ -31,7 +31,7 @@ VALUE_WIDTH = 160
 
 @attrs.frozen(kw_only=True)
 class ReplayReport:
-    """The outcome of re-driving one session: every divergence found, first per call.
+    """What re-driving one session found: every divergence, first per call.
 
     ``ok`` is true when nothing diverged. ``to_json()`` gives the report as a JSON object;
     ``console.print(report)`` prints it for people. ``replayed`` holds the replay's own log

@@ -186,13 +186,13 @@ def check_approvals(
             raise _fail(f"{where}: the policy said ask for call {call_id} ({name}), but its next "
                         f"event is {_kind(event)}, not approval_requested")
         if isinstance(event, PolicyDecided):
-            verdict = decide(name, notes.get(name, Annotations()), rules=rules,
-                             session_grants=grants)
-            if (event.decision, event.reason) != (verdict.decision, verdict.reason):
+            expected = decide(name, notes.get(name, Annotations()), rules=rules,
+                              session_grants=grants)
+            if (event.decision, event.reason) != (expected.decision, expected.reason):
                 raise _fail(
                     f"{where}: the policy said {event.decision} ({event.reason}) for call "
                     f"{call_id} ({name}); with its annotations, the rules and the session's "
-                    f"grants then ({grants}) it says {verdict.decision} ({verdict.reason})")
+                    f"grants then ({grants}) it says {expected.decision} ({expected.reason})")
             decisions[call_id] = event.decision
         elif isinstance(event, ApprovalRequested):
             if decisions.get(call_id) != "ask":

@@ -18,7 +18,7 @@ import trio
 
 from events.types import Record
 
-from ..approvals import LATER, ApprovalDecision, ApprovalRequest
+from ..approvals import LATER, ApprovalAnswer, ApprovalRequest
 from ..models import FauxModel, FauxStep, ModelMessage, ModelRequest
 from ..session import PromptResult, Session
 
@@ -60,10 +60,10 @@ def scripted_answer(answer: str, request: ApprovalRequest, edit: Any = None) -> 
     if answer == "raise":
         raise RuntimeError(f"the approver crashed on {request.name}")
     if answer == "edit":
-        return ApprovalDecision(granted=True, arguments=edit if edit is not None else {},
-                                reason="edited")
+        return ApprovalAnswer(granted=True, arguments=edit if edit is not None else {},
+                              reason="edited")
     if answer.endswith("_session"):
-        return ApprovalDecision(granted=answer == "grant_session", scope="session")
+        return ApprovalAnswer(granted=answer == "grant_session", scope="session")
     return answer == "grant"
 
 

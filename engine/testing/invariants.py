@@ -17,7 +17,7 @@ whose point is the reducers), so a bug in the engine's own bookkeeping cannot hi
                            body runs with :class:`~engine.testing.BodyRuns`)
 :func:`check_availability` the exposure table, recomputed from the log: a call its caller may
                            not make fails at once, and never gets further
-:func:`check_approvals`    the policy's verdicts, recomputed with :func:`engine.policy.decide`
+:func:`check_approvals`    the policy's decisions, recomputed with :func:`engine.policy.decide`
                            and the session grants folded so far; approval asked exactly when it
                            said ask; no call runs without "allow" or a granted approval
 :func:`check_codec`        every record survives the codec unchanged

@@ -112,7 +112,7 @@ class SessionMachine(RuleBasedStateMachine):
     #: what the machine's own approver may answer, drawn per tool at each prompt
     answers: ClassVar[tuple[str, ...]] = MACHINE_ANSWERS
     #: whether the approver and the host may edit arguments when they grant: an edit is the
-    #: approver's own decision, validated again but not put to the ``tool_call`` handlers
+    #: approver's own answer, validated again but not put to the ``tool_call`` handlers
     edits: ClassVar[bool] = True
     #: calls in one assistant message, and messages with calls in one prompt
     max_calls: ClassVar[int] = 3

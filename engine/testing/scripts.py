@@ -33,14 +33,14 @@ from hypothesis import strategies as st
 from events.stores import EventStore, MemoryStore
 from events.types import Annotations, Record
 
-from ..approvals import ApprovalDecision, ApprovalRequest
+from ..approvals import ApprovalAnswer, ApprovalRequest
 from ..handlers import (
     Block,
     ResultPatch,
     Rewrite,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolCallHandler,
-    ToolResultEvent,
+    ToolResultDraft,
     ToolResultHandler,
 )
 from ..models import (
@@ -241,19 +241,19 @@ def make_call_handler(index: int, spec: CallHandlerSpec) -> ToolCallHandler:
     """The ``tool_call`` handler ``spec`` describes; ``index`` names it in the log
     (``"{kind}_handler_{index}"``)."""
     if spec.kind == "pass":
-        async def passes(event: ToolCallEvent) -> None:
+        async def passes(draft: ToolCallDraft) -> None:
             await trio.lowlevel.checkpoint()
             return None
         return passes
 
-    def handler(event: ToolCallEvent) -> Block | Rewrite | None:
-        if event.name not in spec.names:
+    def handler(draft: ToolCallDraft) -> Block | Rewrite | None:
+        if draft.name not in spec.names:
             return None
         if spec.kind == "block":
-            return Block(reason=f"handler {index} blocks {event.name}")
+            return Block(reason=f"handler {index} blocks {draft.name}")
         if spec.kind == "raise":
-            raise ValueError(f"handler {index} crashed on {event.name}")
-        arguments = event.arguments
+            raise ValueError(f"handler {index} crashed on {draft.name}")
+        arguments = draft.arguments
         if not (isinstance(arguments, dict) and isinstance(arguments.get("n"), int)):
             return None
         if spec.mode == "break":
@@ -266,12 +266,12 @@ def make_call_handler(index: int, spec: CallHandlerSpec) -> ToolCallHandler:
 
 def make_result_handler(spec: ResultHandlerSpec) -> ToolResultHandler:
     """The ``tool_result`` handler ``spec`` describes (named ``"{kind}_result_handler"``)."""
-    def handler(event: ToolResultEvent) -> ResultPatch | None:
-        if event.name not in spec.names:
+    def handler(draft: ToolResultDraft) -> ResultPatch | None:
+        if draft.name not in spec.names:
             return None
         if spec.kind == "raise":
-            raise KeyError(f"result handler crashed on {event.name}")
-        return ResultPatch(content=[f"patched {event.call_id}"])
+            raise KeyError(f"result handler crashed on {draft.name}")
+        return ResultPatch(content=[f"patched {draft.call_id}"])
 
     handler.__qualname__ = f"{spec.kind}_result_handler"
     return handler
@@ -310,7 +310,7 @@ class ScriptedSession:
         """Exceptions ``ctx.execute_tool`` raised other than cancellation (must stay empty)."""
         return self._nest.raised
 
-    async def approver(self, request: ApprovalRequest) -> bool | ApprovalDecision:
+    async def approver(self, request: ApprovalRequest) -> bool | ApprovalAnswer:
         """Answers by tool name, as the script says."""
         self.approver_asked.append(request.call_id)
         answer = self.expected_answer(request.name)
@@ -322,9 +322,9 @@ class ScriptedSession:
             return False
         if answer in ("edit", "edit_bad"):
             edited = {"n": 7} if answer == "edit" else {"n": "seven"}
-            return ApprovalDecision(granted=True, arguments=edited, reason=answer)
-        return ApprovalDecision(granted=answer == "grant_session", scope="session",
-                                reason=f"{answer} for {request.name}")
+            return ApprovalAnswer(granted=True, arguments=edited, reason=answer)
+        return ApprovalAnswer(granted=answer == "grant_session", scope="session",
+                              reason=f"{answer} for {request.name}")
 
     def expected_answer(self, name: str) -> Answer:
         """What the approver answers about ``name``."""

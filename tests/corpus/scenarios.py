@@ -18,13 +18,13 @@ import trio
 
 from engine import (
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Block,
     PolicyRules,
     Rewrite,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
     ToolSpec,
     text,
@@ -114,26 +114,26 @@ async def dig(call: Any, ctx: Any) -> ToolResult:
     return ToolResult(content=[text(f"below: {outcome.result.text}")])
 
 
-async def grant_for_the_session(request: ApprovalRequest) -> ApprovalDecision:
+async def grant_for_the_session(request: ApprovalRequest) -> ApprovalAnswer:
     """Grants every request, for the session."""
-    return ApprovalDecision(granted=True, scope="session")
+    return ApprovalAnswer(granted=True, scope="session")
 
 
-def no_tmp(event: ToolCallEvent) -> Block | Rewrite | None:
+def no_tmp(draft: ToolCallDraft) -> Block | Rewrite | None:
     """Blocks deleting anything under /tmp; squares nothing above 100."""
-    if event.name == "delete_file" and str(event.arguments.get("path", "")).startswith("/tmp"):
+    if draft.name == "delete_file" and str(draft.arguments.get("path", "")).startswith("/tmp"):
         return Block("nothing under /tmp may be deleted")
-    if event.name == "square" and event.arguments["n"] > 100:
+    if draft.name == "square" and draft.arguments["n"] > 100:
         return Rewrite({"n": 100})
     return None
 
 
-async def grant_docs_only(request: ApprovalRequest) -> ApprovalDecision:
+async def grant_docs_only(request: ApprovalRequest) -> ApprovalAnswer:
     """Grants deleting a file under docs/ once; refuses anything else, for the session."""
     path = str(request.arguments.get("path", ""))
     if path.startswith("docs/"):
-        return ApprovalDecision(granted=True)
-    return ApprovalDecision(granted=False, scope="session", reason="only docs/ may be deleted")
+        return ApprovalAnswer(granted=True)
+    return ApprovalAnswer(granted=False, scope="session", reason="only docs/ may be deleted")
 
 
 @attrs.frozen

@@ -29,9 +29,9 @@ from engine import (
     ApprovalRequest,
     Block,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     text,
     tool,
 )
@@ -167,14 +167,14 @@ class Busy:
             return False
         return True
 
-    async def call_handler(self, event: ToolCallEvent) -> Block | None:
+    async def call_handler(self, draft: ToolCallDraft) -> Block | None:
         await self.tick()
-        if event.name == "work" and event.arguments.get("n") == 5:
-            self.blocked.add(event.call_id)
+        if draft.name == "work" and draft.arguments.get("n") == 5:
+            self.blocked.add(draft.call_id)
             return Block("five is too many")
         return None
 
-    async def result_handler(self, event: ToolResultEvent) -> None:
+    async def result_handler(self, draft: ToolResultDraft) -> None:
         await self.tick()
 
     async def complete(self, request: ModelRequest) -> ModelMessage:
@@ -215,7 +215,7 @@ async def run_host(busy: Busy, session: Session) -> None:
                 busy.deferred.discard(request.call_id)
                 await busy.tick()
                 await session.resolve_approval(
-                    request.call_id, approved=request.arguments["n"] % 4 != 0)
+                    request.call_id, granted=request.arguments["n"] % 4 != 0)
         result = await host_step(session, session.resume)
     assert result.stop == "end_turn", result
 

@@ -155,7 +155,7 @@ async def test_a_parent_times_out_while_its_nested_call_waits_for_an_approval(
             await trio.sleep(10)  # the host is away; the parent's deadline passes
             assert session.pending_approvals() == ()
             assert session.calls["1.0/0"].status == "cancelled"
-            failed = session.calls["1.0"].outcome
+            failed = session.calls["1.0"].terminal
             assert isinstance(failed, ToolCallFailed) and failed.kind == "timeout"
             result = await session.resume()
             assert result.stop == "end_turn" and result.text == "done"

@@ -24,15 +24,15 @@ from hypothesis import strategies as st
 
 from engine import (
     LATER,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Limits,
     ResultPatch,
     Rewrite,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     text,
     tool,
 )
@@ -98,12 +98,12 @@ class Probe:
 
         return [target, relay]
 
-    def rewrite(self, event: ToolCallEvent) -> Rewrite | None:
-        if self.entry == "rewrite" and event.arguments == {}:
+    def rewrite(self, draft: ToolCallDraft) -> Rewrite | None:
+        if self.entry == "rewrite" and draft.arguments == {}:
             return Rewrite(blob(self.size))
         return None
 
-    def patch(self, event: ToolResultEvent) -> ResultPatch | None:
+    def patch(self, draft: ToolResultDraft) -> ResultPatch | None:
         if self.entry == "patch":
             return ResultPatch(content=["p" * self.size])
         return None
@@ -214,8 +214,8 @@ async def edit_session(approver: Any, host_edit: bool) -> tuple[list[Record], li
 
 
 def test_an_approvers_edit_over_the_limit_is_refused_and_not_recorded() -> None:
-    async def approver(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=True, arguments=blob(BIG))
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=True, arguments=blob(BIG))
 
     records, ran = trio.run(edit_session, approver, False)
     assert ran == [], "the tool ran with arguments over the limit"

@@ -40,9 +40,9 @@ from engine import (
     ApprovalRequest,
     ResultPatch,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     approve_all,
     text,
     tool,
@@ -156,17 +156,17 @@ class Scene:
             raise self.make()
         return True
 
-    def call_handler(self, event: ToolCallEvent) -> None:
-        if self.stage == "call" and self.raises(event.origin):
+    def call_handler(self, draft: ToolCallDraft) -> None:
+        if self.stage == "call" and self.raises(draft.origin):
             raise self.make()
 
-    def result_handler(self, event: ToolResultEvent) -> None:
-        if self.stage == "result" and self.raises(event.origin):
+    def result_handler(self, draft: ToolResultDraft) -> None:
+        if self.stage == "result" and self.raises(draft.origin):
             raise self.make()
 
-    def later_result_handler(self, event: ToolResultEvent) -> ResultPatch:
-        self.patched.append(event.call_id)
-        return ResultPatch(structured_content={"patched": event.call_id})
+    def later_result_handler(self, draft: ToolResultDraft) -> ResultPatch:
+        self.patched.append(draft.call_id)
+        return ResultPatch(structured_content={"patched": draft.call_id})
 
     async def complete(self, request: ModelRequest) -> Any:
         self.asked += 1

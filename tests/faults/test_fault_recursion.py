@@ -22,14 +22,14 @@ from trio.testing import MockClock
 
 from engine import (
     Annotations,
-    ApprovalDecision,
+    ApprovalAnswer,
     ApprovalRequest,
     Session,
     ResultPatch,
     Rewrite,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     ToolSpec,
     text,
     tool,
@@ -107,8 +107,8 @@ async def run(recursion: Recursion, max_depth: int) -> tuple[Any, list[Any], int
         asked.append(request.call_id)
         return True
 
-    def handler(event: ToolCallEvent) -> None:
-        judged.append(event.call_id)
+    def handler(draft: ToolCallDraft) -> None:
+        judged.append(draft.call_id)
 
     model = FauxModel([faux_tool_call("ping"), faux_text("done")])
     with trio.fail_after(DEADLOCK):
@@ -153,7 +153,7 @@ def test_recursion_of_any_shape_meets_the_depth_limit(
     assert {e.call_id.count("/") for e in limit_failures} == {max_depth + 1}
     for failure in limit_failures:
         view = state.calls[failure.call_id]
-        assert not view.started and view.verdict is None and view.result.is_error
+        assert not view.started and view.policy is None and view.result.is_error
     # refused calls never reach a handler or the approver; every other call does
     assert judged == ran
     assert asked == (ran if dangerous else 0)
@@ -182,7 +182,7 @@ async def test_a_recursing_tool_with_a_timeout_meets_the_limit_before_its_deadli
     state = await assert_consistent(store, "s", session.state)
     assert [state.calls[c].status for c in ("1.0", "1.0/0", "1.0/0/0", "1.0/0/0/0")] == [
         "completed"] * 4
-    refused = state.calls["1.0/0/0/0/0"].outcome
+    refused = state.calls["1.0/0/0/0/0"].terminal
     assert isinstance(refused, ToolCallFailed) and refused.kind == "depth_limit"
 
 
@@ -227,13 +227,13 @@ class DeepProbe:
 
         return [target, relay]
 
-    async def approver(self, request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=True, arguments={"v": self.value})
+    async def approver(self, request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=True, arguments={"v": self.value})
 
-    def rewrite(self, event: ToolCallEvent) -> Rewrite | None:
+    def rewrite(self, draft: ToolCallDraft) -> Rewrite | None:
         return Rewrite({"v": self.value}) if self.entry == "rewrite" else None
 
-    def patch(self, event: ToolResultEvent) -> ResultPatch | None:
+    def patch(self, draft: ToolResultDraft) -> ResultPatch | None:
         return ResultPatch(structured_content=self.value) if self.entry == "patch" else None
 
     async def run(self) -> list[Any]:
@@ -345,5 +345,5 @@ def test_the_deepest_calls_carry_the_deepest_values_with_room_to_spare() -> None
     state = under_a_deep_host(host_frames)
     statuses = Counter(view.status for view in state.calls.values())
     assert statuses == Counter({"completed": MAX_CALL_DEPTH + 1, "failed": 1})
-    refused = next(v for v in state.calls.values() if v.status == "failed").outcome
+    refused = next(v for v in state.calls.values() if v.status == "failed").terminal
     assert refused.kind == "depth_limit"

@@ -155,11 +155,11 @@ def test_a_session_reopened_with_new_deny_rules_or_fewer_tools_runs_nothing_deni
         assert not any(name in denied for name, _ in second.runs), second.runs
         assert not any(name in missing for name, _ in second.runs)
         for view in live.calls.values():
-            outcome = view.outcome
-            if isinstance(outcome, ToolCallDenied) and outcome.by == "policy":
-                assert outcome.rule in deny
-            if isinstance(outcome, ToolCallFailed):
-                assert outcome.kind != "mismatch", outcome.message  # the body did not change
+            terminal = view.terminal
+            if isinstance(terminal, ToolCallDenied) and terminal.by == "policy":
+                assert terminal.rule in deny
+            if isinstance(terminal, ToolCallFailed):
+                assert terminal.kind != "mismatch", terminal.message  # the body did not change
         await assert_consistent(store, SID, live)
 
     trio.run(main)

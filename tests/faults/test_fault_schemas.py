@@ -29,7 +29,7 @@ from engine import (
     SchemaError,
     Session,
     ToolResult,
-    ToolResultEvent,
+    ToolResultDraft,
     ToolSpec,
     text,
     tool,
@@ -188,9 +188,9 @@ def test_any_json_as_a_schema_is_accepted_or_refused_with_a_schema_error(
     state = trio.run(assert_consistent, store, "s", live)
     view = state.calls["1.0"]
     if view.status == "failed":
-        assert isinstance(view.outcome, ToolCallFailed)
-        assert view.outcome.kind in ("invalid_arguments", "invalid_output"), view.outcome
-        assert (view.outcome.kind == "invalid_arguments") == (ran == [])
+        assert isinstance(view.terminal, ToolCallFailed)
+        assert view.terminal.kind in ("invalid_arguments", "invalid_output"), view.terminal
+        assert (view.terminal.kind == "invalid_arguments") == (ran == [])
     else:
         sent = {} if arguments is None else arguments  # faux_tool_call's default
         assert view.status == "completed" and ran == [sent]
@@ -274,7 +274,7 @@ async def patched_run(returns: ToolResult, patch: ResultPatch | None) -> list[An
     async def subject(call: Any, ctx: Any) -> ToolResult:
         return returns
 
-    def handler(event: ToolResultEvent) -> ResultPatch | None:
+    def handler(draft: ToolResultDraft) -> ResultPatch | None:
         return patch
 
     store = MemoryStore()

@@ -21,7 +21,7 @@ from conftest import counting_clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import ApprovalDecision, ApprovalRequest, Block, Session, ToolCallEvent, ToolResult, \
+from engine import ApprovalAnswer, ApprovalRequest, Block, Session, ToolCallDraft, ToolResult, \
     approve_all, text, tool
 from engine.models import FauxModel, faux_message, faux_text, faux_tool_call, truncated
 from engine.refusals import REASON_LIMIT
@@ -85,10 +85,10 @@ def test_any_reason_reaches_the_model_bounded_and_safe_and_the_log_whole(reason:
                                                                          by: str) -> None:
     runs: list[str] = []
 
-    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=False, reason=reason)
+    async def refuse(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=False, reason=reason)
 
-    def block(event: ToolCallEvent) -> Block:
+    def block(draft: ToolCallDraft) -> Block:
         return Block(reason)
 
     if by == "approver":
@@ -106,7 +106,7 @@ def test_any_reason_reaches_the_model_bounded_and_safe_and_the_log_whole(reason:
 @given(message=hostile_text, where=st.sampled_from(["approver", "handler"]))
 def test_a_failing_guard_tells_the_model_nothing_of_its_code(message: str, where: str) -> None:
     def nested_guard_factory() -> Any:
-        def guard(event: ToolCallEvent) -> None:
+        def guard(draft: ToolCallDraft) -> None:
             raise LookupError(message)
 
         return guard

@@ -34,7 +34,7 @@ from conftest import counting_clock
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import ApprovalDecision, ApprovalRequest, Session, ToolResult, text, tool
+from engine import ApprovalAnswer, ApprovalRequest, Session, ToolResult, text, tool
 from engine.cli import main as cli
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.testing import terminal_text
@@ -64,8 +64,8 @@ async def write_log(path: Path, words: dict[str, str]) -> None:
     async def change(call: Any, ctx: Any) -> ToolResult:
         return ToolResult(content=[text("changed")])
 
-    async def refuse(request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(granted=False, reason=words["reason"])
+    async def refuse(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=False, reason=words["reason"])
 
     model = FauxModel([
         [faux_tool_call("speak", {"a": words["arguments"]}), faux_tool_call("fail"),

@@ -41,7 +41,7 @@ from engine import (
     Block,
     Rewrite,
     Session,
-    ToolCallEvent,
+    ToolCallDraft,
     ToolResult,
     ToolSpec,
     text,
@@ -117,10 +117,10 @@ def tools() -> list[ToolSpec]:
 NAMES = ("lookup", "note", "survey", "bulky", "flaky")
 
 
-def guard(event: ToolCallEvent) -> Block | Rewrite | None:
+def guard(draft: ToolCallDraft) -> Block | Rewrite | None:
     """Blocks some notes and rewrites others."""
-    n = event.arguments.get("n") if isinstance(event.arguments, dict) else None
-    if event.name != "note" or not isinstance(n, int):
+    n = draft.arguments.get("n") if isinstance(draft.arguments, dict) else None
+    if draft.name != "note" or not isinstance(n, int):
         return None
     if n % 5 == 0:
         return Block(f"note {n} is not allowed")
