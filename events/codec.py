@@ -87,6 +87,7 @@ __all__ = [
     "encode_line",
     "encode_line_bytes",
     "encode_record",
+    "encode_stored",
     "type_name",
     "upcast",
 ]
@@ -317,7 +318,10 @@ def encode_line(record: Record) -> str:
 
 def encode_line_bytes(record: Record) -> tuple[str, bytes]:
     """:func:`encode_line`, and the line as UTF-8 (which checking that it encodes makes)."""
-    obj = encode_record(record)
+    return _encode(encode_record(record))
+
+
+def _encode(obj: dict[str, Any]) -> tuple[str, bytes]:
     line = _dumps(obj)
     try:
         data = line.encode("utf-8")
@@ -325,6 +329,31 @@ def encode_line_bytes(record: Record) -> tuple[str, bytes]:
         line = json.dumps(obj, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
         data = line.encode("utf-8")
     return line, data
+
+
+def encode_stored(record: Record, *, fast: bool = True) -> tuple[bytes, str | None]:
+    """The record's canonical line as UTF-8, encoded once, and the line's text if it must
+    still be decoded to prove that it reads back (``None`` when that is proven already).
+
+    The proof is the fast reader of the event's class taking the very dict the line was
+    encoded from, with an envelope of the exact types: a reader takes only exact ``str``,
+    ``int``, ``bool``, ``None``, lists and dicts, which JSON gives back as they were, and
+    leaves any JSON value in a field of type ``Any`` to whoever reads it, so the line it
+    was made from reads back too (``tests/test_codec_fast_path.py`` holds the two to that).
+    Anything else, and every call with ``fast=False`` (the reference), returns the text.
+    """
+    obj = encode_record(record)
+    line, data = _encode(obj)
+    if fast:
+        reader = FAST.get(type(record.event))
+        if (reader is not None and type(record.session_id) is str and type(record.seq) is int
+                and type(record.time) is float and record.version == SCHEMA_VERSION):
+            try:
+                reader(obj["data"])
+            except Fallback:
+                return data, line
+            return data, None
+    return data, line
 
 
 def decode_line(line: str | bytes) -> Record:
