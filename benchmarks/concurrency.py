@@ -7,7 +7,9 @@ its own session id and its own scripted model (``calls`` turns with one ``echo``
 prompted once and closed. The baseline is one session of ``sessions × calls`` calls on the
 same kind of store. Both figures are time per call, opening and closing the sessions
 included. "open and close a session" is ``Session.open`` of a new session (its claim, its
-first records written) and the end of its block, with no prompt, one session after another.
+first records written) and the end of its block, with no prompt, one session after another;
+its floor on the file is the claim alone (a lock file of the session's own, see
+:mod:`events.stores.locks`).
 """
 
 from __future__ import annotations
@@ -67,6 +69,16 @@ def open_close(sessions: int, kind: StoreKind = "jsonl",
         return trio.run(main, store) / sessions * US
 
 
+def claim_release(sessions: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Microseconds to claim a session of a JSONL log and release it: the file lock that makes
+    one process its owner (:meth:`~events.JsonlStore.claim`), and nothing else."""
+    with open_store("jsonl") as store:
+        start = clock()
+        for index in range(sessions):
+            store.claim(f"s{index}").release()
+        return (clock() - start) / sessions * US
+
+
 def run(settings: Settings) -> list[Row]:
     sessions = settings.size(1_000, 50)
     calls = 10
@@ -78,7 +90,7 @@ def run(settings: Settings) -> list[Row]:
         measures += [partial(many, sessions, calls, kind, clock),
                      partial(many, 1, sessions * calls, kind, clock),
                      partial(open_close, sessions, kind, clock)]
-    samples = interleave(settings.reps(5, 2), measures)
+    samples = interleave(settings.reps(5, 2), [*measures, partial(claim_release, sessions, clock)])
     rows = []
     for index, kind in enumerate(kinds):
         ours, theirs, opening = samples[3 * index: 3 * index + 3]
@@ -94,4 +106,10 @@ def run(settings: Settings) -> list[Row]:
         rows.append(Row(group="concurrency", figure=opened,
                         target="≤ 100 µs" if kind == "jsonl" else "",
                         met=opened.median <= 100.0 if kind == "jsonl" else None))
+        if kind == "jsonl":
+            claimed = Figure(name="claim and release a session, JsonlStore", unit="µs/session",
+                             samples=tuple(samples[-1]))
+            rows.append(Row(group="concurrency", figure=claimed,
+                            note="the floor under opening a session on the file: its owner's "
+                            "lock file made, locked, written, removed"))
     return rows

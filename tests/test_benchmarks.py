@@ -57,6 +57,7 @@ EXPECTED: dict[str, list[str]] = {
     "memory": ["live session, ", "projection folded from the log"],
     "concurrency": ["50 sessions × 10 calls, one trio loop, JsonlStore",
                     "open and close a session, JsonlStore",
+                    "claim and release a session, JsonlStore",
                     "50 sessions × 10 calls, one trio loop, MemoryStore()",
                     "open and close a session, MemoryStore()"],
 }
