@@ -35,6 +35,11 @@ wrong). ``_structure`` is the one place that picks the path; ``decode_record(obj
 fast=False)`` takes the converter alone, so a benchmark and a property test can hold the two
 side by side (docs/performance.md, "One codec": the readers make a fold about a fifth
 faster, and the tests check that they agree with the converter on every event type).
+
+The same readers make writing cheap: a store must know that a line reads back before it writes
+it, and :func:`encode_stored` proves that with the reader taking the dict the line was encoded
+from, instead of decoding the line again; ``encode_stored(record, fast=False)`` always leaves
+the line to be decoded (the reference; docs/performance.md, "Encoding a record once").
 """
 
 from __future__ import annotations

@@ -248,9 +248,10 @@ def check_conflict(session_id: str, expected_seq: int, actual_seq: int) -> None:
 def encode_bodies(records: Sequence[Record]) -> list[bytes]:
     """Each record's canonical line (:func:`~events.codec.encode_line`), UTF-8, unsealed.
 
-    Every line is decoded again before anything is stored: a record that encodes but would
-    not decode (a ``bool`` where the schema says ``int``, a newer version) would otherwise
-    poison the log, since every later open of the file would refuse it as corrupt. A record
+    Every line is proven to read back before anything is stored, by the event's fast reader
+    taking what the line was encoded from or else by decoding the line
+    (:func:`~events.codec.encode_stored`): a record that encodes but would not decode (a
+    ``bool`` where the schema says ``int``, a newer version) would otherwise poison the log, since every later open of the file would refuse it as corrupt. A record
     of an older version than :data:`~events.types.SCHEMA_VERSION` is refused too: stores
     write the current format only, and a record read from an old log keeps its old version
     (make a new one with ``attrs.evolve(record, version=SCHEMA_VERSION)`` to copy it).

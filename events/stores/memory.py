@@ -17,7 +17,8 @@ class MemoryStore(InlineStore):
     are: no copy, no decoding.
 
     With ``check_encodable`` (the default) every batch goes through the same encode-and-read-
-    back check as :class:`~events.stores.JsonlStore` (the encoded lines are then dropped), so
+    back check as :class:`~events.stores.JsonlStore` (the encoded lines are then dropped, not
+    sealed), so
     that a test on this store refuses exactly what the file store would refuse. Turn it off
     only for speed, when the records are known to be good.
 
