@@ -19,15 +19,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from events.codec import (
-    _dumps,
-    converter,
-    decode_line,
-    encode_record,
-    encode_stored,
-    loads_strict,
-)
+from events.codec import converter, decode_line, encode_record, encode_stored
 from events.integrity import GENESIS, seal_bytes
+from events.jsontext import dumps_compact as _dumps
+from events.jsontext import loads_strict
 
 from .stores import call_records
 

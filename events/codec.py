@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import cattrs
@@ -54,6 +53,8 @@ from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
 from .errors import CodecError
+from .jsontext import dumps_compact
+from .jsontext import loads_strict as loads_strict
 from .readers import FAST, Fallback
 from .types import (
     SCHEMA_VERSION,
@@ -285,31 +286,6 @@ def _structure(data: Any, cls: type[Any]) -> Any:
     return converter.structure(data, cls)
 
 
-def _unknown(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-# ``json.dumps`` builds a new encoder for every call, which costs as much as encoding a small
-# record: this one is built once. Same output as ``json.dumps(obj, ensure_ascii=False,
-# separators=(",", ":"), allow_nan=False)``; a value that contains itself is a ValueError, as
-# there, though found by its depth rather than by a mark.
-_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-_ENCODE_TEXT: Callable[[Any, int], Any] | None = (
-    None if _MAKE_ENCODER is None
-    else _MAKE_ENCODER(None, _unknown, json.encoder.encode_basestring, None, ":", ",", False,
-                       False, False)
-)
-
-
-def _dumps(obj: dict[str, Any]) -> str:
-    if _ENCODE_TEXT is None:
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        return "".join(_ENCODE_TEXT(obj, 0))
-    except RecursionError:
-        raise ValueError("the record is nested too deeply (or contains itself)") from None
-
-
 def encode_line(record: Record) -> str:
     """The record's canonical line: one JSON line (no trailing newline, no ``"hash"``),
     compact, that UTF-8 can always encode. A store seals it before writing it.
@@ -327,7 +303,7 @@ def encode_line_bytes(record: Record) -> tuple[str, bytes]:
 
 
 def _encode(obj: dict[str, Any]) -> tuple[str, bytes]:
-    line = _dumps(obj)
+    line = dumps_compact(obj)
     try:
         data = line.encode("utf-8")
     except UnicodeEncodeError:
@@ -364,43 +340,6 @@ def encode_stored(record: Record, *, fast: bool = True) -> tuple[bytes, str | No
 def decode_line(line: str | bytes) -> Record:
     """A record from one JSON line; raises :class:`CodecError` for anything but a valid one."""
     return decode_stored_line(line)[0]
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-# ``json.loads(line, parse_constant=...)`` builds a new decoder for every line: built once.
-_STRICT = json.JSONDecoder(parse_constant=_no_constant)
-# the decoder's scanner: one value from an index (typeshed does not declare the attribute)
-_SCAN: Callable[[str, int], tuple[Any, int]] = getattr(_STRICT, "scan_once")
-
-
-def loads_strict(line: str | bytes) -> Any:
-    """``json.loads`` that accepts only JSON: no ``NaN``/``Infinity`` (which ``json`` allows
-    by default), and a line nested too deeply to parse is a ``ValueError``, not a crash."""
-    try:
-        if type(line) is bytes and line[:2] == b'{"':
-            # a record as stores write it: UTF-8 (what json.detect_encoding makes of bytes that
-            # start so), one object, then nothing or a newline; anything else the long way
-            text = line.decode("utf-8", "surrogatepass")
-            try:
-                obj, end = _SCAN(text, 0)
-            except StopIteration as err:
-                raise json.JSONDecodeError("Expecting value", text, err.value) from None
-            if end == len(text) or (end == len(text) - 1 and text[end] == "\n"):
-                return obj
-            return _STRICT.decode(text)
-        if isinstance(line, str):
-            if line.startswith("\ufeff"):  # as json.loads says of a str
-                raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)",
-                                           line, 0)
-            return _STRICT.decode(line)
-        if not isinstance(line, (bytes, bytearray)):
-            raise TypeError(f"a line is str or bytes, not {type(line).__name__}")
-        return _STRICT.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
-    except RecursionError:
-        raise ValueError("nested too deeply to read") from None
 
 
 def decode_stored_line(line: str | bytes) -> tuple[Record, str | None]:
