@@ -22,20 +22,24 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
 
-# run inside the checkout being measured (its own benchmarks package and engine), on the
+# Run inside the checkout being measured (its own benchmarks package and engine), on the
 # README's store: a JsonlStore, not durable. Benchmarks from before they took a store measured
-# on the memory store; the probe hands them a JsonlStore in its place.
-PROBE = """
-import inspect, os, statistics, sys, tempfile, time
+# on the memory store; this hands them a JsonlStore in its place.
+ON_JSONL = """
+import inspect, os, tempfile
 import benchmarks.dispatch as dispatch, benchmarks.loop as loop
 from events import JsonlStore
-what, reps = sys.argv[1], int(sys.argv[2])
 if "store" not in inspect.signature(dispatch.engine_dispatch).parameters:
     directory = tempfile.TemporaryDirectory()
     count = iter(range(1 << 30))
     def jsonl(check_encodable=True):
         return JsonlStore(os.path.join(directory.name, f"{next(count)}.jsonl"))
     dispatch.MemoryStore = loop.MemoryStore = jsonl
+"""
+
+PROBE = ON_JSONL + """
+import statistics, sys, time
+what, reps = sys.argv[1], int(sys.argv[2])
 dispatch.engine_dispatch(200)
 loop.session_of(200)
 clock = time.process_time
