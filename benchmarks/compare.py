@@ -3,7 +3,8 @@
 ``python -m benchmarks.compare OTHER [--rounds N]``, where ``OTHER`` is the root of another
 checkout of toolledger (``git worktree add /tmp/before <commit>`` makes one). Each round times,
 in a fresh process per figure and with the CPU-time clock, 3 000 nested calls and a session of
-2 000 turns, for the other checkout and then for this one, so that both sides of a comparison
+2 000 turns on a JSONL store (the README's, not durable), for the other checkout and then for
+this one, so that both sides of a comparison
 share the machine's mood; the table gives each side's median and the median of the per-round
 ratios (this checkout / the other), with their range. This is how the optimisation steps in
 docs/performance.md were compared: on a shared machine, a ratio measured this way moves far
@@ -21,19 +22,31 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
 
-# run inside the checkout being measured (its own benchmarks package and engine)
-PROBE = """
+# Run inside the checkout being measured (its own benchmarks package and engine), on the
+# README's store: a JsonlStore, not durable. Benchmarks from before they took a store measured
+# on the memory store; this hands them a JsonlStore in its place.
+ON_JSONL = """
+import inspect, os, tempfile
+import benchmarks.dispatch as dispatch, benchmarks.loop as loop
+from events import JsonlStore
+if "store" not in inspect.signature(dispatch.engine_dispatch).parameters:
+    directory = tempfile.TemporaryDirectory()
+    count = iter(range(1 << 30))
+    def jsonl(check_encodable=True):
+        return JsonlStore(os.path.join(directory.name, f"{next(count)}.jsonl"))
+    dispatch.MemoryStore = loop.MemoryStore = jsonl
+"""
+
+PROBE = ON_JSONL + """
 import statistics, sys, time
-from benchmarks.dispatch import engine_dispatch
-from benchmarks.loop import session_of
 what, reps = sys.argv[1], int(sys.argv[2])
-engine_dispatch(200)
-session_of(200)
+dispatch.engine_dispatch(200)
+loop.session_of(200)
 clock = time.process_time
 if what == "dispatch":
-    values = [engine_dispatch(3000, clock=clock) for _ in range(reps)]
+    values = [dispatch.engine_dispatch(3000, clock=clock) for _ in range(reps)]
 else:
-    values = [session_of(2000, clock=clock)[0] for _ in range(reps)]
+    values = [loop.session_of(2000, clock=clock)[0] for _ in range(reps)]
 print(statistics.median(values))
 """
 

@@ -2,7 +2,7 @@
 
 ``python -m benchmarks.instructions [CHECKOUT ...]`` (default: this one) runs, under
 ``valgrind --tool=callgrind``, a driver of 500 and of 2 500 nested calls, and an agent-loop
-session of 500 and of 2 500 turns, each in a fresh process with CPython's cyclic collector off;
+session of 500 and of 2 500 turns, on a JSONL store (the README's), each in a fresh process with CPython's cyclic collector off;
 the difference between the two sizes, divided by 2 000, is the count of one nested call and of
 one turn, without start-up and warm-up (``--sizes`` changes the two sizes). Counts are of user-space instructions only (not the
 kernel's, nor the time a cache miss or a system call takes), so they rank changes to the
@@ -20,18 +20,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .compare import checkout
+from .compare import ON_JSONL, checkout
 
 HERE = Path(__file__).resolve().parent.parent
 SMALL, LARGE = 500, 2_500
 
-PROBE = """
+# on a JsonlStore, as benchmarks.compare measures
+PROBE = ON_JSONL + """
 import gc, sys
-from benchmarks.dispatch import engine_dispatch
-from benchmarks.loop import session_of
 gc.disable()
 what, size = sys.argv[1], int(sys.argv[2])
-engine_dispatch(size) if what == "dispatch" else session_of(size)
+dispatch.engine_dispatch(size) if what == "dispatch" else loop.session_of(size)
 """
 
 

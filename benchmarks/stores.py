@@ -104,15 +104,15 @@ def run(settings: Settings) -> list[Row]:
     slow = settings.size(400, 20)
     clock = settings.clock
     plans: list[tuple[str, Callable[[], float], str, Callable[[], float]]] = [
-        ("MemoryStore(check_encodable=False)",
-         lambda: store_rate(lambda _: MemoryStore(check_encodable=False), fast, clock),
-         "list.append", lambda: list_rate(fast, clock)),
-        ("MemoryStore() (checks encoding)",
-         lambda: store_rate(lambda _: MemoryStore(), fast, clock),
-         "list.append", lambda: list_rate(fast, clock)),
         ("JsonlStore(durable=False)",
          lambda: store_rate(lambda path: JsonlStore(path), fast, clock),
          "os.write of the same lines", lambda: write_rate(fast, durable=False, clock=clock)),
+        ("MemoryStore() (checks encoding)",
+         lambda: store_rate(lambda _: MemoryStore(), fast, clock),
+         "list.append", lambda: list_rate(fast, clock)),
+        ("MemoryStore(check_encodable=False)",
+         lambda: store_rate(lambda _: MemoryStore(check_encodable=False), fast, clock),
+         "list.append", lambda: list_rate(fast, clock)),
         # waiting for the disk is not CPU time: wall time here, whatever the clock
         ("JsonlStore(durable=True)",
          lambda: store_rate(lambda path: JsonlStore(path, durable=True), slow),
@@ -126,7 +126,10 @@ def run(settings: Settings) -> list[Row]:
         baseline = Figure(name=baseline_name, unit="appends/s", samples=tuple(theirs),
                           better="higher")
         ratio = paired(figure, baseline, lambda a, b: a / b)
+        headline = name == "JsonlStore(durable=False)"
         rows.append(Row(group="stores", figure=figure, baseline=baseline,
                         comparison=f"{ratio:.3f}×" if ratio < 0.1 else f"{ratio:.2f}×",
-                        note=f"{1e6 / figure.median:.1f} µs per append"))
+                        note=f"{1e6 / figure.median:.1f} µs per append",
+                        target="≥ 250 k appends/s" if headline else "",
+                        met=figure.median >= 250_000 if headline else None))
     return rows

@@ -9,8 +9,11 @@ same; building a ``ToolResult`` from scratch costs about 1.5 µs more).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal
 
 import fastjsonschema
 
@@ -26,16 +29,21 @@ from engine import (
 )
 from engine.models import ModelMessage, ModelRequest
 from engine.tools import ToolCall, ToolSpec
+from events import JsonlStore, MemoryStore
+from events.stores import EventStore
 from events.types import ModelToolCall
 
 __all__ = [
     "ARGS",
     "ECHO_INPUT",
     "RESULT",
+    "STORES",
     "ScriptModel",
+    "StoreKind",
     "call_handlers",
     "driver",
     "echo",
+    "open_store",
     "plain_echo",
     "plain_validator",
     "result_handlers",
@@ -141,3 +149,29 @@ class ScriptModel:
         name, arguments = self._steps[(self._turn - 1) % len(self._steps)]
         call = ModelToolCall(id=f"call_{self._turn}", name=name, arguments=arguments)
         return ModelMessage(tool_calls=(call,))
+
+
+StoreKind = Literal["jsonl", "memory", "unchecked"]
+
+#: The stores a figure is measured on, headline first: the README's (a JSONL file, not
+#: durable), the memory store as it comes (it encodes and proves every record reads back, as
+#: the file does), and the memory store that checks nothing (for the floor under the others).
+STORES: dict[StoreKind, str] = {
+    "jsonl": "JsonlStore",
+    "memory": "MemoryStore()",
+    "unchecked": "MemoryStore(check_encodable=False)",
+}
+
+
+@contextlib.contextmanager
+def open_store(kind: StoreKind) -> Iterator[EventStore]:
+    """A fresh store of ``kind`` (a JSONL file in a temporary directory), closed afterwards."""
+    if kind != "jsonl":
+        yield MemoryStore(check_encodable=kind == "memory")
+        return
+    with tempfile.TemporaryDirectory() as directory:
+        store = JsonlStore(os.path.join(directory, "log.jsonl"))
+        try:
+            yield store
+        finally:
+            store.close()

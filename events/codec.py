@@ -35,13 +35,17 @@ wrong). ``_structure`` is the one place that picks the path; ``decode_record(obj
 fast=False)`` takes the converter alone, so a benchmark and a property test can hold the two
 side by side (docs/performance.md, "One codec": the readers make a fold about a fifth
 faster, and the tests check that they agree with the converter on every event type).
+
+The same readers make writing cheap: a store must know that a line reads back before it writes
+it, and :func:`encode_stored` proves that with the reader taking the dict the line was encoded
+from, instead of decoding the line again; ``encode_stored(record, fast=False)`` always leaves
+the line to be decoded (the reference; docs/performance.md, "Encoding a record once").
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
 import cattrs
@@ -49,6 +53,8 @@ from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
 from .errors import CodecError
+from .jsontext import dumps_compact
+from .jsontext import loads_strict as loads_strict
 from .readers import FAST, Fallback
 from .types import (
     SCHEMA_VERSION,
@@ -87,6 +93,7 @@ __all__ = [
     "encode_line",
     "encode_line_bytes",
     "encode_record",
+    "encode_stored",
     "type_name",
     "upcast",
 ]
@@ -279,31 +286,6 @@ def _structure(data: Any, cls: type[Any]) -> Any:
     return converter.structure(data, cls)
 
 
-def _unknown(value: Any) -> Any:
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-# ``json.dumps`` builds a new encoder for every call, which costs as much as encoding a small
-# record: this one is built once. Same output as ``json.dumps(obj, ensure_ascii=False,
-# separators=(",", ":"), allow_nan=False)``; a value that contains itself is a ValueError, as
-# there, though found by its depth rather than by a mark.
-_MAKE_ENCODER = getattr(json.encoder, "c_make_encoder", None)
-_ENCODE_TEXT: Callable[[Any, int], Any] | None = (
-    None if _MAKE_ENCODER is None
-    else _MAKE_ENCODER(None, _unknown, json.encoder.encode_basestring, None, ":", ",", False,
-                       False, False)
-)
-
-
-def _dumps(obj: dict[str, Any]) -> str:
-    if _ENCODE_TEXT is None:
-        return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    try:
-        return "".join(_ENCODE_TEXT(obj, 0))
-    except RecursionError:
-        raise ValueError("the record is nested too deeply (or contains itself)") from None
-
-
 def encode_line(record: Record) -> str:
     """The record's canonical line: one JSON line (no trailing newline, no ``"hash"``),
     compact, that UTF-8 can always encode. A store seals it before writing it.
@@ -317,8 +299,11 @@ def encode_line(record: Record) -> str:
 
 def encode_line_bytes(record: Record) -> tuple[str, bytes]:
     """:func:`encode_line`, and the line as UTF-8 (which checking that it encodes makes)."""
-    obj = encode_record(record)
-    line = _dumps(obj)
+    return _encode(encode_record(record))
+
+
+def _encode(obj: dict[str, Any]) -> tuple[str, bytes]:
+    line = dumps_compact(obj)
     try:
         data = line.encode("utf-8")
     except UnicodeEncodeError:
@@ -327,46 +312,34 @@ def encode_line_bytes(record: Record) -> tuple[str, bytes]:
     return line, data
 
 
+def encode_stored(record: Record, *, fast: bool = True) -> tuple[bytes, str | None]:
+    """The record's canonical line as UTF-8, encoded once, and the line's text if it must
+    still be decoded to prove that it reads back (``None`` when that is proven already).
+
+    The proof is the fast reader of the event's class taking the very dict the line was
+    encoded from, with an envelope of the exact types: a reader takes only exact ``str``,
+    ``int``, ``bool``, ``None``, lists and dicts, which JSON gives back as they were, and
+    leaves any JSON value in a field of type ``Any`` to whoever reads it, so the line it
+    was made from reads back too (``tests/test_codec_fast_path.py`` holds the two to that).
+    Anything else, and every call with ``fast=False`` (the reference), returns the text.
+    """
+    obj = encode_record(record)
+    line, data = _encode(obj)
+    if fast:
+        reader = FAST.get(type(record.event))
+        if (reader is not None and type(record.session_id) is str and type(record.seq) is int
+                and type(record.time) is float and record.version == SCHEMA_VERSION):
+            try:
+                reader(obj["data"])
+            except Fallback:
+                return data, line
+            return data, None
+    return data, line
+
+
 def decode_line(line: str | bytes) -> Record:
     """A record from one JSON line; raises :class:`CodecError` for anything but a valid one."""
     return decode_stored_line(line)[0]
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-# ``json.loads(line, parse_constant=...)`` builds a new decoder for every line: built once.
-_STRICT = json.JSONDecoder(parse_constant=_no_constant)
-# the decoder's scanner: one value from an index (typeshed does not declare the attribute)
-_SCAN: Callable[[str, int], tuple[Any, int]] = getattr(_STRICT, "scan_once")
-
-
-def loads_strict(line: str | bytes) -> Any:
-    """``json.loads`` that accepts only JSON: no ``NaN``/``Infinity`` (which ``json`` allows
-    by default), and a line nested too deeply to parse is a ``ValueError``, not a crash."""
-    try:
-        if type(line) is bytes and line[:2] == b'{"':
-            # a record as stores write it: UTF-8 (what json.detect_encoding makes of bytes that
-            # start so), one object, then nothing or a newline; anything else the long way
-            text = line.decode("utf-8", "surrogatepass")
-            try:
-                obj, end = _SCAN(text, 0)
-            except StopIteration as err:
-                raise json.JSONDecodeError("Expecting value", text, err.value) from None
-            if end == len(text) or (end == len(text) - 1 and text[end] == "\n"):
-                return obj
-            return _STRICT.decode(text)
-        if isinstance(line, str):
-            if line.startswith("\ufeff"):  # as json.loads says of a str
-                raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)",
-                                           line, 0)
-            return _STRICT.decode(line)
-        if not isinstance(line, (bytes, bytearray)):
-            raise TypeError(f"a line is str or bytes, not {type(line).__name__}")
-        return _STRICT.decode(line.decode(json.detect_encoding(line), "surrogatepass"))
-    except RecursionError:
-        raise ValueError("nested too deeply to read") from None
 
 
 def decode_stored_line(line: str | bytes) -> tuple[Record, str | None]:

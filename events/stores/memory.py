@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..types import Record
-from .base import Claim, Claims, InlineStore, check_batch, check_conflict, encode_batch
+from .base import Claim, Claims, InlineStore, check_batch, check_conflict, encode_bodies
 
 __all__ = ["MemoryStore"]
 
@@ -17,7 +17,8 @@ class MemoryStore(InlineStore):
     are: no copy, no decoding.
 
     With ``check_encodable`` (the default) every batch goes through the same encode-and-read-
-    back check as :class:`~events.stores.JsonlStore` (the encoded lines are then dropped), so
+    back check as :class:`~events.stores.JsonlStore` (the encoded lines are then dropped, not
+    sealed), so
     that a test on this store refuses exactly what the file store would refuse. Turn it off
     only for speed, when the records are known to be good.
 
@@ -42,7 +43,7 @@ class MemoryStore(InlineStore):
         if not records:
             return
         if self._check_encodable:
-            encode_batch(records)
+            encode_bodies(records)  # encoded and proven to read back; nothing to seal here
         self._sessions.setdefault(session_id, []).extend(records)
 
     async def read(self, session_id: str, after: int = 0) -> list[Record]:
