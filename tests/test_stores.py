@@ -503,3 +503,31 @@ async def test_reads_long_runs_across_chunks(path: Path, monkeypatch: pytest.Mon
         await store.append("a", recs("a", 11, 20), expected_seq=10)
         assert await store.read("a") == recs("a", 1, 20)
         assert await store.read("a", after=7) == recs("a", 8, 20)
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("keep", [1 << 20, 300])
+async def test_opening_and_a_first_read_decode_each_line_once(
+    path: Path, monkeypatch: pytest.MonkeyPatch, keep: int
+) -> None:
+    write_lines(path, recs("a", 1, 6) + recs("b", 1, 2) + recs("a", 7, 8))
+    decoded: list[bytes] = []
+    real = jsonl_module.decode_stored
+
+    def counting(name: str, line: int, raw: bytes) -> tuple[Record, str | None]:
+        decoded.append(raw)
+        return real(name, line, raw)
+
+    monkeypatch.setattr(jsonl_module, "decode_stored", counting)
+    monkeypatch.setattr(jsonl_module, "_KEEP_DECODED", keep)  # 300 bytes: only a few kept
+    with JsonlStore(path) as store:
+        assert len(decoded) == 10
+        assert await store.read("a", after=2) == recs("a", 3, 8)
+        assert await store.read("b") == recs("b", 1, 2)
+        first_reads = len(decoded) - 10
+        if keep > path.stat().st_size:
+            assert first_reads == 0  # the opening scan's records served the first reads
+        else:  # what is not kept (past the first 300 bytes) is decoded again
+            assert 0 < first_reads < 8
+        assert await store.read("a") == recs("a", 1, 8)  # a later read decodes the file again
+        assert len(decoded) == 10 + first_reads + 8

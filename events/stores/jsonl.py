@@ -23,7 +23,8 @@ last field, ``"hash"``, covers the previous record of the session and this line'
 open it is read from the session's last line (a version 1 line, written before the chain
 existed, has none: the session's next record starts a chain from the genesis value).
 Without a key, reading ignores the hash beyond checking its form (:func:`verify_jsonl` checks
-the chain). With a key the store trusts nothing it has not checked: every line it indexes, and
+the chain), and each session's first read hands out the records the opening scan decoded (up to
+16 MiB of lines in all), so that opening and reading decode each line once. With a key the store trusts nothing it has not checked: every line it indexes, and
 again every line it hands out, must link to its session's previous line with an HMAC of the
 key (:func:`~events.integrity.check_link`); anything else, unchained version 1 records
 included, is :class:`~events.errors.UnverifiedRecordError` naming the record.
@@ -65,13 +66,17 @@ __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
 # Bytes read per pread when a session's lines sit next to each other in the file.
 _MAX_RUN = 1 << 20
+# Bytes of lines whose records an unkeyed store keeps from its opening scan for each session's
+# first read; a larger file's later lines are decoded again when read.
+_KEEP_DECODED = 16 << 20
 
 
 class _SessionIndex:
     """Where a session's lines are: entry ``i`` is the line of seq ``i + 1``.
 
     Arrays of machine ints (24 bytes a record), not decoded records: memory stays small for
-    big logs, and :meth:`JsonlStore.read` decodes only what it is asked for.
+    big logs, and :meth:`JsonlStore.read` decodes only what it is asked for (beyond the
+    bounded records an unkeyed store keeps from its opening scan for a first read).
     """
 
     __slots__ = ("head", "lengths", "lines", "offsets")
@@ -140,6 +145,10 @@ class JsonlStore(InlineStore):
         self._lines = 0  # complete lines indexed
         # the session of the last line, if a read-only store indexed it without its newline
         self._open_line: str | None = None
+        # Without a key: the records the opening scan decoded, each session's from its seq 1,
+        # kept for the session's first read so that it decodes no line twice (see _keep).
+        self._decoded: dict[str, list[Record]] = {}
+        self._keep = 0 if key is not None else _KEEP_DECODED
         self._fd = -1
         self._holding = 0  # appends of this store that hold the lock across an await
         flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT
@@ -152,6 +161,8 @@ class JsonlStore(InlineStore):
         except BaseException:
             os.close(fd)
             raise
+        finally:
+            self._keep = 0  # only the opening scan keeps what it decoded
         self._fd = fd
 
     def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
@@ -249,8 +260,10 @@ class JsonlStore(InlineStore):
         index = self._index.get(session_id)
         if index is None:
             return []
-        records: list[Record] = []
         first, count = max(after, 0), len(index.offsets)
+        # the session's first read takes what the opening scan decoded (a prefix of its lines)
+        records = self._decoded.pop(session_id, [])[first:]
+        first += len(records)
         # with a key, each line handed out is checked again: it must link to the line before
         prev = self._prev_hash(fd, index, session_id, first) if self._key and first < count else ""
         while first < count:
@@ -308,6 +321,7 @@ class JsonlStore(InlineStore):
         """Close the file. Idempotent; the store refuses to be used afterwards."""
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
+            self._decoded.clear()
             os.close(fd)
 
 
@@ -407,9 +421,10 @@ class JsonlStore(InlineStore):
                         self.dropped_tail = raw
                     return
                 record, digest = decode_stored(self.path, line, raw)
-                check_seq(self.path, line, record, self._last_seq(record.session_id))
+                session_id = record.session_id
+                index = self._index.get(session_id)
+                check_seq(self.path, line, record, len(index.offsets) if index is not None else 0)
                 if self._key is not None:
-                    index = self._index.get(record.session_id)
                     digest = self._check_link(line, raw, record, digest,
                                               index.head if index is not None else GENESIS)
                     self._verified += 1
@@ -422,11 +437,21 @@ class JsonlStore(InlineStore):
                             os.fsync(fd)
                         raw += b"\n"
                     else:
-                        self._open_line = record.session_id
-                self._add(record.session_id, offset, len(raw), line)
-                self._index[record.session_id].head = digest or GENESIS
+                        self._open_line = session_id
+                if index is None:
+                    index = self._index[session_id] = _SessionIndex()
+                length = len(raw)
+                index.offsets.append(offset)
+                index.lengths.append(length)
+                index.lines.append(line)
+                index.head = digest or GENESIS
                 self._lines = line
-                self._size = offset + len(raw)
+                self._size = offset + length
+                if self._keep >= length:
+                    self._keep -= length
+                    self._decoded.setdefault(session_id, []).append(record)
+                else:
+                    self._keep = 0  # each session's kept records stay a prefix of its lines
 
     def _decode_indexed(
         self, raw: bytes, session_id: str, seq: int, line: int
