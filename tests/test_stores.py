@@ -22,7 +22,7 @@ import events.stores.jsonl as jsonl_module
 from events.codec import decode_line, encode_line
 from events.errors import CodecError, ConflictError, CorruptLogError
 from events.results import ToolResult, text
-from events.stores import EventStore, JsonlStore, MemoryStore, read_jsonl
+from events.stores import EventStore, JsonlStore, MemoryStore, SqliteStore, read_jsonl
 from events.types import (
     AssistantMessage,
     Event,
@@ -50,12 +50,14 @@ def recs(session: str, first: int, last: int) -> list[Record]:
     return [rec(session, seq) for seq in range(first, last + 1)]
 
 
-BACKENDS = ["memory", "jsonl"]
+BACKENDS = ["memory", "jsonl", "sqlite"]
 
 
 def make_store(kind: str, directory: Path) -> EventStore:
     if kind == "memory":
         return MemoryStore()
+    if kind == "sqlite":
+        return SqliteStore(directory / "log.db")
     return JsonlStore(directory / "log.jsonl")
 
 
