@@ -60,11 +60,17 @@ def _sid(session_id: str) -> bytes:
     return session_id.encode("utf-8", "surrogatepass")
 
 
-def _connect(path: str, timeout: float, *, durable: bool) -> sqlite3.Connection:
+def _connect(
+    path: str, timeout: float, *, durable: bool, waits: bool = True
+) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are begun explicitly), set up with WAL;
+    one that does not ``waits`` gets ``SQLITE_BUSY`` at once from a lock held elsewhere."""
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+        if not waits:
+            conn.execute("PRAGMA busy_timeout=0")
     except BaseException:
         conn.close()
         raise
@@ -109,11 +115,10 @@ class SqliteStore(InlineStore):
                                                               durable=durable)
         conn = self._read_conn
         try:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.executescript(_SCHEMA)  # commits
+            conn.executescript(_SCHEMA)
             # inline appends: never wait for a lock on the event loop
-            self._write_conn: sqlite3.Connection | None = _connect(self.path, 0.0,
-                                                                   durable=durable)
+            self._write_conn: sqlite3.Connection | None = _connect(
+                self.path, busy_timeout, durable=durable, waits=False)
         except BaseException:
             conn.close()
             raise
