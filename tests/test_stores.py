@@ -20,7 +20,7 @@ from events.errors import ConflictError, CorruptLogError
 from events.stores import JsonlStore, read_jsonl
 from events.types import Record, UserMessage
 
-from tests.test_store_conformance import rec, recs
+from tests.conformance.backends import rec, recs
 
 
 # -- the JSONL file ------------------------------------------------------------------------
