@@ -15,7 +15,7 @@ from .errors import (
 )
 from .integrity import GENESIS, Anchor, VerifyReport, verify_lines
 from .results import ToolResult, text
-from .stores import EventStore, JsonlStore, MemoryStore
+from .stores import EventStore, JsonlStore, MemoryStore, SqliteStore
 from .stores.jsonl import verify_jsonl
 from .types import SCHEMA_VERSION, Record
 
@@ -33,6 +33,7 @@ __all__ = [
     "Record",
     "SessionInUse",
     "SessionNotFound",
+    "SqliteStore",
     "ToolResult",
     "UnverifiedRecordError",
     "VerifyReport",

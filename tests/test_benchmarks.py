@@ -56,6 +56,9 @@ EXPECTED: dict[str, list[str]] = {
         "MemoryStore() (checks encoding)",
         "MemoryStore(check_encodable=False)",
         "JsonlStore(durable=True)",
+        "SqliteStore(durable=False)",
+        "SqliteStore(durable=False), batches of 4",
+        "SqliteStore(durable=True), batches of 4",
     ],
     "memory": ["live session, ", "projection folded from the log"],
     "concurrency": ["50 sessions × 10 calls, one trio loop, JsonlStore",
@@ -72,6 +75,7 @@ TARGETS = {
     "agent loop, 2,000 calls": "agent loop, 20 calls",
     "open JsonlStore, read, fold ": "json.loads over the same lines",
     "JsonlStore(durable=False)": "os.write of the same lines",
+    "SqliteStore(durable=False), batches of 4": "JsonlStore(durable=False), batches of 4",
     "live session, ": "the JSONL log's bytes",
     "open and close a session, JsonlStore": None,
 }

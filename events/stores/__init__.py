@@ -1,7 +1,8 @@
 """Where sessions' records are kept: the :class:`EventStore` contract and its backends.
 
 :class:`MemoryStore` keeps records in the process (tests, embedding); :class:`JsonlStore`
-keeps them in one JSON Lines file (the embedded default). :func:`read_jsonl` reads such a
+keeps them in one JSON Lines file (the embedded default); :class:`SqliteStore` in one
+SQLite database that several processes of one machine share. :func:`read_jsonl` reads such a
 file without opening a store, for the CLI.
 """
 
@@ -10,5 +11,6 @@ from __future__ import annotations
 from .base import EventStore
 from .jsonl import JsonlStore, read_jsonl
 from .memory import MemoryStore
+from .sqlite import SqliteStore
 
-__all__ = ["EventStore", "JsonlStore", "MemoryStore", "read_jsonl"]
+__all__ = ["EventStore", "JsonlStore", "MemoryStore", "SqliteStore", "read_jsonl"]

@@ -45,7 +45,7 @@ __all__ = [
 @runtime_checkable
 class EventStore(Protocol):
     """Where sessions' records live. Backends: :class:`~events.stores.MemoryStore`,
-    :class:`~events.stores.JsonlStore`.
+    :class:`~events.stores.JsonlStore`, :class:`~events.stores.SqliteStore`.
 
     The methods are ``async`` so that a backend may do real I/O (a database, a socket) without
     blocking the event loop; the embedded backends do fast local work inline instead.

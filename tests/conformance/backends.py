@@ -1,0 +1,108 @@
+"""The backends the conformance suite runs against, and what it needs of each.
+
+Every test in ``tests/conformance/`` runs against each backend in :data:`BACKENDS` (memory,
+JSONL, SQLite): the suite is the specification of a store. A new store is one more entry in
+:func:`make_store` and, if its log outlives the store object (shared by several store objects
+and processes, or keyed), in :data:`SHARED`, :func:`reopen` and :func:`forge_row`. The JSONL
+file's own promises (torn lines, corruption) are in ``tests/test_stores.py``, the SQLite
+database's in ``tests/test_sqlite_store.py``."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+import trio
+import trio.lowlevel
+
+from events.codec import encode_line_bytes
+from events.integrity import GENESIS, seal_bytes, unseal
+from events.stores import EventStore, JsonlStore, MemoryStore, SqliteStore
+from events.types import Event, Record, UserMessage
+
+
+T0 = 1_767_225_600.0
+
+
+def rec(session: str, seq: int, event: Event | None = None) -> Record:
+    return Record(
+        session_id=session,
+        seq=seq,
+        time=T0 + seq,
+        event=event if event is not None else UserMessage(text=f"{session} #{seq}"),
+    )
+
+
+def recs(session: str, first: int, last: int) -> list[Record]:
+    return [rec(session, seq) for seq in range(first, last + 1)]
+
+
+BACKENDS = ["memory", "jsonl", "sqlite"]
+
+
+#: the backends whose log outlives the store object, shared by several of them and processes
+SHARED = ["jsonl", "sqlite"]
+LOGS = {"jsonl": "log.jsonl", "sqlite": "log.db"}
+
+
+def make_store(kind: str, directory: Path) -> EventStore:
+    if kind == "memory":
+        return MemoryStore()
+    return reopen(kind, directory)
+
+
+def reopen(kind: str, directory: Path, key: bytes | None = None) -> EventStore:
+    """Another store object on the log in ``directory`` (for the :data:`SHARED` kinds)."""
+    path = directory / LOGS[kind]
+    if kind == "sqlite":
+        return SqliteStore(path, key=key)
+    return JsonlStore(path, key=key)
+
+
+def forge_row(kind: str, directory: Path, record: Record, key: bytes | None) -> None:
+    """Put ``record`` in place of the stored one of its seq, chained after the one before it
+    and sealed with ``key`` (plain SHA-256 without one): what someone with write access to
+    the file or the database can do."""
+    path = directory / LOGS[kind]
+    if kind == "sqlite":
+        with closing(sqlite3.connect(path, isolation_level=None)) as db:
+            sid = record.session_id.encode("utf-8", "surrogatepass")
+            rows = dict(db.execute("SELECT seq, line FROM records WHERE session_id = ?", (sid,)))
+            prev = (unseal(rows[record.seq - 1]) or pytest.fail("not sealed"))[1] \
+                if record.seq > 1 else GENESIS
+            line, _ = seal_bytes(encode_line_bytes(record)[1], prev, key)
+            db.execute("UPDATE records SET line = ? WHERE session_id = ? AND seq = ?",
+                       (line, sid, record.seq))
+        return
+    lines = path.read_bytes().splitlines()
+    mine = [i for i, raw in enumerate(lines) if json.loads(raw)["session_id"] == record.session_id]
+    index = mine[record.seq - 1]
+    prev = (unseal(lines[mine[record.seq - 2]]) or pytest.fail("not sealed"))[1] \
+        if record.seq > 1 else GENESIS
+    lines[index], _ = seal_bytes(encode_line_bytes(record)[1], prev, key)
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+def run_on(kind: str, body: Callable[[EventStore], Awaitable[None]]) -> None:
+    """``body`` on a fresh store of ``kind`` (for Hypothesis, which cannot use fixtures)."""
+
+    async def main(directory: Path) -> None:
+        with closing(make_store(kind, directory)) as store:
+            await body(store)
+
+    with tempfile.TemporaryDirectory() as directory:
+        trio.run(main, Path(directory))
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EventStore]:
+    """A fresh store of each backend in turn (the test modules import this fixture)."""
+    made = make_store(request.param, tmp_path)
+    yield made
+    made.close()
+
