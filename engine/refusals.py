@@ -24,9 +24,9 @@ Pure: these functions only build text, the same for a live session and a replay.
 
 from __future__ import annotations
 
-import unicodedata
-
 from events.results import ToolResult, error_result
+
+from .visible import HIDDEN
 
 __all__ = [
     "APPROVER_FAILED",
@@ -46,23 +46,9 @@ HANDLER_FAILED = "a tool_call handler failed"
 #: What the model reads when the approver raised (the call is refused: fail closed).
 APPROVER_FAILED = "the approver failed"
 
-# Unicode's bidirectional embeddings, overrides and isolates: text that reorders what follows.
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-
-
-def _safe(ch: str) -> bool:
-    if ch in "\n\t":
-        return True
-    if ch in _BIDI:
-        return False
-    # Cc: C0 and C1 controls (ESC, BEL, CSI ...); Cs: lone surrogates, which no encoder
-    # takes; Co/Cn would be harmless but unreadable
-    return unicodedata.category(ch) not in ("Cc", "Cs")
-
-
 def for_model(reason: str, limit: int = REASON_LIMIT) -> str:
     """``reason`` as the model may read it: without control characters, bidirectional
-    overrides or lone surrogates (each becomes ``U+FFFD``), and at most ``limit`` characters
+    overrides, other invisible format characters or lone surrogates (each becomes ``U+FFFD``), and at most ``limit`` characters
     (plus a note of how many were left out)::
 
         >>> for_model("only docs/ may be deleted")
@@ -70,9 +56,9 @@ def for_model(reason: str, limit: int = REASON_LIMIT) -> str:
         >>> for_model("\\x1b[2J") == "\\ufffd[2J"
         True
     """
-    kept = reason[:limit]
-    if not all(map(_safe, kept)):
-        kept = "".join(ch if _safe(ch) else "\ufffd" for ch in kept)
+    # the characters a terminal would obey or hide (engine.visible's one table) are no more
+    # use to a model: each becomes U+FFFD
+    kept = HIDDEN.sub("\ufffd", reason[:limit])
     if len(reason) > limit:
         kept += f"… ({len(reason) - limit} more characters)"
     return kept
