@@ -48,10 +48,6 @@ class InFlight:
         """Whether the approver of ``call_id`` is deciding now (it is not pending for the host)."""
         return call_id in self._asking
 
-    def parked(self, call_id: str) -> bool:
-        """Whether ``call_id`` waits in this process for the host's answer."""
-        return call_id in self._parked
-
     @property
     def busy(self) -> bool:
         """Whether any top-level call is still handed to a task of this process."""
