@@ -20,8 +20,8 @@ from .harness import Row, Settings, row_from_json
 from .report import machine, markdown, print_table, to_json
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options every benchmark command takes: sizes, output, repetitions, clock, render."""
     parser.add_argument("--quick", action="store_true",
                         help="small sizes and two repetitions: checks that everything runs")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
@@ -32,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
                              "neighbour on a shared machine does not inflate")
     parser.add_argument("--render", metavar="FILE",
                         help="print the table of a run saved with --json, without running")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    add_run_options(parser)
     parser.add_argument("--only", nargs="+", choices=sorted(GROUPS), metavar="GROUP",
                         help=f"run only these groups: {', '.join(GROUPS)}")
     args = parser.parse_args(argv)

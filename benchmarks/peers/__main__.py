@@ -16,7 +16,7 @@ from typing import Any
 
 from rich.console import Console
 
-from ..__main__ import show
+from ..__main__ import add_run_options, show
 from ..harness import Settings, row_from_json
 from ..report import machine, to_json
 from . import INSTALL, STACKS, missing, run, versions
@@ -24,17 +24,9 @@ from . import INSTALL, STACKS, missing, run, versions
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.peers", description=__doc__)
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes and two repetitions: checks that everything runs")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    parser.add_argument("--repeat", type=int, default=7, help="repetitions per figure (7)")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                        help="wall time (default), or the process's CPU time")
+    add_run_options(parser)
     parser.add_argument("--only", nargs="+", choices=STACKS, metavar="STACK", default=[],
                         help=f"time only these stacks: {', '.join(STACKS)}")
-    parser.add_argument("--render", metavar="FILE",
-                        help="print the table of a run saved with --json, without running")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
