@@ -425,3 +425,49 @@ async def test_show_lists_host_calls_in_the_call_tree(tmp_path: Any,
     assert main(["show", str(log)]) == 0
     out = capsys.readouterr().out
     assert "h0" in out and "the host (session.call_tool)" in out and "h0/0" in out
+
+
+# -- replay -----------------------------------------------------------------------------------
+
+
+async def _host_session(store: MemoryStore, later: Later) -> str:
+    """A session with host calls before, during and after a prompt: one answered later, one
+    cancelled while it waited, one with a nested call, one left open by the closing session."""
+    model = FauxModel([faux_tool_call("double", {"n": 3}), faux_text("done")])
+    async with trio.open_nursery() as outside:
+        async with Session.open(store, model=model, tools=TOOLS, approver=later) as session:
+            await session.call_tool("nests")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(session.call_tool, "wipe")  # h1, answered later
+                await later.wait()
+                await session.prompt("go")
+                await session.resolve_approval("h1", granted=True)
+            with trio.CancelScope() as scope:  # h2, cancelled while it waits
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(session.call_tool, "wipe")
+                    await later.wait()
+                    scope.cancel()
+            await session.call_tool("boom")  # h3
+            outside.start_soon(_swallow, session.call_tool("wipe"))  # h4, left open
+            await later.wait()
+    return session.session_id
+
+
+async def test_a_session_with_host_calls_replays_without_divergence() -> None:
+    from engine.replay import redrive
+
+    store = MemoryStore()
+    sid = await _host_session(store, Later())
+    records = await store.read(sid)
+    state = fold(records)
+    assert [state.calls[c].status for c in ("h0", "h1", "h2", "h3", "h4")] == [
+        "completed", "completed", "cancelled", "failed", "awaiting"]
+    check_log(records, state=state)
+    report = await redrive(records)
+    assert report.ok, [d.describe() for d in report.divergences]
+    replayed = fold(report.replayed)
+    assert replayed.calls["h4"].status == "awaiting"
+    assert replayed.host_calls == 5
+    # today's policy denies what the host asked for then: the replay says so, per call
+    report = await redrive(records, rules=PolicyRules(deny=["double"]))
+    assert {d.subject for d in report.divergences if d.scope == "call"} >= {"h0/0", "1.0"}
