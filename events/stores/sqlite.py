@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 import trio
 
@@ -35,6 +35,7 @@ from ..errors import CorruptLogError, UnverifiedRecordError
 from ..integrity import GENESIS, LinkError, check_link
 from ..types import Record
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
+from .following import POLL_INTERVAL, Appended, follow_session
 from .jsonlines import decode_stored
 from .locks import claim_file
 
@@ -89,6 +90,10 @@ class SqliteStore(InlineStore):
     ``busy_timeout`` (seconds) is how long a waiting append (in a worker thread) and a read
     wait for another process's lock before failing with :class:`sqlite3.OperationalError`.
 
+    ``poll_interval`` (seconds) is how often a follower (:meth:`follow`) looks up the
+    session's last seq: how soon it sees what other processes append. Appends through this
+    store object wake followers at once.
+
     ``key`` (non-empty bytes) seals every line with an HMAC of it and verifies, with it, every
     record the store hands out and the session's last record before chaining onto it, exactly
     as the keyed JSONL store does: a row that does not verify raises
@@ -103,12 +108,15 @@ class SqliteStore(InlineStore):
         durable: bool = False,
         key: bytes | None = None,
         busy_timeout: float = 5.0,
+        poll_interval: float = POLL_INTERVAL,
     ) -> None:
         if key is not None and (not isinstance(key, bytes) or not key):
             raise ValueError("the HMAC key must be non-empty bytes")
         self.path: str = os.fspath(path)
         self.durable = durable
         self.busy_timeout = busy_timeout
+        self.poll_interval = poll_interval
+        self._appended = Appended()
         self._key = key
         # reads, inline; waits up to busy_timeout (WAL readers rarely wait at all)
         self._read_conn: sqlite3.Connection | None = _connect(self.path, busy_timeout,
@@ -144,6 +152,7 @@ class SqliteStore(InlineStore):
                 raise trio.WouldBlock from None
             raise
         self._write_locked(conn, session_id, records, bodies, expected_seq)
+        self._appended.notify()
 
     async def append_waiting(
         self, session_id: str, records: Sequence[Record], expected_seq: int
@@ -165,6 +174,7 @@ class SqliteStore(InlineStore):
                 self._write_locked(conn, session_id, records, bodies, expected_seq)
 
             await trio.to_thread.run_sync(write)
+        self._appended.notify()
 
     def _write_locked(
         self,
@@ -232,6 +242,14 @@ class SqliteStore(InlineStore):
                            (_sid(session_id),)).fetchone()
         return int(row[0]) if row is not None else 0
 
+    def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
+        """The session's records with ``seq > after``, then each one appended, until the
+        caller stops (see :meth:`EventStore.follow`): appends through this store wake it at
+        once; what other processes append it finds by looking up the session's last seq
+        every ``poll_interval`` seconds. It holds no transaction while it waits."""
+        return follow_session(self.read, self.last_seq, self._appended, session_id, after,
+                              poll_interval=self.poll_interval)
+
     async def sessions(self) -> list[str]:
         """Every session id, in order of first appearance."""
         conn = self._ensure_open(self._read_conn)
@@ -267,6 +285,7 @@ class SqliteStore(InlineStore):
         for conn in conns:
             if conn is not None:
                 conn.close()
+        self._appended.notify()  # a waiting follower's next read says the store is closed
 
     # -- internals ------------------------------------------------------------------------
 
