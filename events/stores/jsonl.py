@@ -44,12 +44,12 @@ import contextlib
 import fcntl
 import os
 from array import array
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 
 import trio
 
 from ..errors import CorruptLogError, UnverifiedRecordError
-from ..integrity import GENESIS, LinkError, check_link
+from ..integrity import GENESIS, Anchor, LinkError, VerifyReport, check_link
 from ..types import Record
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .following import POLL_INTERVAL, Appended, follow_session
@@ -319,6 +319,14 @@ class JsonlStore(InlineStore):
         self._refresh(self._ensure_open())
         index = self._index.get(session_id)
         return index.head if index is not None and index.head != GENESIS else None
+
+    async def verify(
+        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
+    ) -> VerifyReport:
+        """Check the hash chain of every session (or of ``session``) in the file, with the
+        store's key if it has one: :func:`verify_jsonl`, for what the store holds."""
+        self._ensure_open()
+        return verify_jsonl(self.path, self._key, session=session, anchors=tuple(anchors))
 
     @property
     def keyed(self) -> bool:
