@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from contextlib import closing
+from urllib.parse import urlsplit, urlunsplit
 
 import trio
 
@@ -26,6 +27,7 @@ __all__ = [
     "load_key",
     "open_log",
     "read_sessions",
+    "shown",
 ]
 
 PROG = "toolledger"
@@ -43,6 +45,20 @@ def error_line(message: str, prog: str = PROG) -> str:
     """The one line every command prints to stderr for an error: ``message`` on one line, with
     what it quotes (file names, ids, exception text) shown as visible escapes."""
     return f"{prog}: error: {visible(' '.join(message.split()))}"
+
+
+def shown(log: str) -> str:
+    """``log`` as messages show it: a URL's password (``postgresql://me:secret@host/db``)
+    replaced by ``***``, so that it does not end up on a screen or in a terminal's history."""
+    try:
+        parts = urlsplit(log)
+        password = parts.password
+    except ValueError:
+        return log
+    if not password or "://" not in log:
+        return log
+    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def open_log(log: str, *, key: bytes | None = None, read_only: bool = True) -> EventStore:
@@ -65,7 +81,7 @@ def choose_session(log: str, ids: Sequence[str], wanted: str) -> str:
     if len(chosen) != 1:
         known = ", ".join(ids) or "none"
         problem = "matches several sessions" if chosen else "is not a session in it"
-        raise UsageError(f"{log}: {wanted!r} {problem} (sessions: {known})")
+        raise UsageError(f"{shown(log)}: {wanted!r} {problem} (sessions: {known})")
     return chosen[0]
 
 
