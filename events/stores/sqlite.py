@@ -39,6 +39,7 @@ from ..integrity import GENESIS, Anchor, ChainVerifier, LinkError, VerifyReport,
 from ..types import Record
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .following import POLL_INTERVAL, Appended, follow_session
+from .groupcommit import Batch, GroupCommit
 from .jsonlines import decode_stored
 from .locks import claim_file
 from .sqlite_schema import check_schema, init_schema
@@ -135,8 +136,9 @@ class SqliteStore(InlineStore):
             conn.close()
             raise
         self._read_conn: sqlite3.Connection | None = conn
-        self._wait_conn: sqlite3.Connection | None = None  # appends that wait, in a thread
-        self._waiting = trio.Lock()
+        # appends that wait, grouped, in a worker thread, on a connection that waits
+        self._group = GroupCommit(
+            lambda: _connect(self.path, busy_timeout, durable=durable), self._write_batch)
 
     # -- appending ------------------------------------------------------------------------
 
@@ -156,66 +158,54 @@ class SqliteStore(InlineStore):
             if exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise trio.WouldBlock from None
             raise
-        self._write_locked(conn, session_id, records, bodies, expected_seq)
+        try:
+            self._write_batch(conn, Batch(session_id, records, bodies, expected_seq))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
         self._appended.notify()
 
     async def append_waiting(
         self, session_id: str, records: Sequence[Record], expected_seq: int
     ) -> None:
         """The append when :meth:`append_nowait` cannot be done now: in a worker thread, on a
-        connection that waits up to ``busy_timeout`` for the write lock. Once started it is
-        not abandoned on cancellation: the batch is committed or rolled back whole."""
+        connection that waits up to ``busy_timeout`` for the write lock, in one transaction
+        with the other appends waiting then (group commit: see
+        :mod:`events.stores.groupcommit`). It returns once the batch is committed. Cancelled
+        only before anything of it is written: once its transaction has begun, the batch is
+        committed or rolled back whole."""
         self._ensure_writable()
         check_batch(session_id, records, expected_seq)
-        bodies = encode_bodies(records)
-        async with self._waiting:
-            if self._wait_conn is None:
-                self._wait_conn = await trio.to_thread.run_sync(
-                    lambda: _connect(self.path, self.busy_timeout, durable=self.durable))
-            conn = self._ensure_open(self._wait_conn)
-
-            def write() -> None:
-                conn.execute("BEGIN IMMEDIATE")
-                self._write_locked(conn, session_id, records, bodies, expected_seq)
-
-            await trio.to_thread.run_sync(write)
+        await self._group.append(Batch(session_id, records, encode_bodies(records), expected_seq))
         self._appended.notify()
 
-    def _write_locked(
-        self,
-        conn: sqlite3.Connection,
-        session_id: str,
-        records: Sequence[Record],
-        bodies: list[bytes],
-        expected_seq: int,
-    ) -> None:
-        """In a transaction begun with ``BEGIN IMMEDIATE``: check, seal, insert, commit (or
-        roll back on any error)."""
+    def _write_batch(self, conn: sqlite3.Connection, batch: Batch) -> None:
+        """Inside a write transaction: check the conflict, seal the batch onto the session's
+        head, insert its rows and move the head. Raises, having written nothing that the
+        caller does not roll back, for a conflict or a head that does not verify."""
+        session_id, records = batch.session_id, batch.records
         sid = _sid(session_id)
-        try:
-            row = conn.execute("SELECT last_seq, head FROM sessions WHERE session_id = ?",
-                               (sid,)).fetchone()
-            last, head = (row[0], row[1]) if row is not None else (0, GENESIS)
-            check_conflict(session_id, expected_seq, last)
-            if bodies:
-                if self._key is not None and last:
-                    head = self._verified_head(conn, session_id, last)
-                lines, new_head = seal_lines(bodies, head, self._key)
-                conn.executemany(
-                    "INSERT INTO records (session_id, seq, line) VALUES (?, ?, ?)",
-                    [(sid, record.seq, line[:-1]) for record, line in zip(records, lines)])
-                new_last = records[-1].seq
-                if row is None:
-                    conn.execute("INSERT INTO sessions (session_id, last_seq, head) "
-                                 "VALUES (?, ?, ?)", (sid, new_last, new_head))
-                else:
-                    conn.execute("UPDATE sessions SET last_seq = ?, head = ? "
-                                 "WHERE session_id = ?", (new_last, new_head, sid))
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+        row = conn.execute("SELECT last_seq, head FROM sessions WHERE session_id = ?",
+                           (sid,)).fetchone()
+        last, head = (row[0], row[1]) if row is not None else (0, GENESIS)
+        check_conflict(session_id, batch.expected_seq, last)
+        if not records:
+            return
+        if self._key is not None and last:
+            head = self._verified_head(conn, session_id, last)
+        lines, new_head = seal_lines(batch.bodies, head, self._key)
+        conn.executemany(
+            "INSERT INTO records (session_id, seq, line) VALUES (?, ?, ?)",
+            [(sid, record.seq, line[:-1]) for record, line in zip(records, lines)])
+        new_last = records[-1].seq
+        if row is None:
+            conn.execute("INSERT INTO sessions (session_id, last_seq, head) VALUES (?, ?, ?)",
+                         (sid, new_last, new_head))
+        else:
+            conn.execute("UPDATE sessions SET last_seq = ?, head = ? WHERE session_id = ?",
+                         (new_last, new_head, sid))
 
     def _verified_head(self, conn: sqlite3.Connection, session_id: str, last: int) -> str:
         """The session's head as its last row says, once that row links to the one before it
@@ -328,11 +318,12 @@ class SqliteStore(InlineStore):
 
     def close(self) -> None:
         """Close the database. Idempotent; the store refuses to be used afterwards."""
-        conns = (self._read_conn, self._write_conn, self._wait_conn)
-        self._read_conn = self._write_conn = self._wait_conn = None
+        conns = (self._read_conn, self._write_conn)
+        self._read_conn = self._write_conn = None
         for conn in conns:
             if conn is not None:
                 conn.close()
+        self._group.close()
         self._appended.notify()  # a waiting follower's next read says the store is closed
 
     # -- internals ------------------------------------------------------------------------
