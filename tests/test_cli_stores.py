@@ -72,8 +72,8 @@ def test_copy_keeps_the_chain_both_ways(tmp_path: Path, capsys: pytest.CaptureFi
     copied = json.loads(out)["sessions"]
     assert {c["session_id"]: c["head"] for c in copied} == heads
     # and back into another file, one session, named by a prefix
-    status, out, err = run(capsys, "copy", f"sqlite:///{tmp_path}/b.db", str(tmp_path / "c.jsonl"),
-                           "--session", "be", "--json")
+    status, out, err = run(capsys, "copy", f"sqlite:///{tmp_path}/b.db",
+                           str(tmp_path / "c.jsonl"), "--session", "be", "--json")
     assert status == 0, err
     assert [c["session_id"] for c in json.loads(out)["sessions"]] == ["beta"]
     status, out, _ = run(capsys, "verify", str(tmp_path / "c.jsonl"), "--json")
@@ -81,7 +81,9 @@ def test_copy_keeps_the_chain_both_ways(tmp_path: Path, capsys: pytest.CaptureFi
         [("beta", heads["beta"])]
 
 
-def test_copy_never_overwrites_a_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_copy_never_overwrites_a_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     source, target = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     two_sessions(source)
     assert run(capsys, "copy", str(source), str(target), "--session", "beta")[0] == 0

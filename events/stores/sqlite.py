@@ -15,9 +15,13 @@ are stored as their UTF-8 bytes (``surrogatepass``), so any Python string names 
 The ``async`` methods do their work inline when they can, as the JSONL store does: an append
 first tries the write lock without waiting; if another process holds it, or the store is
 ``durable`` (``COMMIT`` waits for the disk), the append runs in a worker thread on a
-connection of its own that waits up to ``busy_timeout`` seconds, and once started it finishes
-even if its task is cancelled. Reads run inline (in WAL mode a reader never waits for a
-writer). Not thread-safe: use one store from one event loop.
+connection of its own that waits up to ``busy_timeout`` seconds, in one transaction with the
+other appends waiting then (:mod:`events.stores.groupcommit`), and once its transaction has
+begun it finishes even if its task is cancelled. Reads run inline (in WAL mode a reader never
+waits for a writer). Not thread-safe: use one store from one event loop.
+
+The tables' layout is versioned (:mod:`events.stores.sqlite_schema`): an empty database gets
+them on opening, anything else waits for :meth:`SqliteStore.init_schema`.
 
 WAL needs every process to see the same shared memory file: a local filesystem, not NFS or
 SMB.
