@@ -145,3 +145,14 @@ async def test_rows_verify_as_lines_do(tmp_path: Path, key: bytes | None) -> Non
         broken = (await db.verify()).broken
     assert broken is not None
     assert (broken.line, broken.session_id, broken.seq) == (None, "a", 2 if key else 3)
+
+
+def test_what_is_no_database_says_so(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_bytes(b"not a database, but long enough to be taken for one's header" * 4)
+    for path, problem in [(text, "file is not a database"),
+                          (tmp_path / "no folder" / "runs.db", "unable to open")]:
+        with pytest.raises(DatabaseSchemaError, match=f"cannot be opened as an SQLite database "
+                                                      f"\\({problem}"):
+            SqliteStore(path)
+    assert text.read_bytes().startswith(b"not a database")

@@ -127,18 +127,22 @@ class SqliteStore(InlineStore):
         self.poll_interval = poll_interval
         self._appended = Appended()
         self._key = key
-        # reads, inline; waits up to busy_timeout (WAL readers rarely wait at all)
-        conn = _connect(self.path, busy_timeout, durable=durable, read_only=read_only)
         self._write_conn: sqlite3.Connection | None = None
         try:
-            #: why the tables cannot be used yet (:meth:`init_schema` fixes it), or None
-            self._unusable = check_schema(conn, self.path, create=not read_only)
-            if not read_only:  # inline appends: never wait for a lock on the event loop
-                self._write_conn = _connect(self.path, busy_timeout, durable=durable,
-                                            waits=False)
-        except BaseException:
-            conn.close()
-            raise
+            # reads, inline; waits up to busy_timeout (WAL readers rarely wait at all)
+            conn = _connect(self.path, busy_timeout, durable=durable, read_only=read_only)
+            try:
+                #: why the tables cannot be used yet (:meth:`init_schema` fixes it), or None
+                self._unusable = check_schema(conn, self.path, create=not read_only)
+                if not read_only:  # inline appends: never wait for a lock on the event loop
+                    self._write_conn = _connect(self.path, busy_timeout, durable=durable,
+                                                waits=False)
+            except BaseException:
+                conn.close()
+                raise
+        except sqlite3.DatabaseError as exc:  # not a database, a folder that does not exist
+            raise DatabaseSchemaError(
+                self.path, f"cannot be opened as an SQLite database ({exc})") from exc
         self._read_conn: sqlite3.Connection | None = conn
         # appends that wait, grouped, in a worker thread, on a connection that waits
         self._group = GroupCommit(
