@@ -37,8 +37,8 @@ class CorruptLogError(LogError):
 
 class DatabaseSchemaError(LogError):
     """A database whose tables the store cannot use as they are: none yet, laid out by an
-    older or a newer toolledger, or not toolledger's at all. The message says what to do
-    (``toolledger db init URL`` creates or upgrades them)."""
+    older or a newer toolledger, or not toolledger's at all (or a file that is no database).
+    The message says what to do (``toolledger db init URL`` creates or upgrades them)."""
 
     def __init__(self, path: str, problem: str) -> None:
         super().__init__(f"{path}: {problem}")
