@@ -9,7 +9,8 @@ run. ``docs/performance.md`` explains what each figure includes, records the res
 keeps the before/after of every optimisation.
 
 One module per group: :mod:`~benchmarks.dispatch`, :mod:`~benchmarks.loop`,
-:mod:`~benchmarks.fold`, :mod:`~benchmarks.stores`, :mod:`~benchmarks.memory`,
+:mod:`~benchmarks.fold`, :mod:`~benchmarks.stores` (and :mod:`~benchmarks.groupcommit`),
+:mod:`~benchmarks.memory`,
 :mod:`~benchmarks.concurrency`; what they run is in :mod:`~benchmarks.workload`, how they
 measure in :mod:`~benchmarks.harness`.
 """
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import concurrency, dispatch, fold, loop, memory, stores
+from . import concurrency, dispatch, fold, groupcommit, loop, memory, stores
 from .harness import Row, Settings
 
 __all__ = ["GROUPS", "run"]
@@ -28,7 +29,7 @@ GROUPS: dict[str, Callable[[Settings], list[Row]]] = {
     "dispatch": dispatch.run,
     "agent loop": loop.run,
     "fold": fold.run,
-    "stores": stores.run,
+    "stores": lambda settings: [*stores.run(settings), *groupcommit.run(settings)],
     "memory": memory.run,
     "concurrency": concurrency.run,
 }

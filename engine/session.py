@@ -251,6 +251,9 @@ class Session:
         """Iterate over the session's records (``seq > after``), live, until it closes.
 
         A slow follower reads at its own pace and misses nothing; it never slows the session.
+        Each record comes as the session records it, before it is written. To watch a session
+        from another process, follow its store instead: ``store.follow(session_id)``, or
+        ``toolledger tail LOG --session ID --follow`` (it sees what is stored, by anyone).
         """
         return self._recorder.follow(after)
 

@@ -8,6 +8,7 @@ from .errors import (
     CodecError,
     ConflictError,
     CorruptLogError,
+    DatabaseSchemaError,
     LogError,
     SessionInUse,
     SessionNotFound,
@@ -15,7 +16,7 @@ from .errors import (
 )
 from .integrity import GENESIS, Anchor, VerifyReport, verify_lines
 from .results import ToolResult, text
-from .stores import EventStore, JsonlStore, MemoryStore, SqliteStore
+from .stores import EventStore, JsonlStore, MemoryStore, SqliteStore, open_store
 from .stores.jsonl import verify_jsonl
 from .types import SCHEMA_VERSION, Record
 
@@ -26,6 +27,7 @@ __all__ = [
     "CodecError",
     "ConflictError",
     "CorruptLogError",
+    "DatabaseSchemaError",
     "EventStore",
     "JsonlStore",
     "LogError",
@@ -41,6 +43,7 @@ __all__ = [
     "decode_record",
     "encode_line",
     "encode_record",
+    "open_store",
     "text",
     "verify_jsonl",
     "verify_lines",

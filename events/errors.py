@@ -6,6 +6,7 @@ __all__ = [
     "CodecError",
     "ConflictError",
     "CorruptLogError",
+    "DatabaseSchemaError",
     "LogError",
     "SessionInUse",
     "SessionNotFound",
@@ -31,6 +32,17 @@ class CorruptLogError(LogError):
         )
         self.path = path
         self.line = line
+        self.problem = problem
+
+
+class DatabaseSchemaError(LogError):
+    """A database whose tables the store cannot use as they are: none yet, laid out by an
+    older or a newer toolledger, or not toolledger's at all (or a file that is no database).
+    The message says what to do (``toolledger db init URL`` creates or upgrades them)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
         self.problem = problem
 
 

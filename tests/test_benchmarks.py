@@ -59,6 +59,8 @@ EXPECTED: dict[str, list[str]] = {
         "SqliteStore(durable=False)",
         "SqliteStore(durable=False), batches of 4",
         "SqliteStore(durable=True), batches of 4",
+        "SqliteStore(durable=True), 8 sessions (group commit)",
+        "SqliteStore(durable=True), 1 session (group commit)",
     ],
     "memory": ["live session, ", "projection folded from the log"],
     "concurrency": ["50 sessions × 10 calls, one trio loop, JsonlStore",

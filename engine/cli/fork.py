@@ -1,27 +1,29 @@
 """``toolledger fork``: start a new session from a prefix of an old one.
 
 The source log is only read when the copy goes to another log (``--into``); a target that is
-not a log is refused, never cut. The records copied are verified first: with a key, by the
-keyed store that reads them (links and HMACs); without one, the session's chain is checked as
-``toolledger verify`` would, so a fork never seals again what a broken chain shows changed.
+not a log is refused, never cut. The records copied are verified first: the session's chain
+is checked as ``toolledger verify`` would (with the key, if given, with which the keyed store
+also checks every record it reads), so a fork never seals again what a broken chain shows
+changed. Either log may be a path or a store URL.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from contextlib import closing
 
 import trio
 from rich.console import Console
 from rich.text import Text
 
 from events.errors import CorruptLogError, UnverifiedRecordError
-from events.stores import JsonlStore
-from events.stores.jsonl import verify_jsonl
+from events.stores import EventStore
+from events.stores.copying import CopyError, verified_chain
 
 from ..fork import fork
 from ..visible import visible
-from ._common import PROG, UsageError, load_key, read_sessions
+from ._common import LOG_HELP, PROG, UsageError, load_key, open_log, read_sessions
 
 __all__ = ["add_parser", "run"]
 
@@ -38,12 +40,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "session is not changed."
         ),
     )
-    parser.add_argument("log", metavar="LOG", help="path of the JSONL log file")
+    parser.add_argument("log", metavar="LOG", help=LOG_HELP)
     parser.add_argument("--at", metavar="SEQ", type=int, required=True,
                         help="the last record to keep (see `toolledger show` or jq for seqs)")
     parser.add_argument("--session", metavar="ID",
                         help="the session to fork (required if the log holds several)")
-    parser.add_argument("--into", metavar="LOG2", help="write the new session to this log")
+    parser.add_argument("--into", metavar="LOG2",
+                        help="write the new session to this log (a path or a store URL)")
     parser.add_argument("--id", metavar="NEW", dest="new_id", help="the new session's id")
     key = parser.add_mutually_exclusive_group()
     key.add_argument("--key-file", metavar="PATH",
@@ -57,21 +60,21 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Fork the session and print the new id."""
-    sessions = read_sessions(args.log, args.session)
+    key = load_key(args.key_file, args.key_env)
+    sessions = read_sessions(args.log, args.session, key)
     if len(sessions) != 1:
         known = ", ".join(sessions) or "none"
         raise UsageError(f"{args.log} holds {len(sessions)} sessions ({known}): name one with --session")
     [session_id] = sessions
-    key = load_key(args.key_file, args.key_env)
-    if key is None:
-        _check_chain(args.log, session_id)
 
     async def go() -> str:
         if args.into is None:
-            with JsonlStore(args.log, key=key) as store:
+            with closing(open_log(args.log, key=key, read_only=False)) as store:
+                await _check_chain(args.log, store, session_id)
                 return await fork(store, session_id, at=args.at, new_session_id=args.new_id)
-        with JsonlStore(args.log, key=key, read_only=True) as source, \
-                _target(args.into, key) as target:
+        with closing(open_log(args.log, key=key)) as source, \
+                closing(_target(args.into, key)) as target:
+            await _check_chain(args.log, source, session_id)
             return await fork(source, session_id, at=args.at, new_session_id=args.new_id,
                               into=target)
 
@@ -91,28 +94,23 @@ def run(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def _check_chain(path: str, session_id: str) -> None:
-    """Refuse a session whose plain chain does not verify (with a key, the keyed store checks
-    every record it reads instead)."""
-    report = verify_jsonl(path, session=session_id)
-    broken = report.broken
-    if broken is not None:
-        hint = f" ({broken.hint})" if broken.hint else ""
-        raise UsageError(
-            f"{path}:{broken.line}: session {session_id}'s chain does not verify: "
-            f"{broken.problem}{hint}; a fork copies only records whose chain verifies "
-            f"(see `{PROG} verify {path}`)"
-        )
+async def _check_chain(log: str, store: EventStore, session_id: str) -> None:
+    """Refuse a session whose chain does not verify (with the store's key, if it has one)."""
+    try:
+        await verified_chain(store, session_id)
+    except CopyError as exc:
+        raise UsageError(f"{exc}; a fork copies only records whose chain verifies "
+                         f"(see `{PROG} verify {log}`)") from exc
 
 
-def _target(path: str, key: bytes | None) -> JsonlStore:
+def _target(log: str, key: bytes | None) -> EventStore:
     """The store of the log the fork goes into; a file that is not a log is refused."""
     try:
-        return JsonlStore(path, key=key)
+        return open_log(log, key=key, read_only=False)
     except UnverifiedRecordError:
         raise
     except CorruptLogError as exc:
         raise UsageError(
-            f"--into {path} is not a toolledger log, or a corrupt one (line {exc.line}: "
+            f"--into {log} is not a toolledger log, or a corrupt one (line {exc.line}: "
             f"{exc.problem}); it was not changed: choose a new file or a sound log"
         ) from exc

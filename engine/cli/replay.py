@@ -23,7 +23,7 @@ from events.types import Record
 
 from ..replay import ReplayError, ReplayReport, ReplaySetup, ToolMode, redrive
 from ..visible import visible, visible_json
-from ._common import UsageError, read_sessions
+from ._common import LOG_HELP, UsageError, read_sessions
 
 __all__ = ["add_parser", "load_setup", "run"]
 
@@ -39,9 +39,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Declare the command and its options."""
     replay = commands.add_parser(
         "replay",
-        help="run the sessions of a JSONL log again and report where they now diverge",
+        help="run the sessions of a log again and report where they now diverge",
         description=(
-            "Re-drive each session of a JSONL log: send its user messages again, answer the "
+            "Re-drive each session of a log: send its user messages again, answer the "
             "model from its recorded messages and the approver from its recorded answers, "
             "and compare the calls and the transcript with the log. With --tools recorded (the "
             "default) each call is answered from its recorded result, so it works on any log "
@@ -52,7 +52,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "1 something did (or the log could not be replayed). The log is only read."
         ),
     )
-    replay.add_argument("log", metavar="LOG", help="path of the JSONL log file")
+    replay.add_argument("log", metavar="LOG", help=LOG_HELP)
     replay.add_argument(
         "--session",
         metavar="ID",

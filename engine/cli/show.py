@@ -10,13 +10,13 @@ from rich.text import Text
 from ..export import session_json, transcript_json
 from ..render import load_renderers, print_session, render_transcript
 from ..visible import visible, visible_json
-from ._common import UsageError, fold_sessions, read_sessions
+from ._common import LOG_HELP, UsageError, fold_sessions, read_sessions
 
 __all__ = ["add_parser", "run", "run_transcript"]
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("log", metavar="LOG", help="path of the JSONL log file")
+    parser.add_argument("log", metavar="LOG", help=LOG_HELP)
     parser.add_argument(
         "--session",
         metavar="ID",
@@ -30,9 +30,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Declare ``show`` and ``transcript`` and their options."""
     show = commands.add_parser(
         "show",
-        help="print the transcript and call tree of each session in a JSONL log",
+        help="print the transcript and call tree of each session in a log",
         description=(
-            "Read a JSONL log, rebuild each session from its records, and print its transcript "
+            "Read a log, rebuild each session from its records, and print its transcript "
             "and call tree. The log is only read, never changed."
         ),
     )
@@ -44,7 +44,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     show.set_defaults(run=run)
     transcript = commands.add_parser(
         "transcript",
-        help="print what the model saw in each session of a JSONL log",
+        help="print what the model saw in each session of a log",
         description=(
             "Print each session's transcript: the user's messages, the assistant's messages "
             "and one result per call the model made (nested calls are not in it)."

@@ -13,16 +13,20 @@ import json
 import re
 import sys
 from collections.abc import Sequence
+from contextlib import closing
 
+import trio
 from rich.console import Console
 from rich.text import Text
 
 from events.codec import loads_strict
+from events.errors import DatabaseSchemaError
 from events.integrity import Anchor, Break, SessionChain, VerifyReport
 from events.stores.jsonl import verify_jsonl
+from events.stores.urls import parse_store_url
 
 from ..visible import visible, visible_json
-from ._common import UsageError, error_line, load_key
+from ._common import LOG_HELP, UsageError, choose_session, error_line, load_key, open_log
 
 __all__ = ["add_parser", "run"]
 
@@ -34,9 +38,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Declare the command and its options."""
     verify = commands.add_parser(
         "verify",
-        help="check a JSONL log's hash chain and name the first broken link",
+        help="check a log's hash chain and name the first broken link",
         description=(
-            "Check that no record of a JSONL log was changed, removed, inserted or reordered "
+            "Check that no record of a log was changed, removed, inserted or reordered "
             "since it was written: each record's hash must follow from the previous record of "
             "its session. Prints the first broken link (file, line, session, seq, what) or, "
             "when all is well, each session's head hash: keep it elsewhere, since the chain "
@@ -44,7 +48,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "1 a broken link, 2 the log could not be checked. The log is only read."
         ),
     )
-    verify.add_argument("log", metavar="LOG", help="path of the JSONL log file")
+    verify.add_argument("log", metavar="LOG", help=LOG_HELP)
     key = verify.add_mutually_exclusive_group()
     key.add_argument(
         "--key-file",
@@ -89,9 +93,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     try:
         key = load_key(args.key_file, args.key_env)
         anchors = [_anchor(text) for text in args.anchor]
-        session = _session(path, args.session) if args.session is not None else None
-        report = verify_jsonl(path, key, session=session, anchors=anchors)
-    except UsageError as exc:
+        report = _verify(path, key, args.session, anchors)
+    except (UsageError, DatabaseSchemaError) as exc:
         return _unusable(str(exc))
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
@@ -184,17 +187,30 @@ def _anchor(text: str) -> Anchor:
     return Anchor(session_id=parts[0], seq=int(parts[1]), hash=parts[2].lower())
 
 
-def _session(path: str, wanted: str) -> str:
-    """The session id ``wanted`` names: itself, or the one session it is a prefix of."""
-    ids = _session_ids(path)
-    if wanted in ids:
-        return wanted
-    chosen = [sid for sid in ids if sid.startswith(wanted)]
-    if len(chosen) != 1:
-        known = ", ".join(ids) or "none"
-        problem = "matches several sessions" if chosen else "is not a session in it"
-        raise UsageError(f"{path}: {wanted!r} {problem} (sessions: {known})")
-    return chosen[0]
+def _verify(
+    log: str, key: bytes | None, wanted: str | None, anchors: Sequence[Anchor]
+) -> VerifyReport:
+    """The report on the log's chains (of the session ``wanted`` names, if given). A JSONL
+    file is streamed, not opened as a store (a store refuses a corrupt file; this reports
+    it); a database is checked by its store's ``verify``."""
+    try:
+        where = parse_store_url(log)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if where.kind == "jsonl":
+        session = choose_session(log, _session_ids(where.target), wanted) if wanted else None
+        return verify_jsonl(where.target, key, session=session, anchors=anchors)
+
+    async def check() -> VerifyReport:
+        with closing(open_log(log, key=key)) as store:
+            verify = getattr(store, "verify", None)
+            if verify is None:
+                raise UsageError(f"{log}: a {type(store).__name__} keeps no hash chain")
+            session = choose_session(log, await store.sessions(), wanted) if wanted else None
+            report: VerifyReport = await verify(session=session, anchors=anchors)
+            return report
+
+    return trio.run(check)
 
 
 def _session_ids(path: str) -> Sequence[str]:

@@ -2,8 +2,9 @@
 
 :class:`MemoryStore` keeps records in the process (tests, embedding); :class:`JsonlStore`
 keeps them in one JSON Lines file (the embedded default); :class:`SqliteStore` in one
-SQLite database that several processes of one machine share. :func:`read_jsonl` reads such a
-file without opening a store, for the CLI.
+SQLite database that several processes of one machine share. :func:`open_store` opens the one
+a URL names (``sqlite:///runs.db``, ``postgresql://...``, a plain path for a JSONL file).
+:func:`read_jsonl` reads such a file without opening a store, for the CLI.
 """
 
 from __future__ import annotations
@@ -12,5 +13,6 @@ from .base import EventStore
 from .jsonl import JsonlStore, read_jsonl
 from .memory import MemoryStore
 from .sqlite import SqliteStore
+from .urls import open_store
 
-__all__ = ["EventStore", "JsonlStore", "MemoryStore", "SqliteStore", "read_jsonl"]
+__all__ = ["EventStore", "JsonlStore", "MemoryStore", "SqliteStore", "open_store", "read_jsonl"]

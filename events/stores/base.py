@@ -15,7 +15,7 @@ stores lines chains them the same way and one verifier checks them all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
 
@@ -70,6 +70,15 @@ class EventStore(Protocol):
 
     async def last_seq(self, session_id: str) -> int:
         """The seq of the session's last record; 0 for an unknown session."""
+        ...
+
+    def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
+        """Every record of the session with ``seq > after``, in seq order, then each new one
+        as it is appended (through this store object or, for a store shared between store
+        objects and processes, through any of them), until the caller stops iterating or is
+        cancelled. A follower misses nothing and never blocks a writer; an unknown session is
+        followed until it starts. Use it as ``async for record in store.follow(sid):``.
+        """
         ...
 
     async def sessions(self) -> list[str]:

@@ -44,14 +44,15 @@ import contextlib
 import fcntl
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 
 import trio
 
 from ..errors import CorruptLogError, UnverifiedRecordError
-from ..integrity import GENESIS, LinkError, check_link
+from ..integrity import GENESIS, Anchor, LinkError, VerifyReport, check_link
 from ..types import Record
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
+from .following import POLL_INTERVAL, Appended, follow_session
 from .jsonlines import (
     check_seq,
     decode_stored,
@@ -120,6 +121,10 @@ class JsonlStore(InlineStore):
 
     ``read_only=True`` opens the file for reading only (it must exist): the store never
     changes it, neither cutting a torn line nor restoring a newline, and refuses to append.
+
+    ``poll_interval`` (seconds) is how often a follower (:meth:`follow`) checks whether the
+    file grew (one ``fstat``): how soon it sees what other processes append. Appends through
+    this store object wake followers at once.
     """
 
     def __init__(
@@ -129,12 +134,15 @@ class JsonlStore(InlineStore):
         durable: bool = False,
         key: bytes | None = None,
         read_only: bool = False,
+        poll_interval: float = POLL_INTERVAL,
     ) -> None:
         if key is not None and (not isinstance(key, bytes) or not key):
             raise ValueError("the HMAC key must be non-empty bytes")
         self.path: str = os.fspath(path)
         self.durable = durable
         self.read_only = read_only
+        self.poll_interval = poll_interval
+        self._appended = Appended()
         self._key = key
         self._verified = 0  # lines verified with the key, for the hint of a first mismatch
         #: The bytes of the last torn line this store cut off (``b""`` if none): by opening,
@@ -253,6 +261,7 @@ class JsonlStore(InlineStore):
             offset += len(line)
         self._size = offset
         self._index[session_id].head = head
+        self._appended.notify()
 
     async def read(self, session_id: str, after: int = 0) -> list[Record]:
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
@@ -290,6 +299,14 @@ class JsonlStore(InlineStore):
         await self._catch_up()
         return self._last_seq(session_id)
 
+    def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
+        """The session's records with ``seq > after``, then each one appended, until the
+        caller stops (see :meth:`EventStore.follow`): appends through this store wake it at
+        once; what other processes append it finds by checking the file's size every
+        ``poll_interval`` seconds. It holds no lock while it waits."""
+        return follow_session(self.read, self.last_seq, self._appended, session_id, after,
+                              poll_interval=self.poll_interval)
+
     async def sessions(self) -> list[str]:
         """Every session id, in order of first appearance in the file."""
         await self._catch_up()
@@ -302,6 +319,14 @@ class JsonlStore(InlineStore):
         self._refresh(self._ensure_open())
         index = self._index.get(session_id)
         return index.head if index is not None and index.head != GENESIS else None
+
+    async def verify(
+        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
+    ) -> VerifyReport:
+        """Check the hash chain of every session (or of ``session``) in the file, with the
+        store's key if it has one: :func:`verify_jsonl`, for what the store holds."""
+        self._ensure_open()
+        return verify_jsonl(self.path, self._key, session=session, anchors=tuple(anchors))
 
     @property
     def keyed(self) -> bool:
@@ -323,6 +348,7 @@ class JsonlStore(InlineStore):
             fd, self._fd = self._fd, -1
             self._decoded.clear()
             os.close(fd)
+            self._appended.notify()  # a waiting follower's next read says the store is closed
 
 
     @staticmethod

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from ..types import Record
 from .base import Claim, Claims, InlineStore, check_batch, check_conflict, encode_bodies
+from .following import Appended, follow_session
 
 __all__ = ["MemoryStore"]
 
@@ -34,6 +35,7 @@ class MemoryStore(InlineStore):
         self._sessions: dict[str, list[Record]] = {}
         self._claims = Claims("MemoryStore")
         self._closed = False
+        self._appended = Appended()
 
     def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
         """Append a batch, all or nothing; see :meth:`EventStore.append`."""
@@ -45,6 +47,7 @@ class MemoryStore(InlineStore):
         if self._check_encodable:
             encode_bodies(records)  # encoded and proven to read back; nothing to seal here
         self._sessions.setdefault(session_id, []).extend(records)
+        self._appended.notify()
 
     async def read(self, session_id: str, after: int = 0) -> list[Record]:
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
@@ -56,6 +59,13 @@ class MemoryStore(InlineStore):
         """The seq of the session's last record; 0 for an unknown session."""
         self._ensure_open()
         return self._last_seq(session_id)
+
+    def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
+        """The session's records with ``seq > after``, then each one appended, until the
+        caller stops (see :meth:`EventStore.follow`). Only this object appends to its
+        records, so a follower waits for its appends and never polls."""
+        return follow_session(self.read, self.last_seq, self._appended, session_id, after,
+                              poll_interval=None)
 
     async def sessions(self) -> list[str]:
         """Every session id, in order of first appearance (dicts keep insertion order)."""
@@ -72,6 +82,7 @@ class MemoryStore(InlineStore):
         """Forget every record. Idempotent; the store refuses to be used afterwards."""
         self._closed = True
         self._sessions = {}
+        self._appended.notify()  # a waiting follower's next read says the store is closed
 
 
     def _last_seq(self, session_id: str) -> int:

@@ -15,9 +15,13 @@ are stored as their UTF-8 bytes (``surrogatepass``), so any Python string names 
 The ``async`` methods do their work inline when they can, as the JSONL store does: an append
 first tries the write lock without waiting; if another process holds it, or the store is
 ``durable`` (``COMMIT`` waits for the disk), the append runs in a worker thread on a
-connection of its own that waits up to ``busy_timeout`` seconds, and once started it finishes
-even if its task is cancelled. Reads run inline (in WAL mode a reader never waits for a
-writer). Not thread-safe: use one store from one event loop.
+connection of its own that waits up to ``busy_timeout`` seconds, in one transaction with the
+other appends waiting then (:mod:`events.stores.groupcommit`), and once its transaction has
+begun it finishes even if its task is cancelled. Reads run inline (in WAL mode a reader never
+waits for a writer). Not thread-safe: use one store from one event loop.
+
+The tables' layout is versioned (:mod:`events.stores.sqlite_schema`): an empty database gets
+them on opening, anything else waits for :meth:`SqliteStore.init_schema`.
 
 WAL needs every process to see the same shared memory file: a local filesystem, not NFS or
 SMB.
@@ -25,46 +29,42 @@ SMB.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from urllib.parse import quote
 
+import attrs
 import trio
 
-from ..errors import CorruptLogError, UnverifiedRecordError
-from ..integrity import GENESIS, LinkError, check_link
+from ..errors import CorruptLogError, DatabaseSchemaError, UnverifiedRecordError
+from ..integrity import GENESIS, Anchor, ChainVerifier, LinkError, VerifyReport, check_link
 from ..types import Record
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
+from .following import POLL_INTERVAL, Appended, follow_session
+from .groupcommit import Batch, GroupCommit
 from .jsonlines import decode_stored
 from .locks import claim_file
+from .sqlite_schema import check_schema, init_schema
 
 __all__ = ["SqliteStore"]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
-    id INTEGER PRIMARY KEY,
-    session_id BLOB NOT NULL UNIQUE,
-    last_seq INTEGER NOT NULL,
-    head TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS records (
-    session_id BLOB NOT NULL,
-    seq INTEGER NOT NULL,
-    line BLOB NOT NULL,
-    PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-"""
-
 
 def _sid(session_id: str) -> bytes:
     return session_id.encode("utf-8", "surrogatepass")
 
 
 def _connect(
-    path: str, timeout: float, *, durable: bool, waits: bool = True
+    path: str, timeout: float, *, durable: bool, waits: bool = True, read_only: bool = False
 ) -> sqlite3.Connection:
     """A connection in autocommit mode (transactions are begun explicitly), set up with WAL;
-    one that does not ``waits`` gets ``SQLITE_BUSY`` at once from a lock held elsewhere."""
+    one that does not ``waits`` gets ``SQLITE_BUSY`` at once from a lock held elsewhere; a
+    ``read_only`` one can neither write nor create the file."""
+    if read_only:
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        return sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=timeout,
+                               isolation_level=None, check_same_thread=False)
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
         conn.execute("PRAGMA journal_mode=WAL")
@@ -78,8 +78,16 @@ def _connect(
 
 
 class SqliteStore(InlineStore):
-    """An :class:`~events.stores.EventStore` in the SQLite database at ``path`` (created if
-    missing, with its tables).
+    """An :class:`~events.stores.EventStore` in the SQLite database at ``path``.
+
+    A missing file is created, and an empty database gets the store's tables; a database that
+    holds other tables, or the store's tables laid out by an older toolledger, is left as it is
+    until :meth:`init_schema` (``toolledger db init``) creates or upgrades them: until then
+    every use raises :class:`~events.errors.DatabaseSchemaError` saying so. One laid out by a
+    newer toolledger is refused at once (see :mod:`events.stores.sqlite_schema`).
+
+    ``read_only=True`` opens an existing database for reading only: nothing is created or
+    changed, and appending is refused.
 
     ``durable=False`` (the default) commits with ``synchronous=NORMAL``: a committed batch
     survives a crash of the process, and the database stays consistent through power loss,
@@ -88,6 +96,10 @@ class SqliteStore(InlineStore):
 
     ``busy_timeout`` (seconds) is how long a waiting append (in a worker thread) and a read
     wait for another process's lock before failing with :class:`sqlite3.OperationalError`.
+
+    ``poll_interval`` (seconds) is how often a follower (:meth:`follow`) looks up the
+    session's last seq: how soon it sees what other processes append. Appends through this
+    store object wake followers at once.
 
     ``key`` (non-empty bytes) seals every line with an HMAC of it and verifies, with it, every
     record the store hands out and the session's last record before chaining onto it, exactly
@@ -103,27 +115,38 @@ class SqliteStore(InlineStore):
         durable: bool = False,
         key: bytes | None = None,
         busy_timeout: float = 5.0,
+        poll_interval: float = POLL_INTERVAL,
+        read_only: bool = False,
     ) -> None:
         if key is not None and (not isinstance(key, bytes) or not key):
             raise ValueError("the HMAC key must be non-empty bytes")
         self.path: str = os.fspath(path)
         self.durable = durable
+        self.read_only = read_only
         self.busy_timeout = busy_timeout
+        self.poll_interval = poll_interval
+        self._appended = Appended()
         self._key = key
-        # reads, inline; waits up to busy_timeout (WAL readers rarely wait at all)
-        self._read_conn: sqlite3.Connection | None = _connect(self.path, busy_timeout,
-                                                              durable=durable)
-        conn = self._read_conn
+        self._write_conn: sqlite3.Connection | None = None
         try:
-            conn.executescript(_SCHEMA)
-            # inline appends: never wait for a lock on the event loop
-            self._write_conn: sqlite3.Connection | None = _connect(
-                self.path, busy_timeout, durable=durable, waits=False)
-        except BaseException:
-            conn.close()
-            raise
-        self._wait_conn: sqlite3.Connection | None = None  # appends that wait, in a thread
-        self._waiting = trio.Lock()
+            # reads, inline; waits up to busy_timeout (WAL readers rarely wait at all)
+            conn = _connect(self.path, busy_timeout, durable=durable, read_only=read_only)
+            try:
+                #: why the tables cannot be used yet (:meth:`init_schema` fixes it), or None
+                self._unusable = check_schema(conn, self.path, create=not read_only)
+                if not read_only:  # inline appends: never wait for a lock on the event loop
+                    self._write_conn = _connect(self.path, busy_timeout, durable=durable,
+                                                waits=False)
+            except BaseException:
+                conn.close()
+                raise
+        except sqlite3.DatabaseError as exc:  # not a database, a folder that does not exist
+            raise DatabaseSchemaError(
+                self.path, f"cannot be opened as an SQLite database ({exc})") from exc
+        self._read_conn: sqlite3.Connection | None = conn
+        # appends that wait, grouped, in a worker thread, on a connection that waits
+        self._group = GroupCommit(
+            lambda: _connect(self.path, busy_timeout, durable=durable), self._write_batch)
 
     # -- appending ------------------------------------------------------------------------
 
@@ -132,7 +155,7 @@ class SqliteStore(InlineStore):
 
         Raises :class:`trio.WouldBlock`, having stored nothing, when it would have to wait:
         the store is ``durable``, or another process holds the write lock."""
-        conn = self._ensure_open(self._write_conn)
+        conn = self._ensure_writable()
         if self.durable:
             raise trio.WouldBlock
         check_batch(session_id, records, expected_seq)
@@ -143,64 +166,54 @@ class SqliteStore(InlineStore):
             if exc.sqlite_errorcode in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise trio.WouldBlock from None
             raise
-        self._write_locked(conn, session_id, records, bodies, expected_seq)
-
-    async def append_waiting(
-        self, session_id: str, records: Sequence[Record], expected_seq: int
-    ) -> None:
-        """The append when :meth:`append_nowait` cannot be done now: in a worker thread, on a
-        connection that waits up to ``busy_timeout`` for the write lock. Once started it is
-        not abandoned on cancellation: the batch is committed or rolled back whole."""
-        self._ensure_open(self._write_conn)
-        check_batch(session_id, records, expected_seq)
-        bodies = encode_bodies(records)
-        async with self._waiting:
-            if self._wait_conn is None:
-                self._wait_conn = await trio.to_thread.run_sync(
-                    lambda: _connect(self.path, self.busy_timeout, durable=self.durable))
-            conn = self._ensure_open(self._wait_conn)
-
-            def write() -> None:
-                conn.execute("BEGIN IMMEDIATE")
-                self._write_locked(conn, session_id, records, bodies, expected_seq)
-
-            await trio.to_thread.run_sync(write)
-
-    def _write_locked(
-        self,
-        conn: sqlite3.Connection,
-        session_id: str,
-        records: Sequence[Record],
-        bodies: list[bytes],
-        expected_seq: int,
-    ) -> None:
-        """In a transaction begun with ``BEGIN IMMEDIATE``: check, seal, insert, commit (or
-        roll back on any error)."""
-        sid = _sid(session_id)
         try:
-            row = conn.execute("SELECT last_seq, head FROM sessions WHERE session_id = ?",
-                               (sid,)).fetchone()
-            last, head = (row[0], row[1]) if row is not None else (0, GENESIS)
-            check_conflict(session_id, expected_seq, last)
-            if bodies:
-                if self._key is not None and last:
-                    head = self._verified_head(conn, session_id, last)
-                lines, new_head = seal_lines(bodies, head, self._key)
-                conn.executemany(
-                    "INSERT INTO records (session_id, seq, line) VALUES (?, ?, ?)",
-                    [(sid, record.seq, line[:-1]) for record, line in zip(records, lines)])
-                new_last = records[-1].seq
-                if row is None:
-                    conn.execute("INSERT INTO sessions (session_id, last_seq, head) "
-                                 "VALUES (?, ?, ?)", (sid, new_last, new_head))
-                else:
-                    conn.execute("UPDATE sessions SET last_seq = ?, head = ? "
-                                 "WHERE session_id = ?", (new_last, new_head, sid))
+            self._write_batch(conn, Batch(session_id, records, bodies, expected_seq))
             conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._appended.notify()
+
+    async def append_waiting(
+        self, session_id: str, records: Sequence[Record], expected_seq: int
+    ) -> None:
+        """The append when :meth:`append_nowait` cannot be done now: in a worker thread, on a
+        connection that waits up to ``busy_timeout`` for the write lock, in one transaction
+        with the other appends waiting then (group commit: see
+        :mod:`events.stores.groupcommit`). It returns once the batch is committed. Cancelled
+        only before anything of it is written: once its transaction has begun, the batch is
+        committed or rolled back whole."""
+        self._ensure_writable()
+        check_batch(session_id, records, expected_seq)
+        await self._group.append(Batch(session_id, records, encode_bodies(records), expected_seq))
+        self._appended.notify()
+
+    def _write_batch(self, conn: sqlite3.Connection, batch: Batch) -> None:
+        """Inside a write transaction: check the conflict, seal the batch onto the session's
+        head, insert its rows and move the head. Raises, having written nothing that the
+        caller does not roll back, for a conflict or a head that does not verify."""
+        session_id, records = batch.session_id, batch.records
+        sid = _sid(session_id)
+        row = conn.execute("SELECT last_seq, head FROM sessions WHERE session_id = ?",
+                           (sid,)).fetchone()
+        last, head = (row[0], row[1]) if row is not None else (0, GENESIS)
+        check_conflict(session_id, batch.expected_seq, last)
+        if not records:
+            return
+        if self._key is not None and last:
+            head = self._verified_head(conn, session_id, last)
+        lines, new_head = seal_lines(batch.bodies, head, self._key)
+        conn.executemany(
+            "INSERT INTO records (session_id, seq, line) VALUES (?, ?, ?)",
+            [(sid, record.seq, line[:-1]) for record, line in zip(records, lines)])
+        new_last = records[-1].seq
+        if row is None:
+            conn.execute("INSERT INTO sessions (session_id, last_seq, head) VALUES (?, ?, ?)",
+                         (sid, new_last, new_head))
+        else:
+            conn.execute("UPDATE sessions SET last_seq = ?, head = ? WHERE session_id = ?",
+                         (new_last, new_head, sid))
 
     def _verified_head(self, conn: sqlite3.Connection, session_id: str, last: int) -> str:
         """The session's head as its last row says, once that row links to the one before it
@@ -232,6 +245,14 @@ class SqliteStore(InlineStore):
                            (_sid(session_id),)).fetchone()
         return int(row[0]) if row is not None else 0
 
+    def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
+        """The session's records with ``seq > after``, then each one appended, until the
+        caller stops (see :meth:`EventStore.follow`): appends through this store wake it at
+        once; what other processes append it finds by looking up the session's last seq
+        every ``poll_interval`` seconds. It holds no transaction while it waits."""
+        return follow_session(self.read, self.last_seq, self._appended, session_id, after,
+                              poll_interval=self.poll_interval)
+
     async def sessions(self) -> list[str]:
         """Every session id, in order of first appearance."""
         conn = self._ensure_open(self._read_conn)
@@ -260,20 +281,76 @@ class SqliteStore(InlineStore):
         self._ensure_open(self._read_conn)
         return claim_file(self.path, session_id)
 
+    async def init_schema(self) -> None:
+        """Create the store's tables in the database, or upgrade them to the layout this
+        code uses; a no-op when they are current (``toolledger db init`` runs it). Raises
+        :class:`~events.errors.DatabaseSchemaError` for a database laid out by a newer
+        toolledger, or holding tables of the same names that toolledger did not make. Runs in
+        a worker thread: it may wait up to ``busy_timeout`` for another writer."""
+        self._ensure_open(self._read_conn, schema=False)
+        if self.read_only:
+            raise ValueError(f"the SqliteStore for {self.path} is read-only: it cannot make "
+                             f"tables")
+
+        def init() -> None:
+            conn = _connect(self.path, self.busy_timeout, durable=self.durable)
+            try:
+                init_schema(conn, self.path)
+            finally:
+                conn.close()
+
+        await trio.to_thread.run_sync(init)
+        self._unusable = None
+
+    async def verify(
+        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
+    ) -> VerifyReport:
+        """Check the hash chain of every session (or of ``session``), with the store's key if
+        it has one: :func:`~events.stores.jsonl.verify_jsonl` for the rows of the database. A broken
+        link names the session and seq (its ``line`` is ``None``: rows have no line number).
+        Reads one session at a time, in order of first appearance."""
+        conn = self._ensure_open(self._read_conn)
+        verifier = ChainVerifier(self._key, session=session, anchors=anchors)
+        ids = [session] if session is not None else await self.sessions()
+        number = 0
+        for session_id in ids:
+            for _, line in conn.execute("SELECT seq, line FROM records WHERE session_id = ? "
+                                        "ORDER BY seq", (_sid(session_id),)):
+                number += 1
+                if not verifier.feed(number, bytes(line) + b"\n"):
+                    break
+        report = verifier.report()
+        if report.broken is not None and report.broken.line is not None:
+            report = attrs.evolve(report, broken=attrs.evolve(report.broken, line=None))
+        return report
+
     def close(self) -> None:
         """Close the database. Idempotent; the store refuses to be used afterwards."""
-        conns = (self._read_conn, self._write_conn, self._wait_conn)
-        self._read_conn = self._write_conn = self._wait_conn = None
+        conns = (self._read_conn, self._write_conn)
+        self._read_conn = self._write_conn = None
         for conn in conns:
             if conn is not None:
                 conn.close()
+        self._group.close()
+        self._appended.notify()  # a waiting follower's next read says the store is closed
 
     # -- internals ------------------------------------------------------------------------
 
-    def _ensure_open(self, conn: sqlite3.Connection | None) -> sqlite3.Connection:
+    def _ensure_open(
+        self, conn: sqlite3.Connection | None, *, schema: bool = True
+    ) -> sqlite3.Connection:
         if conn is None:
             raise ValueError(f"the SqliteStore for {self.path} is closed")
+        if schema and self._unusable is not None:
+            raise DatabaseSchemaError(
+                self.path, f"{self._unusable}: run `toolledger db init sqlite:///{self.path}` "
+                f"(or await store.init_schema()) to make them current")
         return conn
+
+    def _ensure_writable(self) -> sqlite3.Connection:
+        if self.read_only:
+            raise ValueError(f"the SqliteStore for {self.path} is read-only: it cannot append")
+        return self._ensure_open(self._write_conn)
 
     def _decode(self, session_id: str, seq: int, line: bytes) -> tuple[Record, str | None]:
         record, digest = decode_stored(self.path, seq, line)
