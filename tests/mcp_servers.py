@@ -3,13 +3,15 @@
 ``calculator()`` is an ``MCPServer`` whose tools cover what a mount must handle: a read-only
 tool with structured output, one that declares no hints, one that fails, one whose output
 breaks its own schema, one that never answers and one that kills its process. Run as a
-script (``python tests/mcp_servers.py``) it serves ``calculator()`` over stdio.
+script it serves ``calculator()`` over stdio, or with ``http`` over streamable HTTP on a
+free loopback port (uvicorn names the URL on stderr).
 ``remote_ref_server()`` lists a tool whose schema a session must refuse.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 import anyio
@@ -86,4 +88,7 @@ def remote_ref_server() -> Server[Any]:
 
 
 if __name__ == "__main__":
-    calculator().run()
+    if sys.argv[1:] == ["http"]:  # streamable HTTP on a free loopback port, named on stderr
+        calculator().run("streamable-http", host="127.0.0.1", port=0)
+    else:
+        calculator().run()

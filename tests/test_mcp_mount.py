@@ -9,11 +9,15 @@ call alone, as a result the model reads.
 
 from __future__ import annotations
 
+import re
+import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from engine import LATER, Annotations, SchemaError, Session, ToolResult, approve_all, text, tool
 from engine.mcp import mount
@@ -199,6 +203,27 @@ async def test_stdio_a_server_that_dies_mid_call_fails_that_call_and_the_next_re
     assert isinstance(done["1.0"], ToolCallFailed) and done["1.0"].kind == "raised"
     assert "closed the connection" in done["1.0"].message
     assert done["2.0"].result.structured_content == {"total": 3}
+
+
+async def test_streamable_http_a_server_in_a_subprocess_is_mounted_by_its_url() -> None:
+    model = FauxModel([faux_tool_call("add", {"a": 4, "b": 5}), faux_text("done")])
+    async with trio.open_nursery() as nursery:
+        process = await nursery.start(partial(
+            trio.run_process, [sys.executable, str(SERVERS), "http"], stderr=subprocess.PIPE,
+            check=False))
+        try:
+            seen = b""
+            while (found := re.search(rb"running on (http://[0-9.:]+)", seen)) is None:
+                chunk = await process.stderr.receive_some()
+                assert chunk, seen.decode()
+                seen += chunk
+            async with Session.open(MemoryStore(), model=model) as session:
+                async with mount(session, found.group(1).decode() + "/mcp") as mounted:
+                    assert mounted.server == "calculator"
+                    await session.prompt("go")
+        finally:
+            process.terminate()
+    assert session.calls["1.0"].result.structured_content == {"total": 9}
 
 
 async def test_a_call_after_the_mount_ended_fails_saying_so() -> None:
