@@ -23,7 +23,7 @@ from .endings import fail
 from .environment import Environment
 from .inflight import InFlight
 from .jsonvalues import NotJson, copy_json, ensure_json, own_json, own_result
-from .limits import admit, json_size
+from .limits import Limits, admit, json_size
 from .nested import NestedCalls, first_difference
 from .recorder import Recorder
 from .tools import ToolCall
@@ -35,7 +35,25 @@ class Advance(Protocol):
     def __call__(self, env: Environment, recorder: Recorder, inflight: InFlight, call_id: str,
                  *, wait: bool, gate_only: bool = False) -> Awaitable[ToolResult | None]: ...
 
-__all__ = ["CallOutcome", "ToolContext"]
+__all__ = ["CallOutcome", "ToolContext", "admitted", "refuse_unreadable"]
+
+
+def admitted(arguments: Any, limits: Limits) -> tuple[Any, ValueError | None]:
+    """Step 1 for arguments a program hands over (a tool's ``ctx``, the host): a private
+    JSON copy (``{}`` for ``None``), or a size marker if too large; ``(None, problem)`` if they
+    are not JSON, for :func:`refuse_unreadable` once the request is recorded."""
+    try:
+        return admit(own_json({} if arguments is None else arguments), limits), None
+    except ValueError as exc:
+        return None, exc
+
+
+def refuse_unreadable(recorder: Recorder, call_id: str, name: str,
+                      problem: ValueError) -> ToolResult:
+    """End a requested call whose arguments were not JSON (:func:`admitted`)."""
+    return fail(recorder, call_id, "invalid_arguments",
+                f"Invalid arguments for {name}: not JSON ({problem})",
+                detail=problem.detail if isinstance(problem, NotJson) else None)
 
 
 @fast_init
@@ -104,11 +122,7 @@ class ToolContext:
                 f"runs (don't keep it in a background task)"
             )
         env, recorder, inflight = self._env, self._recorder, self._inflight
-        problem: ValueError | None = None
-        try:
-            arguments = admit(own_json({} if arguments is None else arguments), env.limits)
-        except ValueError as exc:
-            problem, arguments = exc, None
+        arguments, problem = admitted(arguments, env.limits)
         name = str(name)
         nested = self._nested_calls()
         claim = nested.claim(name, arguments, decide=False)
@@ -125,10 +139,8 @@ class ToolContext:
             recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
                                               origin="nested", parent_id=self.call_id))
             if problem is not None:
-                return CallOutcome(call_id=call_id, result=fail(
-                    recorder, call_id, "invalid_arguments",
-                    f"Invalid arguments for {name}: not JSON ({problem})",
-                    detail=problem.detail if isinstance(problem, NotJson) else None))
+                return CallOutcome(call_id=call_id,
+                                   result=refuse_unreadable(recorder, call_id, name, problem))
             if claim.differs_from is not None:
                 return CallOutcome(call_id=call_id,
                                    result=self._mismatch(call_id, claim.differs_from, arguments))

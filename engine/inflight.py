@@ -9,6 +9,8 @@ now. :class:`InFlight` holds that, and is the only code that changes it:
 - which of them, and which nested calls, are being carried forward right now;
 - the calls parked until the host answers their approval (a ``trio.Event`` each), and the calls
   whose approver is deciding now (not pending for the host yet);
+- the host's calls (``session.call_tool``) running in the host's tasks, each with the cancel
+  scope that stops it when the session closes; a batch never waits for them, nor they for it;
 - whether the session is suspending (closing with calls in flight: nothing more is recorded)
   and whether a call failed with a ``BaseException`` that stops the session.
 
@@ -20,6 +22,8 @@ its own? A batch is settled when none can.
 from __future__ import annotations
 
 import trio
+
+from .callids import from_host
 
 __all__ = ["InFlight"]
 
@@ -34,6 +38,7 @@ class InFlight:
         self._active: dict[str, None] = {}  # calls whose step a task is carrying now
         self._parked: dict[str, trio.Event] = {}  # waiting for the host's answer
         self._asking: dict[str, None] = {}  # their approver is deciding now
+        self._hosted: dict[str, trio.CancelScope] = {}  # the host's calls, in the host's tasks
         self._change: trio.Event | None = None  # made when someone waits for a change
         self.suspending = False
         self.escaped = False
@@ -80,6 +85,19 @@ class InFlight:
             self._owned.pop(call_id, None)
         self.changed()
 
+    def host(self, call_id: str, scope: trio.CancelScope) -> None:
+        """The host's call ``call_id`` runs in the host's task under ``scope`` until
+        :meth:`unhost`: closing the session cancels it (:meth:`suspend`)."""
+        self._hosted[call_id] = scope
+
+    def unhost(self, call_id: str) -> None:
+        """The host's call ``call_id`` has returned, whatever happened to it."""
+        self._hosted.pop(call_id, None)
+
+    def hosting(self, call_id: str) -> bool:
+        """Whether a task of the host is carrying the host call ``call_id`` now."""
+        return call_id in self._hosted
+
     def ask(self, call_id: str) -> None:
         """The approver of ``call_id`` decides from now."""
         self._asking[call_id] = None
@@ -120,6 +138,8 @@ class InFlight:
         (the log reads as if the process had stopped here)."""
         self.suspending = True
         self.stop()
+        for scope in self._hosted.values():
+            scope.cancel()
 
     def escape(self) -> None:
         """A call failed with a ``BaseException`` that stops the session."""
@@ -142,10 +162,13 @@ class InFlight:
 
     def quiet(self) -> bool:
         """Whether no call of this process can make progress on its own: every call being
-        carried waits for the host's answer, or for a nested call of its own that does."""
-        if not self._parked:
+        carried waits for the host's answer, or for a nested call of its own that does. The
+        host's calls do not count: their own callers wait for them."""
+        if not self._parked and not self._hosted:
             return not self._active
         for call_id in self._active:
+            if from_host(call_id):
+                continue  # the host's: its caller waits for it
             if call_id in self._parked:
                 continue  # waits for an answer
             below = call_id + "/"

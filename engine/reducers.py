@@ -41,6 +41,7 @@ from events.types import (
     UserMessage,
 )
 
+from .callids import host_call_id
 from .lifecycle import CallState, LifecycleError, next_state
 from .tools import active_on_registration
 from .views import (
@@ -97,6 +98,7 @@ class Projection:
         self._batch_order: list[str] = []
         self._batch_results: dict[str, ToolResultEntry] = {}
         self._batch_next = 0
+        self._host_calls = 0
 
     # -- read-only views ------------------------------------------------------------------
 
@@ -143,6 +145,12 @@ class Projection:
         return tuple(self._pending)
 
     @property
+    def host_calls(self) -> int:
+        """How many calls the host asked for (``session.call_tool``): the next one is
+        ``"h{host_calls}"``."""
+        return self._host_calls
+
+    @property
     def transcript(self) -> TranscriptView:
         """What the model sees: messages and one result per top-level call, nothing nested."""
         return TranscriptView(self._transcript, len(self._transcript))
@@ -157,7 +165,8 @@ class Projection:
         return tuple(self._children.get(call_id, ()))
 
     def roots(self) -> list[CallView]:
-        """The top-level calls (the model's), in the order they were requested."""
+        """The top-level calls (the model's and the host's), in the order they were
+        requested."""
         calls = self._calls_view
         return [calls[c.call_id] for c in self._calls.values() if c.parent_id is None]
 
@@ -247,7 +256,14 @@ class Projection:
         call_id = event.call_id
         if call_id in self._calls:
             raise LifecycleError(f"call {call_id} was already requested")
-        if event.parent_id is None:
+        if event.origin == "host":
+            if event.parent_id is not None or event.model_call_id is not None or (
+                call_id != host_call_id(self._host_calls)
+            ):
+                raise LifecycleError(f"host call {call_id}: the host's next call is "
+                                     f"{host_call_id(self._host_calls)}, with no parent")
+            self._host_calls += 1
+        elif event.parent_id is None:
             asked = self._batch.get(call_id)
             if event.origin != "model" or asked is None:
                 raise LifecycleError(f"call {call_id} was not asked for by the assistant")
@@ -283,7 +299,7 @@ class Projection:
             call.terminal = event
             self._open.pop(call_id, None)
             self._pending.pop(call_id, None)
-            if call.parent_id is None:
+            if call.parent_id is None and call.origin != "host":
                 self._enter_result(call)
         elif isinstance(event, ToolProgress):
             call.progress_count += 1

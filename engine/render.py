@@ -247,6 +247,8 @@ def call_label(view: CallView) -> RenderableType:
     def fact(key: str, value: str, style: str = "") -> None:
         facts.add_row(key, Text(value, style=style))
 
+    if view.origin == "host":
+        fact("caller", "the host (session.call_tool): not in the transcript")
     fact("args", short_json(view.requested_arguments, ARGS))
     for rewrite in view.rewrites:
         fact("rewrite", f"by {rewrite.by}: {short_json(rewrite.arguments)}", "yellow")

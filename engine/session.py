@@ -35,6 +35,7 @@ from events.types import (
     Record,
     SessionSettings,
     SessionStarted,
+    ToolCallRequested,
     ToolRegistered,
     ToolSnapshot,
     UserMessage,
@@ -42,11 +43,13 @@ from events.types import (
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, deny_all
 from .batch import Batch
-from .calls import resolve
+from .callids import host_call_id
+from .calls import advance, resolve
+from .context import CallOutcome, admitted, refuse_unreadable
 from .environment import Environment
 from .handlers import ToolCallHandler, ToolResultHandler
 from .inflight import InFlight
-from .jsonvalues import copy_json, ensure_json, own_json
+from .jsonvalues import copy_json, ensure_json, own_json, own_result
 from .lifecycle import CallState
 from .limits import Limits, admit, clip_name, not_json_marker
 from .models import Model, ModelMessage, ModelRequest
@@ -298,6 +301,80 @@ class Session:
         """The tools declared to the model now: the active ones, in registration order."""
         return self.state.declared_tools
 
+    # -- the host's own calls ----------------------------------------------------------------
+
+    async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+        """Run a tool for the host: a call of origin ``"host"``, in this task.
+
+        It takes the path a model's call takes (availability for a host call, input
+        validation, the ``tool_call`` handlers, the policy, the approver, the body, the
+        output check, the ``tool_result`` handlers) and is recorded the same way, under the
+        id ``"h{n}"`` (``n`` counts the session's host calls from 0), but it adds nothing to
+        the transcript. Like ``ctx.execute_tool`` it never raises for a tool failure: unknown
+        tool, invalid arguments, blocked, denied, raised, invalid output all come back as an
+        outcome with ``is_error=True``. Host calls may run concurrently with each other and
+        with a prompt; the prompt does not wait for them.
+
+        If the approver answers "later", this waits until the host answers the request
+        (``resolve_approval(outcome's call id, ...)``, from another task; the id is in
+        :meth:`pending_approvals`). Cancelling it ends the call as cancelled. If the session
+        closes while it runs, it raises ``RuntimeError`` and the call stays open in the log, as
+        if the process had stopped: :meth:`resume_call` takes it up in a reopened session.
+        """
+        self._check_open()
+        env, recorder = self._env, self._recorder
+        arguments, problem = admitted(arguments, env.limits)
+        name = clip_name(str(name))
+        call_id = host_call_id(self.state.host_calls)
+        recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
+                                          origin="host"))  # 1.
+        if problem is not None:
+            result = refuse_unreadable(recorder, call_id, name, problem)
+            await recorder.flush()
+            return CallOutcome(call_id=call_id, result=own_result(result))
+        return await self._carry(call_id)
+
+    async def resume_call(self, call_id: str) -> CallOutcome:
+        """Carry a host call on from where the log says it is, and return its outcome: the
+        recorded one if it has ended, else it goes on as in :meth:`call_tool` (an approval
+        answered since goes on; a pending one is waited for; a body interrupted by a stopped
+        process runs again if its tool is idempotent, else the call ends "interrupted")."""
+        self._check_open()
+        view = self.state.live_calls.get(call_id)
+        if view is None or view.origin != "host":
+            open_ones = [c for c in self.state.open_calls if self.state.live_calls[c].origin
+                         == "host"]
+            raise ValueError(f"{call_id!r} is not a host call of this session (open host "
+                             f"calls: {', '.join(open_ones) or 'none'})")
+        if self._inflight.hosting(call_id):
+            raise RuntimeError(f"host call {call_id} is already running in this process: "
+                               f"await the call_tool() or resume_call() that carries it")
+        return await self._carry(call_id)
+
+    async def _carry(self, call_id: str) -> CallOutcome:
+        """Steps 2-8 of a host call, in this task, under a scope the session's closing
+        cancels."""
+        recorder, inflight = self._recorder, self._inflight
+        scope = trio.CancelScope()
+        inflight.host(call_id, scope)
+        ended: Any = None
+        try:
+            with scope:
+                ended = await advance(self._env, recorder, inflight, call_id, wait=True)
+        finally:
+            inflight.unhost(call_id)
+        if scope.cancelled_caught:
+            raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
+                               f"it stays open in the log; reopen the session and call "
+                               f"resume_call({call_id!r}) to finish it")
+        await recorder.flush()
+        return CallOutcome(call_id=call_id, result=own_result(ended))
+
+    def _check_open(self) -> None:
+        if not self._batch.attached:
+            raise RuntimeError("the session is closed: open it again with Session.open() to "
+                               "call its tools")
+
     # -- the loop -------------------------------------------------------------------------------
 
     async def prompt(self, text: str) -> PromptResult:
@@ -346,8 +423,9 @@ class Session:
         ``ApprovalResolved`` use (``approved=`` is its deprecated spelling).
         ``scope="session"`` also answers later calls of the tool (never one already resolved).
         ``arguments`` edits the call's arguments: recorded as a rewrite by the approver and
-        validated again. A nested call waiting in this process goes on at once; a top-level
-        call runs at the next :meth:`resume`.
+        validated again. A nested call or a host call waiting in this process goes on at once;
+        a model's call runs at the next :meth:`resume` (a host call after a restart: at
+        :meth:`resume_call`).
         """
         if approved is not None:
             if granted is not None:
@@ -373,7 +451,7 @@ class Session:
         if answer.granted and answer.arguments is not None:
             ensure_json(answer.arguments)
         resolve(self._env, self._recorder, call_id, answer, later=True)
-        self._inflight.unpark(call_id)  # a nested call waiting here goes on
+        self._inflight.unpark(call_id)  # a nested call or a host call waiting here goes on
         await self._recorder.flush()
 
     def pending_approvals(self) -> tuple[ApprovalRequest, ...]:

@@ -42,7 +42,8 @@ EXPOSURES: tuple[Exposure, ...] = ("direct", "model-only", "codemode", "deferred
 @fast_init
 @attrs.frozen(kw_only=True)
 class ToolCall:
-    """One call as a tool body sees it: the engine's id, the final arguments, who asked."""
+    """One call as a tool body sees it: the engine's id, the final arguments, who asked
+    (``origin``: ``"model"``, ``"host"`` or ``"nested"``)."""
 
     call_id: str
     name: str
@@ -184,12 +185,14 @@ def active_on_registration(exposure: Exposure) -> bool:
 def may_call(exposure: Exposure, active: bool, origin: Origin) -> bool:
     """Whether a caller of ``origin`` may call a tool with this exposure (DESIGN's table).
 
-    The model may call what is active and not hidden. A nested call may call a direct tool
-    while it is active, never a model-only one, and always a codemode, deferred or hidden one.
+    The model may call what is active and not hidden. The host may call what the model may
+    call now, and codemode and deferred tools at any time: they wait to be activated for the
+    model's sake (what its context holds), and the host is who activates them. A nested call
+    may call a direct tool while it is active, never a model-only one, and always a codemode,
+    deferred or hidden one.
     """
-    if origin == "model":
-        return active and exposure != "hidden"
-    if exposure == "direct":
-        return active
-    return exposure != "model-only"
-
+    if origin == "nested":
+        return active if exposure == "direct" else exposure != "model-only"
+    if origin == "host" and exposure in ("codemode", "deferred"):
+        return True
+    return active and exposure != "hidden"

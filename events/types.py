@@ -10,7 +10,7 @@ clock the runtime was given). The lifecycle of one call, and which event may fol
 the transition table in :mod:`engine.lifecycle`; the JSON shape is in :mod:`events.codec`.
 
 Events about a call carry the engine's ``call_id`` (``"{turn}.{index}"`` for the model's
-calls, ``"{parent}/{n}"`` for nested ones). ``arguments`` and ``structured_content`` are JSON
+calls, ``"h{n}"`` for the host's, ``"{parent}/{n}"`` for nested ones). ``arguments`` and ``structured_content`` are JSON
 values; the engine checks that before it records them.
 """
 
@@ -69,7 +69,9 @@ SCHEMA_VERSION = 3
 
 Exposure = Literal["direct", "model-only", "codemode", "deferred", "hidden"]
 ExecutionMode = Literal["parallel", "sequential"]
-Origin = Literal["model", "nested"]
+#: Who asked for a call: the model (a tool call in its message), a running tool
+#: (``ctx.execute_tool``), or the host (``session.call_tool``).
+Origin = Literal["model", "nested", "host"]
 Decision = Literal["allow", "deny", "ask"]
 Scope = Literal["once", "session"]
 FailureKind = Literal[
@@ -209,7 +211,8 @@ class AssistantMessage:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallRequested:
-    """A call was asked for, by the model or by a running tool (``parent_id`` set)."""
+    """A call was asked for: by the model, by the host (``origin="host"``, no transcript
+    entry), or by a running tool (``parent_id`` set)."""
 
     call_id: str
     name: str

@@ -51,6 +51,7 @@ from engine import (
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.policy import decide
 from engine.reducers import ToolResultEntry, fold
+from engine.replay.recorded import turn_of
 from engine.testing import check_approvals, check_bodies, counting_clock
 from engine.testing.scripts import (
     GRANTING,
@@ -214,7 +215,7 @@ def test_only_a_timeout_or_the_host_cancels_a_call(script: SessionScript) -> Non
         ends = terminals(records)
         cancelled = ids_of(records, ToolCallCancelled)
         for call_id in cancelled:
-            turn = int(call_id.split(".", 1)[0])
+            turn = turn_of(call_id)  # 0 for the host's calls, which no prompt cancels
             ancestors = [call_id.rsplit("/", k)[0] for k in range(1, call_id.count("/") + 1)]
             timed_out = any(isinstance(ends[a][0], ToolCallFailed) and ends[a][0].kind == "timeout"
                             for a in ancestors)
@@ -247,7 +248,7 @@ def test_nested_calls_start_only_under_a_running_parent(script: SessionScript) -
                 assert event.call_id == f"{event.parent_id}/{children[event.parent_id]}"
                 children[event.parent_id] += 1
             elif isinstance(event, ToolCallRequested):
-                assert event.origin == "model"
+                assert event.origin in ("model", "host")
                 assert "/" not in event.call_id
             elif isinstance(event, ToolExecutionStarted):
                 running.add(event.call_id)
@@ -280,11 +281,25 @@ def test_the_transcript_has_one_result_per_top_level_call_in_order(
                         call_id=call_id, model_call_id=asked.id, name=asked.name,
                         result=ends[call_id][0].result))
         assert list(run.transcript) == expected
-        top_level = [c for c, req in requests(records).items() if req.parent_id is None]
+        top_level = [c for c, req in requests(records).items() if req.origin == "model"]
         entries = [e.call_id for e in run.transcript if isinstance(e, ToolResultEntry)]
-        assert sorted(entries) == sorted(top_level)
+        assert sorted(entries) == sorted(top_level)  # the host's calls are not in it
         assert len(entries) == len(set(entries))
         assert not any("/" in call_id for call_id in entries)
+
+
+@PROPERTY
+@given(session_scripts())
+def test_the_host_gets_what_the_log_says_about_its_calls(script: SessionScript) -> None:
+    runs = Runs(script)
+    for run in runs.both():
+        records = run.stored_records
+        hosted = [c for c, req in requests(records).items() if req.origin == "host"]
+        assert hosted == [f"h{n}" for n in range(len(script.host_calls))]
+        assert sorted(run.harness.host_outcomes) == sorted(hosted)
+        ends = terminals(records)
+        for call_id, outcome in run.harness.host_outcomes.items():
+            assert outcome.result == ends[call_id][0].result
 
 
 @PROPERTY

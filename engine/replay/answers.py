@@ -7,7 +7,8 @@ are given, the handlers.
 - :class:`RecordedApprover` answers by the engine's call id with the recorded answer: granted
   or refused, once or for the session, with the approver's edited arguments. A call that did
   not ask then is refused (the divergence shows in the call's events). An answer the host
-  gave at a pause is "later" again; one the log never got waits. An approver that raised
+  gave at a pause is "later" again (about a host call, which no prompt pauses for, the
+  replay's host answers it once the call waits); one the log never got waits. An approver that raised
   raises again (the recorded type and message).
 - :func:`recorded_call_handlers` and :func:`recorded_result_handlers` stand in for the
   handlers the session had: each gives, call by call, the verdict the log holds under its
@@ -26,6 +27,7 @@ from events.results import error_result
 from events.types import ToolCallCompleted, ToolCallFailed
 
 from ..approvals import LATER, ApprovalAnswer, ApprovalRequest
+from ..callids import from_host
 from ..handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolCallHandler, \
     ToolResultDraft, ToolResultHandler
 from ..models import ModelMessage, ModelRequest
@@ -79,9 +81,11 @@ class RecordedModel:
 class RecordedApprover:
     """Answers approvals from the log (see the module docstring)."""
 
-    def __init__(self, book: RecordedSession, watch: Watch) -> None:
+    def __init__(self, book: RecordedSession, watch: Watch, *,
+                 answer_later: Callable[[str], None] | None = None) -> None:
         self._book = book
         self._watch = watch
+        self._answer_later = answer_later
 
     async def __call__(self, request: ApprovalRequest) -> bool | ApprovalAnswer | Any:
         call = self._book.calls.get(request.call_id)
@@ -98,6 +102,8 @@ class RecordedApprover:
             await trio.sleep_forever()
         assert answer is not None
         if answer.later:
+            if self._answer_later is not None and from_host(request.call_id):
+                self._answer_later(request.call_id)  # no prompt pauses for a host call
             return LATER
         if answer.error is not None:  # the approver raised then: it raises again
             raise recorded_exception(answer.error.type, answer.error.message)

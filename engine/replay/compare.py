@@ -25,6 +25,7 @@ from events.codec import converter, type_name
 from events.types import TERMINAL_EVENTS, AssistantMessage, Record, ToolRegistered, UserMessage
 
 from ..reducers import TranscriptEntry
+from .recorded import turn_of
 
 __all__ = ["Divergence", "DivergenceKind", "Scope", "compare_calls", "compare_tools",
            "compare_transcripts", "first_difference", "short_json"]
@@ -201,7 +202,7 @@ def compare_calls(
     older = {id(record.event) for record in recorded if record.version < 3}
 
     def cut(call_id: str) -> bool:
-        return cut_turn is not None and int(call_id.split(".", 1)[0]) == cut_turn
+        return cut_turn is not None and turn_of(call_id) == cut_turn
 
     divergences: list[Divergence] = []
     for call_id in [*before, *(c for c in after if c not in before)]:

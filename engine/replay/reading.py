@@ -130,7 +130,9 @@ def _plan(
     pending: list[SessionAction] = []
     for record in records[index:]:
         event = record.event
-        if isinstance(event, (ToolRegistered, ActiveToolsSet)):
+        if isinstance(event, (ToolRegistered, ActiveToolsSet)) or (
+            isinstance(event, ToolCallRequested) and event.origin == "host"
+        ):
             pending.append(event)
         elif isinstance(event, UserMessage):
             prompts.append(RecordedPrompt(text=event.text, seq=record.seq, before=tuple(pending)))

@@ -27,6 +27,7 @@ from events.types import (
     ToolSnapshot,
 )
 
+from ..callids import from_host
 from ..limits import Limits
 from ..policy import PolicyRules
 
@@ -44,7 +45,9 @@ __all__ = [
     "turn_of",
 ]
 
-SessionAction = Union[ToolRegistered, ActiveToolsSet]
+#: What the host did between turns that the replay does again: a tool registered, the active
+#: tools set, a host call asked for (``ToolCallRequested`` of origin ``"host"``).
+SessionAction = Union[ToolRegistered, ActiveToolsSet, ToolCallRequested]
 WaitKind = Literal["approval", "body"]
 WaitCause = Literal["host", "timeout", "scope"]
 
@@ -63,7 +66,10 @@ def root_of(call_id: str) -> str:
 
 
 def turn_of(call_id: str) -> int:
-    """The turn whose assistant message asked for the call's top-level ancestor."""
+    """The turn whose assistant message asked for the call's top-level ancestor; 0 for a
+    host call and the calls under it (no turn asked for them)."""
+    if from_host(call_id):
+        return 0
     return int(call_id.split(".", 1)[0])
 
 

@@ -76,14 +76,17 @@ def check_bodies(records: Sequence[Record], body_runs: Mapping[str, int]) -> Non
 # DESIGN's exposure table: who may call a tool of each exposure ("active": while it is active)
 _MODEL_MAY = {"direct": "active", "model-only": "active", "codemode": "active",
               "deferred": "active", "hidden": "never"}
+_HOST_MAY = {"direct": "active", "model-only": "active", "codemode": "always",
+             "deferred": "always", "hidden": "never"}
 _NESTED_MAY = {"direct": "active", "model-only": "never", "codemode": "always",
                "deferred": "always", "hidden": "always"}
+_MAY = {"model": _MODEL_MAY, "host": _HOST_MAY, "nested": _NESTED_MAY}
 
 
 def _may(exposure: str | None, active: bool, origin: str) -> bool:
     if exposure is None:
         return False
-    rule = (_MODEL_MAY if origin == "model" else _NESTED_MAY)[exposure]
+    rule = _MAY[origin][exposure]
     return rule == "always" or (rule == "active" and active)
 
 

@@ -6,8 +6,10 @@ schemas, valid and invalid, unknown tools, nested plans, parallel batches), canc
 part-way (after a drawn number of records), resolve a pending approval (granted or refused,
 once or for the session, sometimes with edited arguments), resume, change the active tools,
 register a new version of a tool (other annotations, maybe another exposure), try what must
-be refused (a prompt while paused, an answer to a call that waits for nothing), and restart
-(close the session and open it again from its log). After every step it checks every
+be refused (a prompt while paused, an answer to a call that waits for nothing), call a tool
+as the host (in a task of its own, beside the prompts: it may wait for an approval, or outlive
+a restart and be taken up again with ``resume_call``), and restart (close the session and open
+it again from its log). After every step it checks every
 invariant of :mod:`engine.testing.invariants` on the store's log and the live session.
 
 Subclass it with your own tools, handlers, policy and approver; a few class attributes do::
@@ -44,6 +46,8 @@ from events.stores import EventStore, MemoryStore
 from events.types import Record
 
 from ..approvals import ApprovalRequest, Approver
+from ..callids import host_call_id
+from ..context import CallOutcome
 from ..handlers import ToolCallHandler, ToolResultHandler
 from ..models import FauxStep, FauxToolCall, faux_text
 from ..policy import PolicyRules
@@ -139,6 +143,10 @@ class SessionMachine(RuleBasedStateMachine):
         self._edits: dict[str, Any] = {}
         self._closed_log = True
         self._held = HeldSession(self._opener, self.setup_session)
+        #: the host calls' outcomes, and the host calls a task of the machine carries now
+        self.host_outcomes: dict[str, CallOutcome] = {}
+        self._carried: set[str] = set()
+        self._host_raised: list[BaseException] = []
         self._call_handlers: list[ToolCallHandler] = list(self.call_handlers)
         self._result_handlers: list[ToolResultHandler] = list(self.result_handlers)
 
@@ -375,6 +383,48 @@ class SessionMachine(RuleBasedStateMachine):
         self._specs[index] = newer  # a restart registers this version too
         self.run(self.live.register, newer)
 
+    @rule(data=st.data())
+    def host_call(self, data: st.DataObject) -> None:
+        """The host calls a tool (drawn like the model's calls) in a task of its own, which
+        may wait for an approval, run beside a paused batch, or outlive a restart."""
+        call = data.draw(self._calls, label="host call")
+        call_id = host_call_id(self.live.state.host_calls)  # call_tool names it so
+        self._carried.add(call_id)
+        self.run(self._start_host, call_id, partial(self.live.call_tool, call.name,
+                                                     call.arguments))
+
+    def _open_host_calls(self) -> list[str]:
+        if self.session is None:
+            return []
+        calls = self.session.state.live_calls
+        return [c for c in self.session.state.open_calls
+                if calls[c].origin == "host" and c not in self._carried]
+
+    @precondition(lambda self: bool(self._open_host_calls()))
+    @rule(data=st.data())
+    def resume_a_host_call(self, data: st.DataObject) -> None:
+        """Take up a host call a restart left open (``resume_call``), in a task of its own."""
+        call_id = data.draw(st.sampled_from(self._open_host_calls()), label="host call")
+        self._carried.add(call_id)
+        self.run(self._start_host, call_id, partial(self.live.resume_call, call_id))
+
+    async def _start_host(self, call_id: str, call: Callable[[], Awaitable[CallOutcome]]) -> None:
+        self._loop.nursery.start_soon(self._host_task, call_id, call)
+
+    async def _host_task(self, call_id: str, call: Callable[[], Awaitable[CallOutcome]]) -> None:
+        try:
+            outcome = await call()
+        except RuntimeError as exc:
+            if not str(exc).startswith("the session closed while host call"):
+                self._host_raised.append(exc)  # the invariants report it
+            return  # a restart: the call stays open in the log
+        except Exception as exc:
+            self._host_raised.append(exc)
+            return
+        finally:
+            self._carried.discard(call_id)
+        self.host_outcomes[outcome.call_id] = outcome
+
     @rule()
     def restart(self) -> None:
         """Close the session (calls in flight stop without a word, as if the process stopped)
@@ -425,6 +475,11 @@ class SessionMachine(RuleBasedStateMachine):
             assert outcome.result == logged, (
                 f"ctx.execute_tool gave {call_id}'s parent {outcome.result!r}; the log says "
                 f"{logged!r}")
+        assert self._host_raised == [], f"a host call raised {self._host_raised!r}"
+        for call_id, outcome in self.host_outcomes.items():
+            logged = calls[call_id].result
+            assert outcome.result == logged, (
+                f"call_tool gave {outcome.result!r} for {call_id}; the log says {logged!r}")
         self.records = stored
 
     def teardown(self) -> None:

@@ -4,7 +4,8 @@ runs one.
 :func:`session_scripts` draws a :class:`SessionScript`: which annotations each tool of the
 catalogue (:mod:`engine.testing.catalogue`) has, which policy rules, ``tool_call`` and
 ``tool_result`` handlers and approver answers the session gets, what the faux model says turn
-after turn, and when the host cancels a prompt. Model calls mix valid and invalid arguments,
+after turn, when the host cancels a prompt, and which tools the host calls itself
+(``session.call_tool``, beside the prompts). Model calls mix valid and invalid arguments,
 unknown tools, hidden and model-only ones, tools that raise, time out or fail softly, nested
 plans and parallel batches (sometimes with a duplicated model call id, or cut off for
 ``length``). :meth:`SessionScript.build` turns it into fresh live objects (a
@@ -34,6 +35,7 @@ from events.stores import EventStore, MemoryStore
 from events.types import Annotations, Record
 
 from ..approvals import ApprovalAnswer, ApprovalRequest
+from ..context import CallOutcome
 from ..handlers import (
     Block,
     ResultPatch,
@@ -142,6 +144,9 @@ class SessionScript:
     result_handlers: tuple[ResultHandlerSpec, ...]
     turns: tuple[TurnSpec, ...]
     max_depth: int = 8
+    #: calls the host makes (``session.call_tool``), each in a task of its own, beside the
+    #: prompts
+    host_calls: tuple[tuple[str, Any], ...] = ()
 
     def build(self) -> ScriptedSession:
         """Fresh tools, handlers, approver and model for one run of this script."""
@@ -231,6 +236,7 @@ def session_scripts(
         turns=st.lists(script_turns(cancellations=cancellations), min_size=1,
                        max_size=max_turns).map(tuple),
         max_depth=st.sampled_from([8, 8, 2, 1]),
+        host_calls=st.one_of(st.just(()), st.lists(script_calls(), max_size=3).map(tuple)),
     )
 
 
@@ -287,6 +293,8 @@ class ScriptedSession:
         self._nest = NestRecord()
         #: the call ids the approver was asked about, in order
         self.approver_asked: list[str] = []
+        #: what ``session.call_tool`` gave the host, by call id
+        self.host_outcomes: dict[str, CallOutcome] = {}
         #: the host's cancel scope around the prompt that runs now (set by :func:`run_script`)
         self.scope: trio.CancelScope | None = None
         self.tools: list[ToolSpec] = catalogue_tools(script.annotations, self.body_runs,
@@ -325,6 +333,11 @@ class ScriptedSession:
             return ApprovalAnswer(granted=True, arguments=edited, reason=answer)
         return ApprovalAnswer(granted=answer == "grant_session", scope="session",
                               reason=f"{answer} for {request.name}")
+
+    async def call_host(self, session: Session, name: str, arguments: Any) -> None:
+        """One host call of the script; its outcome goes to :attr:`host_outcomes`."""
+        outcome = await session.call_tool(name, arguments)
+        self.host_outcomes[outcome.call_id] = outcome
 
     def expected_answer(self, name: str) -> Answer:
         """What the approver answers about ``name``."""
@@ -391,16 +404,22 @@ async def run_script(script: SessionScript, store: EventStore | None = None) -> 
         for result_handler in harness.result_handlers:
             session.on_tool_result(result_handler)
         prompts = 0
-        while harness.model.remaining:
-            with trio.CancelScope() as scope:
-                harness.scope = scope
-                await session.prompt(f"prompt {prompts}")
-            harness.scope = None
-            if scope.cancelled_caught:
-                cancelled_turns.append(session.state.turn)
-            prompts += 1
-            if session.state.open_calls:
-                left_open.append((prompts, session.state.open_calls))
+        async with trio.open_nursery() as hosts:
+            for name, arguments in script.host_calls:
+                hosts.start_soon(harness.call_host, session, name, arguments)
+            while harness.model.remaining:
+                with trio.CancelScope() as scope:
+                    harness.scope = scope
+                    await session.prompt(f"prompt {prompts}")
+                harness.scope = None
+                if scope.cancelled_caught:
+                    cancelled_turns.append(session.state.turn)
+                prompts += 1
+                live_calls = session.state.live_calls
+                if left := tuple(c for c in session.state.open_calls
+                                 if live_calls[c].origin != "host"
+                                 and live_calls[c.split("/", 1)[0]].origin != "host"):
+                    left_open.append((prompts, left))
         harness.model.assert_complete()
         live = tuple(session.records)
         state = session.state

@@ -24,6 +24,7 @@ from events.types import (
     UserMessage,
 )
 
+from ..callids import from_host, host_call_id
 from ..reducers import LogInconsistency, Projection, fold
 from ..views import SessionState, ToolResultEntry
 
@@ -112,7 +113,8 @@ def check_terminals(records: Sequence[Record], *, closed: bool = False) -> None:
     """Every call event is about a requested call; each call has at most one terminal event
     and nothing after it. With ``closed`` (the engine closed the log: a prompt ended without a
     pause, or was cancelled), every call each assistant message asked for was requested and
-    has exactly one terminal event."""
+    has exactly one terminal event, and so has every other call but the host's (and those
+    under them), which may still run or wait in the host's tasks."""
     requested: dict[str, int] = {}
     ended: dict[str, tuple[int, Any]] = {}
     asked: list[str] = []
@@ -143,7 +145,8 @@ def check_terminals(records: Sequence[Record], *, closed: bool = False) -> None:
         if never:
             raise _fail(f"the log was closed with call(s) the assistant asked for never "
                         f"requested: {', '.join(never)}")
-        left = [c for c in requested if c not in ended]
+        # a host call is its caller's to wait for: a prompt's end says nothing about it
+        left = [c for c in requested if c not in ended and not from_host(c)]
         if left:
             raise _fail(f"the log was closed (the prompt ended or was cancelled) with call(s) "
                         f"left open: {', '.join(left)}; each needs exactly one terminal event")
@@ -153,7 +156,8 @@ def check_terminals(records: Sequence[Record], *, closed: bool = False) -> None:
 
 
 def check_nesting(records: Sequence[Record]) -> None:
-    """A model call has an id ``"{turn}.{index}"`` of the current assistant message; a nested
+    """A model call has an id ``"{turn}.{index}"`` of the current assistant message, a host
+    call ``"h{n}"`` with ``n`` counting the host's calls; a nested
     call is requested only while its parent runs (started, not ended), is named
     ``"{parent}/{n}"`` with ``n`` counting its parent's nested calls, and ends before its
     parent does."""
@@ -162,6 +166,7 @@ def check_nesting(records: Sequence[Record]) -> None:
     children: Counter[str] = Counter()
     open_calls: dict[str, None] = {}
     message: AssistantMessage | None = None
+    hosted = 0
     for record in records:
         event = record.event
         where = f"seq {record.seq}"
@@ -169,7 +174,13 @@ def check_nesting(records: Sequence[Record]) -> None:
             message = event
         elif isinstance(event, ToolCallRequested):
             call_id = event.call_id
-            if event.parent_id is None:
+            if event.parent_id is None and event.origin == "host":
+                if call_id != host_call_id(hosted):
+                    raise _fail(f"{where}: host call {call_id!r} should be named "
+                                f"{host_call_id(hosted)!r} (the host's calls are numbered in "
+                                f"order)")
+                hosted += 1
+            elif event.parent_id is None:
                 match = _TOP_LEVEL_ID.fullmatch(call_id)
                 if event.origin != "model" or match is None:
                     raise _fail(f"{where}: top-level call {call_id!r} (origin {event.origin}) "
