@@ -2,6 +2,8 @@
 
 - :func:`mount`: connect to an MCP server and register its tools in a session, where every call
   is governed and logged like a local one (:mod:`engine.mcp.mount`).
+- :func:`mcp_server`: serve a session's tools as an MCP server, each call a host call of the
+  session (:mod:`engine.mcp.serve`; ``toolledger serve MODULE:NAME`` runs one over stdio).
 - :mod:`engine.mcp.formats`: our tool specs and results as MCP's ``Tool`` and
   ``CallToolResult``, and back.
 
@@ -20,6 +22,7 @@ from .formats import (
     tool_to_mcp,
 )
 from .mount import Mount, mount
+from .serve import listed_tools, mcp_server, serve_stdio
 
 __all__ = [
     "Mount",
@@ -27,9 +30,12 @@ __all__ = [
     "annotations_to_mcp",
     "content_from_mcp",
     "content_to_mcp",
+    "listed_tools",
+    "mcp_server",
     "mount",
     "result_from_mcp",
     "result_to_mcp",
+    "serve_stdio",
     "tool_from_mcp",
     "tool_to_mcp",
 ]
