@@ -23,7 +23,8 @@ from .limits import Limits, result_size
 from .registry import Registry
 from .tools import ToolSpec
 
-__all__ = ["Failure", "InvalidOutput", "check_output", "checked_patch", "describe", "error_info", "text_limit"]
+__all__ = ["Failure", "InvalidOutput", "check_output", "checked_patch", "describe", "error_info",
+           "text_limit"]
 
 #: why a call failed: its kind, the message, and the exception if one was raised
 Failure = tuple[FailureKind, str, "ErrorInfo | None", "FailureDetail | None"]

@@ -212,3 +212,20 @@ async def _records(path: Path) -> Any:
         store.close()
 
 
+
+
+@pytest.mark.parametrize(("target", "says"), [
+    ("nocolon", "is not MODULE:NAME"),
+    ("no_such_module_here:session", "no module named 'no_such_module_here'"),
+    ("mcp_served:nothing", "mcp_served has no function 'nothing'"),
+    ("mcp_served:stat", "mcp_served:stat is a ToolSpec, not a function"),
+    ("os:getcwd", "returned str, not an async context manager"),
+])
+def test_toolledger_serve_says_what_is_wrong_with_its_target(
+    target: str, says: str, capsys: pytest.CaptureFixture[str],
+) -> None:
+    from engine.cli import main
+
+    assert main(["serve", target]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("toolledger: error: ") and says in err and err.count("\n") == 1

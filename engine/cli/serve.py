@@ -57,9 +57,12 @@ def load(target: str) -> SessionFactory:
             raise UsageError(f"no module named {module_name!r} (run from the directory that "
                              f"holds it, or put it on PYTHONPATH)") from None
         raise
-    factory = getattr(module, name, None)
-    if not callable(factory):
+    if not hasattr(module, name):
         raise UsageError(f"{module_name} has no function {name!r}: define one that returns "
+                         f"Session.open(...)")
+    factory = getattr(module, name)
+    if not callable(factory):
+        raise UsageError(f"{target} is a {type(factory).__name__}, not a function that returns "
                          f"Session.open(...)")
     return factory  # type: ignore[no-any-return]
 

@@ -62,20 +62,12 @@ class Mount:
         self._stop = trio.Event()
         self._connecting = trio.Lock()
         self._closed = False
-        #: the server's identity, from its handshake (``name`` stands in when it gives none)
-        self.source = ToolSource(server=name or "mcp server", tool="")
+        #: the server's name from its handshake (``name`` stands in when it gives none)
+        self.server: str = name or "mcp server"
+        #: the server's version from its handshake
+        self.version: str | None = None
         #: the session's names for the mounted tools, by their names on the server
         self.tools: Mapping[str, str] = {}
-
-    @property
-    def server(self) -> str:
-        """The server's name, as its handshake gave it."""
-        return self.source.server
-
-    @property
-    def version(self) -> str | None:
-        """The server's version, as its handshake gave it."""
-        return self.source.version
 
     async def _connected(self) -> mcp.Client:
         """The live connection, made (again) if there is none."""
@@ -163,7 +155,7 @@ class Mount:
         client = await self._connected()
         info = client.server_info
         if info is not None:
-            self.source = ToolSource(server=info.name, version=info.version or None, tool="")
+            self.server, self.version = info.name, info.version or None
         listed: list[mcp_types.Tool] = []
         cursor: str | None = None
         while True:
@@ -211,7 +203,8 @@ def _check_collisions(session: Session, specs: Iterable[ToolSpec]) -> None:
                      else f"{known.source.tool!r} of the MCP server {known.source.server!r}")
             raise ValueError(
                 f"the session already has a tool named {spec.name!r} ({other}): mount the "
-                f"MCP server {spec.source.server!r} with a prefix, e.g. prefix=\"{spec.source.server}.\"")
+                f"MCP server {spec.source.server!r} with a prefix, e.g. "
+                f"prefix={spec.source.server + '.'!r}")
 
 
 @asynccontextmanager
@@ -246,7 +239,7 @@ async def mount(
     (``ValueError``). After the block the tools stay registered, and a call to one ends as a
     failure saying the mount has ended. Example::
 
-        async with mount(session, StdioServerParameters(command="my-server"), prefix="my.")
+        async with mount(session, StdioServerParameters(command="my-server"), prefix="my."):
             await session.prompt("...")
     """
     raised: BaseException | None = None
