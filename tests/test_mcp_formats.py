@@ -89,3 +89,25 @@ def test_results_and_every_kind_of_content_survive_mcp() -> None:
 
 async def _never(call: Any, ctx: Any) -> ToolResult:
     raise AssertionError("not run")
+
+
+def test_the_core_imports_without_the_sdk_and_engine_mcp_names_the_extra() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    program = (
+        "import sys\n"
+        "sys.modules['mcp'] = sys.modules['mcp_types'] = None  # as if not installed\n"
+        "import engine, engine.cli, events\n"
+        "assert 'mcp' not in [name.split('.')[0] for name in sys.modules if sys.modules[name]]\n"
+        "try:\n"
+        "    import engine.mcp\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    root = Path(__file__).parent.parent
+    done = subprocess.run([sys.executable, "-c", program], cwd=root, capture_output=True,
+                          text=True, env={"PYTHONPATH": str(root)}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "toolledger[mcp]" in done.stdout

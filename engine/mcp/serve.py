@@ -39,10 +39,13 @@ __all__ = ["listed_tools", "mcp_server", "serve_stdio"]
 def listed_tools(session: Session) -> tuple[ToolSnapshot, ...]:
     """The tools an MCP client is offered now: the ones the host may call, in registration
     order."""
-    state = session.state
-    active = state.active_tools
-    return tuple(snapshot for snapshot in state.tools.values()
-                 if may_call(snapshot.exposure, snapshot.name in active, "host"))
+    return tuple(snapshot for snapshot in session.state.tools.values()
+                 if _offered(session, snapshot))
+
+
+def _offered(session: Session, snapshot: ToolSnapshot | None) -> bool:
+    return snapshot is not None and may_call(
+        snapshot.exposure, snapshot.name in session.state.active_tools, "host")
 
 
 def _version() -> str:
@@ -69,7 +72,7 @@ def mcp_server(session: Session, *, name: str = "toolledger", version: str | Non
 
     async def call_tool(ctx: Any, params: mcp_types.CallToolRequestParams,
                         ) -> mcp_types.CallToolResult:
-        if params.name not in {snapshot.name for snapshot in listed_tools(session)}:
+        if not _offered(session, session.state.tools.get(params.name)):
             raise mcp.MCPError(code=mcp_types.INVALID_PARAMS,
                                message=f"Unknown tool: {params.name}")
         outcome = await session.call_tool(params.name, params.arguments or {})
