@@ -60,7 +60,15 @@ from .inflight import InFlight
 from .jsonvalues import copy_json, ensure_json, own_result
 from .lifecycle import CallState
 from .limits import admit, not_json, oversized, result_size
-from .outputs import Failure, check_output, checked_patch, describe, error_info, text_limit
+from .outputs import (
+    Failure,
+    InvalidOutput,
+    check_output,
+    checked_patch,
+    describe,
+    error_info,
+    text_limit,
+)
 from .policy import decide, deny_rule
 from .recorder import Recorder
 from .refusals import APPROVER_FAILED, denied_result, not_approved_result
@@ -313,6 +321,10 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
                 returned = await spec.execute(call, ctx)
             if scope.cancelled_caught:
                 failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None, None)
+    except InvalidOutput as exc:
+        error = error_info(exc, text_limit(env.limits))
+        failure = ("invalid_output", f"{spec.name} returned output that violates its output "
+                   f"schema: {error.message}", error, None)
     except Exception as exc:
         error = error_info(exc, text_limit(env.limits))
         failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error, None)

@@ -23,10 +23,20 @@ from .limits import Limits, result_size
 from .registry import Registry
 from .tools import ToolSpec
 
-__all__ = ["Failure", "check_output", "checked_patch", "describe", "error_info", "text_limit"]
+__all__ = ["Failure", "InvalidOutput", "check_output", "checked_patch", "describe", "error_info",
+           "text_limit"]
 
 #: why a call failed: its kind, the message, and the exception if one was raised
 Failure = tuple[FailureKind, str, "ErrorInfo | None", "FailureDetail | None"]
+
+
+class InvalidOutput(Exception):
+    """Raised by a body whose output broke its output schema before it could return it.
+
+    A tool that passes on another program's answer (a mounted MCP server's, whose client
+    checks the answer against the schema and keeps nothing when it fails) raises this; the
+    call ends as ``invalid_output``, like a result the engine found invalid itself, rather than
+    as ``raised``."""
 
 
 def _clip(text: str, limit: int) -> str:

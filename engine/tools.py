@@ -17,7 +17,7 @@ import attrs
 
 from events.fastinit import fast_init
 from events.results import ToolResult
-from events.types import Annotations, ExecutionMode, Exposure, Origin, ToolSnapshot
+from events.types import Annotations, ExecutionMode, Exposure, Origin, ToolSnapshot, ToolSource
 
 from .jsonvalues import copy_json
 
@@ -88,6 +88,8 @@ class ToolSpec:
         default="parallel", validator=attrs.validators.in_(("parallel", "sequential"))
     )
     timeout: float | None = attrs.field(default=None, validator=_check_positive)
+    #: where the code runs when it is not in this process (a mounted MCP server's tool)
+    source: ToolSource | None = None
 
     def snapshot(self) -> ToolSnapshot:
         """The spec without its code, as the log records it."""
@@ -101,6 +103,7 @@ class ToolSpec:
             exposure=self.exposure,
             execution_mode=self.execution_mode,
             timeout=self.timeout,
+            source=self.source,
         )
 
 

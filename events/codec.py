@@ -79,6 +79,7 @@ from .types import (
     ToolExecutionStarted,
     ToolProgress,
     ToolRegistered,
+    ToolSnapshot,
     UserMessage,
 )
 from .upcasters import UPCASTERS, Upcaster
@@ -158,6 +159,7 @@ ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {  # (a nested class before its
     SessionStarted: ("settings",),
     ApprovalResolved: ("later",),
     ToolCallFailed: ("detail",),
+    ToolSnapshot: ("source",),              # a mounted MCP server's tool
 }
 for _cls, _names in ADDED_FIELDS.items():
     _omitted: dict[str, Any] = {name: override(omit_if_default=True) for name in _names}

@@ -56,6 +56,7 @@ __all__ = [
     "ToolProgress",
     "ToolRegistered",
     "ToolSnapshot",
+    "ToolSource",
     "UserMessage",
 ]
 
@@ -107,6 +108,22 @@ class Annotations:
 
 
 @attrs.frozen(kw_only=True)
+class ToolSource:
+    """Where a tool's code runs when it is not in this process: a tool of an MCP server
+    mounted into the session (:mod:`engine.mcp`).
+
+    ``server`` and ``version`` are the server's own name and version from its handshake (the
+    host's name for it when the server gives none); ``tool`` is the tool's name on that server,
+    which the session may know under a prefixed name. Recorded with the tool's registration, so
+    every call of the tool names the server that answered it, and a server that comes back as
+    another version registers the tool again."""
+
+    server: str
+    version: str | None = None
+    tool: str
+
+
+@attrs.frozen(kw_only=True)
 class ToolSnapshot:
     """Everything about a tool except its code, as registered: what replay needs to judge it."""
 
@@ -118,6 +135,8 @@ class ToolSnapshot:
     exposure: Exposure = "direct"
     execution_mode: ExecutionMode = "parallel"
     timeout: float | None = None
+    #: a mounted MCP server's tool: which server, and its name there (None: a local tool)
+    source: ToolSource | None = None
 
 
 @fast_init

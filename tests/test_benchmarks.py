@@ -295,6 +295,13 @@ def test_a_peer_is_timed_beside_toolledger(peer: str) -> None:
         found = [row for row in result["rows"] if row["figure"]["name"].startswith(expected)]
         assert found, (expected, names)
         assert all("× toolledger (JsonlStore)" in row["comparison"] for row in found)
+    if peer == "mcp":  # a served call beside the SDK's own server, in the same run
+        served = [row for row in result["rows"] if row["group"] == "MCP served"]
+        assert [row["figure"]["name"] for row in served] == [
+            "mcp Client.call_tool → toolledger mcp_server, JsonlStore",
+            "mcp Client.call_tool → toolledger mcp_server, MemoryStore()",
+            "mcp Client.call_tool → MCPServer, trio"]
+        assert all(row["comparison"].endswith("× MCPServer") for row in served[:2])
 
 
 def test_the_saved_peer_runs_render(capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,12 +7,15 @@ through toolledger (:mod:`.ledger`), in one process run, each sample of each sta
 named and left out; the others are timed. None of the peers records anything: the figures
 compare a recorded call with unrecorded ones. docs/performance.md, "Peers", has a run.
 
-Two groups:
+Three groups:
 
 - **tool path**: one call made in a loop, against a bare ``await add(**args)``. toolledger's is
   a nested call (``ctx.execute_tool``) on each store.
 - **agent loop**: a whole run in which a scripted model calls ``add`` ``n`` times then answers,
   per turn, for n = 20 and 2 000 (5 and 20 with ``--quick``).
+- **MCP served**: the SDK's client calling ``add`` served by toolledger
+  (:func:`engine.mcp.mcp_server`, a host call of a session) beside the SDK's ``MCPServer``
+  with the same tool, both in memory under trio.
 """
 
 from __future__ import annotations
@@ -197,8 +200,40 @@ def agent_loop(settings: Settings, stacks: Sequence[str]) -> list[Row]:
     return rows
 
 
+def served(settings: Settings, stacks: Sequence[str]) -> list[Row]:
+    """An MCP client's call to a session's tools served by toolledger, beside the same call to
+    the SDK's own ``MCPServer`` with the same tool, both in memory under trio (the served
+    session records every fact; the MCPServer nothing)."""
+    if "toolledger" not in stacks or "mcp" not in stacks:
+        return []
+    from . import ledger, with_mcp
+
+    calls = settings.size(2_000, 50)
+    clock = settings.clock
+    named: list[tuple[str, Callable[[], float]]] = [
+        (f"mcp Client.call_tool → toolledger mcp_server, {store}",
+         partial(ledger.served_call, store, calls, clock))
+        for store in ("JsonlStore", "MemoryStore()")]
+    named.append(("mcp Client.call_tool → MCPServer, trio",
+                  partial(with_mcp.served_beside, calls, clock)))
+    for _, measure in named:  # warm up
+        measure()
+    samples = interleave(settings.reps(), [measure for _, measure in named])
+    figures = [Figure(name=name, unit="µs/call", samples=tuple(values))
+               for (name, _), values in zip(named, samples)]
+    sdk = figures[-1]
+    rows = [Row(group="MCP served", figure=figure, baseline=sdk,
+                comparison=f"{paired(figure, sdk, lambda a, b: a / b):.2f}× MCPServer",
+                note="a host call of the session: governed, and every fact recorded")
+            for figure in figures[:-1]]
+    rows.append(Row(group="MCP served", figure=sdk, baseline=None, comparison="",
+                    note="the SDK's own server, same tool, client and transport; records "
+                         "nothing"))
+    return rows
+
+
 def run(settings: Settings, only: Sequence[str] = ()) -> list[Row]:
     """The rows of both groups for the stacks asked for (all by default) that are installed."""
     absent = set(missing(only))
     stacks = [name for name in STACKS if (not only or name in only) and name not in absent]
-    return tool_path(settings, stacks) + agent_loop(settings, stacks)
+    return tool_path(settings, stacks) + agent_loop(settings, stacks) + served(settings, stacks)

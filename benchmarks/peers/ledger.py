@@ -23,7 +23,7 @@ from events.stores.base import EventStore
 
 from .tool import ADD_INPUT, ARGS
 
-__all__ = ["STORES", "agent_loop", "nested_call"]
+__all__ = ["STORES", "agent_loop", "nested_call", "served_call"]
 
 US = 1e6
 
@@ -93,6 +93,34 @@ def agent_loop(store: str, calls: int, clock: Callable[[], float] = time.perf_co
             laps.append(clock() - start)
         if result.stop != "end_turn" or result.turns != calls + 1:
             raise RuntimeError(f"the session ended with {result}")
+
+    trio.run(main)
+    return laps[0] / calls * US
+
+
+def served_call(store: str, calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Microseconds per ``await client.call_tool("add", ARGS)`` made by the MCP SDK's client
+    to a session's tools served by :func:`engine.mcp.mcp_server`, in memory: a host call,
+    governed and recorded."""
+    from mcp import Client
+
+    from engine.mcp import mcp_server
+
+    laps: list[float] = []
+
+    async def main() -> None:
+        with _store(store) as events:
+            async with Session.open(events, model=FauxModel([]), tools=[add],
+                                    approver=approve_all, session_id="peers",
+                                    create=True) as session:
+                async with Client(mcp_server(session)) as client:
+                    first = await client.call_tool("add", ARGS)
+                    if first.is_error:
+                        raise RuntimeError(f"the served add failed: {first}")
+                    start = clock()
+                    for _ in range(calls):
+                        await client.call_tool("add", ARGS)
+                    laps.append(clock() - start)
 
     trio.run(main)
     return laps[0] / calls * US

@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 
 from .tool import ARGS, add
 
-__all__ = ["client_call", "tool_path"]
+__all__ = ["client_call", "served_beside", "tool_path"]
 
 US = 1e6
 
@@ -62,3 +62,24 @@ def client_call(calls: int, clock: Callable[[], float] = time.perf_counter) -> f
             return clock() - start
 
     return asyncio.run(main()) / calls * US
+
+
+def served_beside(calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Microseconds per ``await client.call_tool("add", ARGS)`` to ``MCPServer`` in memory,
+    under trio: the baseline of toolledger's served call (:func:`.ledger.served_call`), which
+    runs in the same loop, through the same client and transport."""
+    import trio
+
+    server = _server()
+
+    async def main() -> float:
+        async with Client(server) as client:
+            first = await client.call_tool("add", ARGS)
+            if first.is_error:
+                raise RuntimeError(f"the MCP client's add failed: {first}")
+            start = clock()
+            for _ in range(calls):
+                await client.call_tool("add", ARGS)
+            return clock() - start
+
+    return trio.run(main) / calls * US

@@ -1,4 +1,4 @@
-"""The ``toolledger`` command: run the demo, and read, check and replay logs.
+"""The ``toolledger`` command: run the demo, read, check and replay logs, serve tools over MCP.
 
 Each subcommand lives in its own module here (``demo``, ``show``, …) with an ``add_parser``
 that declares it and a ``run(args, console)`` that does it. Mistakes a user can make (a missing
@@ -22,13 +22,13 @@ from typing import NoReturn
 
 from events.errors import LogError
 
-from . import copy, db, demo, fork, replay, show, tail, verify
+from . import copy, db, demo, fork, replay, serve, show, tail, verify
 from ..console import VisibleConsole
 from ._common import PROG, UsageError, error_line
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (demo, show, tail, fork, copy, verify, replay, db)
+COMMANDS = (demo, show, tail, fork, copy, verify, replay, db, serve)
 
 
 class _Parser(argparse.ArgumentParser):

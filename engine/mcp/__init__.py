@@ -1,0 +1,41 @@
+"""MCP both ways, with the official SDK (the ``mcp`` extra).
+
+- :func:`mount`: connect to an MCP server and register its tools in a session, where every call
+  is governed and logged like a local one (:mod:`engine.mcp.mount`).
+- :func:`mcp_server`: serve a session's tools as an MCP server, each call a host call of the
+  session (:mod:`engine.mcp.serve`; ``toolledger serve MODULE:NAME`` runs one over stdio).
+- :mod:`engine.mcp.formats`: our tool specs and results as MCP's ``Tool`` and
+  ``CallToolResult``, and back.
+
+See docs/mcp.md. ``import engine`` never imports this package; importing it without the SDK
+raises an ``ImportError`` naming the extra.
+"""
+
+from .formats import (
+    annotations_from_mcp,
+    annotations_to_mcp,
+    content_from_mcp,
+    content_to_mcp,
+    result_from_mcp,
+    result_to_mcp,
+    tool_from_mcp,
+    tool_to_mcp,
+)
+from .mount import Mount, mount
+from .serve import listed_tools, mcp_server, serve_stdio
+
+__all__ = [
+    "Mount",
+    "annotations_from_mcp",
+    "annotations_to_mcp",
+    "content_from_mcp",
+    "content_to_mcp",
+    "listed_tools",
+    "mcp_server",
+    "mount",
+    "result_from_mcp",
+    "result_to_mcp",
+    "serve_stdio",
+    "tool_from_mcp",
+    "tool_to_mcp",
+]

@@ -1,0 +1,266 @@
+"""Mount an MCP server: its tools registered in a session, each call made through the official
+client, and governed and logged like a local tool's.
+
+A mounted tool is an ordinary :class:`~engine.tools.ToolSpec` whose body asks the server: the
+session checks its schemas by its own rules when it is registered, validates the arguments,
+runs the ``tool_call`` handlers, the policy and the approver, and records every step, as for
+any tool. What is particular to a server lives here:
+
+- **Names.** ``prefix`` is put before every tool's name, so that two servers (or a server and
+  a local tool) cannot collide; a name the session already has for another tool is refused.
+- **Hints.** A server's annotations are taken as it declares them, an unset hint staying unset
+  (MCP's default: destructive and open-world, so the policy asks). They are the server's word
+  and nothing checks them: ``hints`` replaces them tool by tool with the host's, and
+  ``trust_hints=False`` drops every hint the host does not give.
+- **Identity.** The server's name and version from its handshake are recorded with each tool's
+  registration (:class:`~events.types.ToolSource`, beside the tool's name on the server), so
+  every call in the log names the server that answered it.
+- **Failures.** A server's error result is the call's error result. A protocol error, a lost
+  connection, a server that died, or no answer within ``timeout`` ends the call as a failure
+  (``raised``, ``timeout``); the session goes on, and the next call connects again. Structured
+  content that breaks the tool's output schema, which the SDK's client refuses with a
+  ``RuntimeError``, ends the call as ``invalid_output``.
+
+The connection is the SDK's :class:`mcp.Client`, run in a task of the mount's own, so a
+connection that breaks never takes the host's block with it. A session reopened after a
+restart mounts the server again, which connects anew: a call the log left waiting for an
+approval runs on the new connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from events.results import ToolResult
+from events.types import Annotations, Exposure, ToolSource
+
+from ..context import ToolContext
+from ..outputs import InvalidOutput
+from ..registry import Registry
+from ..session import Session
+from ..tools import Execute, ToolCall, ToolSpec
+from ._sdk import mcp, mcp_types
+from .formats import annotations_from_mcp, result_from_mcp, tool_from_mcp
+
+__all__ = ["Mount", "mount"]
+
+
+class Mount:
+    """One mounted MCP server: its identity, the session's names for its tools, and the
+    connection their calls use (opened again after it broke)."""
+
+    def __init__(self, server: Any, client_options: Mapping[str, Any],
+                 nursery: trio.Nursery, name: str | None) -> None:
+        self._server = server
+        self._options = dict(client_options)
+        self._nursery = nursery
+        self._client: mcp.Client | None = None
+        self._stop = trio.Event()
+        self._connecting = trio.Lock()
+        self._closed = False
+        #: the server's name from its handshake (``name`` stands in when it gives none)
+        self.server: str = name or "mcp server"
+        #: the server's version from its handshake
+        self.version: str | None = None
+        #: the session's names for the mounted tools, by their names on the server
+        self.tools: Mapping[str, str] = {}
+
+    async def _connected(self) -> mcp.Client:
+        """The live connection, made (again) if there is none."""
+        async with self._connecting:
+            if self._client is None:
+                if self._closed:
+                    raise RuntimeError(
+                        f"the mount of the MCP server {self.server!r} has ended: its tools "
+                        f"can be called only inside the block of mount()")
+                await self._nursery.start(self._run)
+            assert self._client is not None
+            return self._client
+
+    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+                   ) -> None:
+        """One connection, in the mount's task: open until the mount ends or the connection
+        breaks. A failure to connect goes to the caller; a break after that is only noted."""
+        client = mcp.Client(self._server, **self._options)
+        stop = trio.Event()
+        started = False
+        try:
+            async with client:
+                self._client, self._stop = client, stop
+                task_status.started()
+                started = True
+                await stop.wait()
+        except Exception:
+            if not started:
+                raise
+            # the connection broke (a server that died, say): the next call connects again
+        finally:
+            if self._client is client:
+                self._client = None
+
+    def _lost(self, client: mcp.Client) -> None:
+        """``client``'s connection is closed: end it, so that the next call makes a new one."""
+        if self._client is client:
+            self._client = None
+            self._stop.set()
+
+    def _close(self) -> None:
+        self._closed = True
+        self._stop.set()
+
+    async def call(self, tool: str, arguments: Any) -> ToolResult:
+        """Call the server's tool ``tool`` (its name on the server) and return its result.
+
+        This is the body of every mounted tool; it raises for whatever is not a result:
+        :class:`~engine.outputs.InvalidOutput` for structured content that breaks the output
+        schema, ``ConnectionError`` for a connection that closed during the call, the SDK's
+        ``MCPError`` for a protocol error."""
+        client = await self._connected()
+        try:
+            result = await client.call_tool(tool, arguments)
+        except mcp.MCPError as exc:
+            if exc.error.code != mcp_types.CONNECTION_CLOSED:
+                raise
+            self._lost(client)
+            raise ConnectionError(
+                f"the MCP server {self.server!r} closed the connection during the call "
+                f"({exc.error.message}); the next call connects again") from exc
+        except RuntimeError as exc:
+            # the client refuses structured content that breaks the tool's output schema with
+            # a plain RuntimeError (and keeps nothing of it); its other RuntimeErrors say that
+            # it is no longer connected, or gave up on a server that kept asking for input
+            if (isinstance(exc, mcp.InputRequiredRoundsExceededError)
+                    or self._client is not client):
+                raise
+            raise InvalidOutput(str(exc)) from exc
+        return result_from_mcp(result)
+
+    def _execute(self, tool: str) -> Execute:
+        async def execute(call: ToolCall, ctx: ToolContext) -> ToolResult:
+            return await self.call(tool, call.arguments)
+
+        execute.__name__ = execute.__qualname__ = f"mcp:{tool}"
+        return execute
+
+    async def _specs(self, *, prefix: str, only: Iterable[str] | None,
+                     hints: Mapping[str, Annotations], trust_hints: bool,
+                     timeout: float | None, exposure: Exposure) -> list[ToolSpec]:
+        """The specs of the server's tools (those ``only`` names), checked by the session's
+        schema rules: ``SchemaError`` or ``ValueError`` name the tool, before any is
+        registered."""
+        client = await self._connected()
+        info = client.server_info
+        if info is not None:
+            self.server, self.version = info.name, info.version or None
+        listed: list[mcp_types.Tool] = []
+        cursor: str | None = None
+        while True:
+            page = await client.list_tools(cursor=cursor)
+            listed.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        by_name = {tool.name: tool for tool in listed}
+        wanted = list(by_name) if only is None else list(dict.fromkeys(only))
+        if unknown := [name for name in [*wanted, *hints] if name not in by_name]:
+            raise ValueError(f"the MCP server {self.server!r} has no tool {unknown[0]!r} "
+                             f"(its tools: {', '.join(sorted(by_name)) or 'none'})")
+        specs = []
+        for name in wanted:
+            tool = by_name[name]
+            annotations = hints.get(name)
+            if annotations is None and not trust_hints:
+                annotations = Annotations(title=annotations_from_mcp(tool.annotations,
+                                                                     tool.title).title)
+            try:
+                spec = tool_from_mcp(
+                    tool, self._execute(name), name=f"{prefix}{name}", annotations=annotations,
+                    exposure=exposure, timeout=timeout,
+                    source=ToolSource(server=self.server, version=self.version, tool=name))
+            except ValueError as exc:
+                raise ValueError(f"the MCP server {self.server!r}'s tool {name!r} cannot be "
+                                 f"mounted: {exc}") from None
+            Registry().check(spec)
+            specs.append(spec)
+        self.tools = {spec.source.tool: spec.name for spec in specs if spec.source is not None}
+        return specs
+
+
+def _check_collisions(session: Session, specs: Iterable[ToolSpec]) -> None:
+    """A mounted tool may take the place of the same server tool only (a session reopened,
+    or the server mounted again), never of another tool: a prefix keeps them apart."""
+    for spec in specs:
+        known = session.state.tools.get(spec.name)
+        if known is None or spec.source is None:
+            continue
+        if known.source is None or (known.source.server, known.source.tool) != (
+                spec.source.server, spec.source.tool):
+            other = ("a local tool" if known.source is None
+                     else f"{known.source.tool!r} of the MCP server {known.source.server!r}")
+            raise ValueError(
+                f"the session already has a tool named {spec.name!r} ({other}): mount the "
+                f"MCP server {spec.source.server!r} with a prefix, e.g. "
+                f"prefix={spec.source.server + '.'!r}")
+
+
+@asynccontextmanager
+async def mount(
+    session: Session,
+    server: Any,
+    *,
+    prefix: str = "",
+    only: Iterable[str] | None = None,
+    hints: Mapping[str, Annotations] | None = None,
+    trust_hints: bool = True,
+    timeout: float | None = 60.0,
+    exposure: Exposure = "direct",
+    name: str | None = None,
+    client_options: Mapping[str, Any] | None = None,
+) -> AsyncIterator[Mount]:
+    """Connect to an MCP server and register its tools in ``session`` for the block's length.
+
+    ``server`` is what the SDK's :class:`mcp.Client` connects to: a URL (streamable HTTP), a
+    :class:`mcp.StdioServerParameters` (a subprocess over stdio), any transport, or a
+    ``Server`` / ``MCPServer`` object (in memory). ``client_options`` go to ``mcp.Client``.
+
+    ``prefix`` goes before each tool's name (``prefix="fs."`` makes ``read`` ``fs.read``);
+    ``only`` names the server's tools to mount (all by default); ``hints`` replaces the
+    annotations of the tools it names (by their names on the server) with the host's;
+    ``trust_hints=False`` drops the server's hints on every other tool, which then counts as
+    destructive and open-world. ``timeout`` bounds each call, in seconds; ``exposure`` is every
+    mounted tool's; ``name`` stands for the server when its handshake gives no name.
+
+    Nothing is registered unless every tool passes the session's schema rules
+    (``SchemaError`` names the tool and the keyword) and no name collides with another tool's
+    (``ValueError``). After the block the tools stay registered, and a call to one ends as a
+    failure saying the mount has ended. Example::
+
+        async with mount(session, StdioServerParameters(command="my-server"), prefix="my."):
+            await session.prompt("...")
+    """
+    raised: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            mounted = Mount(server, client_options or {}, nursery, name)
+            try:
+                specs = await mounted._specs(prefix=prefix, only=only, hints=dict(hints or {}),
+                                             trust_hints=trust_hints, timeout=timeout,
+                                             exposure=exposure)
+                _check_collisions(session, specs)
+                for spec in specs:
+                    await session.register(spec)
+                yield mounted
+            except BaseException as exc:
+                raised = exc
+                raise
+            finally:
+                mounted._close()
+    except BaseExceptionGroup as group:
+        # the nursery wraps what the block raised: give the host its own exception
+        if raised is not None and list(group.exceptions) == [raised]:
+            raise raised from None
+        raise

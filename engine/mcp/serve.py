@@ -1,0 +1,98 @@
+"""Serve a session's tools as an MCP server, with the official SDK's low-level ``Server``.
+
+Every ``tools/call`` is a host call (:meth:`engine.Session.call_tool`): it takes the path a
+model's call takes (availability, input validation, the ``tool_call`` handlers, the policy, the
+approver, the body, the output check, the ``tool_result`` handlers) and is recorded the same
+way, under the id ``"h{n}"``. So a served tool is governed and logged like any other, and an
+MCP client sees what the log holds:
+
+- ``tools/list`` lists the tools the host may call now (exposure decides: direct and
+  model-only tools while active, codemode and deferred ones always, hidden ones never), each
+  declared as registered: name, title, description, input and output schemas, annotations,
+  under MCP's wire names (:func:`engine.mcp.formats.tool_to_mcp`);
+- a call's result carries ``content``, ``structuredContent`` and ``isError``; a tool that
+  failed, was blocked, denied or timed out is an error *result* the client reads, as MCP asks;
+- a tool the listing does not hold is a protocol error (``-32602``, "Unknown tool"), and
+  nothing is recorded: the client asked for what it was not offered;
+- a call whose approval the approver leaves for later waits, and the client with it, until the
+  host answers (:meth:`engine.Session.resolve_approval`); cancelling the request (the client
+  gave up) ends the call as cancelled.
+
+Calls run concurrently, each in the server's task for its request.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from typing import Any
+
+from events.types import ToolSnapshot
+
+from ..session import Session
+from ..tools import may_call
+from ._sdk import mcp, mcp_types
+from .formats import result_to_mcp, tool_to_mcp
+
+__all__ = ["listed_tools", "mcp_server", "serve_stdio"]
+
+
+def listed_tools(session: Session) -> tuple[ToolSnapshot, ...]:
+    """The tools an MCP client is offered now: the ones the host may call, in registration
+    order."""
+    return tuple(snapshot for snapshot in session.state.tools.values()
+                 if _offered(session, snapshot))
+
+
+def _offered(session: Session, snapshot: ToolSnapshot | None) -> bool:
+    return snapshot is not None and may_call(
+        snapshot.exposure, snapshot.name in session.state.active_tools, "host")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("toolledger")
+    except metadata.PackageNotFoundError:  # pragma: no cover - run from a checkout
+        return "0"
+
+
+def mcp_server(session: Session, *, name: str = "toolledger", version: str | None = None,
+               instructions: str | None = None) -> mcp.server.Server[Any]:
+    """An MCP ``Server`` (the SDK's low-level one) that serves ``session``'s tools.
+
+    Run it on any transport the SDK has: in memory (``mcp.Client(server)``), over stdio
+    (:func:`serve_stdio`), or streamable HTTP (``server.streamable_http_app()``). It calls
+    into the open session, so it serves while the session's block runs. ``name`` and
+    ``version`` are what the server's handshake says it is (toolledger's own by default).
+    """
+
+    async def list_tools(ctx: Any, params: mcp_types.PaginatedRequestParams | None,
+                         ) -> mcp_types.ListToolsResult:
+        return mcp_types.ListToolsResult(
+            tools=[tool_to_mcp(snapshot) for snapshot in listed_tools(session)])
+
+    async def call_tool(ctx: Any, params: mcp_types.CallToolRequestParams,
+                        ) -> mcp_types.CallToolResult:
+        if not _offered(session, session.state.tools.get(params.name)):
+            raise mcp.MCPError(code=mcp_types.INVALID_PARAMS,
+                               message=f"Unknown tool: {params.name}")
+        outcome = await session.call_tool(params.name, params.arguments or {})
+        return result_to_mcp(outcome.result)
+
+    def input_schema(tool: str) -> dict[str, Any] | None:
+        # asked on streamable HTTP before each call (MCP's parameter headers), which would
+        # otherwise list every tool to find one
+        snapshot = session.state.tools.get(tool)
+        return None if snapshot is None else snapshot.input_schema
+
+    return mcp.server.Server(name, version=version or _version(), instructions=instructions,
+                             get_tool_input_schema=input_schema,
+                             on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def serve_stdio(session: Session, **options: Any) -> None:
+    """Serve ``session``'s tools over this process's stdin and stdout until the client closes
+    them; ``options`` go to :func:`mcp_server`."""
+    server = mcp_server(session, **options)
+    async with mcp.stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
