@@ -38,6 +38,7 @@ from events.types import (
     ToolCallRequested,
     ToolRegistered,
     ToolSnapshot,
+    ToolsActivated,
     UserMessage,
 )
 
@@ -281,21 +282,36 @@ class Session:
             self._recorder.record(ToolRegistered(spec=snapshot))
 
     async def set_active_tools(self, names: Iterable[str]) -> None:
-        """Replace the set of active tools: the ones declared to the model.
+        """Replace the set of active tools: the ones declared to the model from its next
+        request on. Any registered tool may be named, hidden ones included (this, and
+        :meth:`activate`, is the only way a hidden tool becomes active); an unknown name is an
+        error and nothing changes."""
+        wanted = self._registered("set_active_tools", names)
+        self._recorder.record(ActiveToolsSet(names=wanted))
+        await self._recorder.flush()
 
-        Hidden tools are ignored (they are never active); an unknown name is an error and
-        nothing changes.
-        """
-        wanted = list(dict.fromkeys(names))
+    async def activate(self, names: Iterable[str]) -> None:
+        """Add tools to the active set, keeping the ones already there (recorded as
+        ``tools_activated``): :meth:`set_active_tools` without reading ``state.active_tools``
+        first. Any registered tool may be named, hidden ones included; an unknown name is an
+        error and nothing changes; naming only active tools records nothing."""
+        wanted = self._registered("activate", names)
+        active = self.state.active_tools
+        if added := tuple(name for name in wanted if name not in active):
+            self._recorder.record(ToolsActivated(names=added))
+            await self._recorder.flush()
+
+    def _registered(self, caller: str, names: Iterable[str]) -> tuple[str, ...]:
+        if isinstance(names, str):
+            raise TypeError(f"{caller}() takes a list of tool names, not one string")
+        wanted = tuple(dict.fromkeys(names))
         specs = self._env.registry.specs
         if unknown := [name for name in wanted if name not in specs]:
             raise ValueError(
-                f"set_active_tools: no tool named {unknown[0]!r} is registered "
+                f"{caller}: no tool named {unknown[0]!r} is registered "
                 f"(registered: {', '.join(sorted(specs)) or 'none'})"
             )
-        active = tuple(name for name in wanted if specs[name].exposure != "hidden")
-        self._recorder.record(ActiveToolsSet(names=active))
-        await self._recorder.flush()
+        return wanted
 
     def declared_tools(self) -> tuple[ToolSnapshot, ...]:
         """The tools declared to the model now: the active ones, in registration order."""

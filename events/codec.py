@@ -79,6 +79,7 @@ from .types import (
     ToolExecutionStarted,
     ToolProgress,
     ToolRegistered,
+    ToolsActivated,
     UserMessage,
 )
 from .upcasters import UPCASTERS, Upcaster
@@ -140,6 +141,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
         ToolCallBlocked,
         ToolCallDenied,
         ToolCallCancelled,
+        ToolsActivated,
     )
 }
 _NAMES: dict[type[Any], str] = {cls: name for name, cls in EVENT_TYPES.items()}

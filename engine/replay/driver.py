@@ -20,7 +20,14 @@ import trio
 
 from events.codec import converter
 from events.stores import MemoryStore
-from events.types import ActiveToolsSet, Record, ToolCallRequested, ToolRegistered, ToolSnapshot
+from events.types import (
+    ActiveToolsSet,
+    Record,
+    ToolCallRequested,
+    ToolRegistered,
+    ToolsActivated,
+    ToolSnapshot,
+)
 
 from ..approvals import ApprovalRequest
 from ..callids import from_host
@@ -228,6 +235,12 @@ class _Replay:
                 except ValueError as exc:
                     self.found.append(Divergence(scope="session", kind="error",
                                                  subject="set_active_tools", now=str(exc)))
+            elif isinstance(action, ToolsActivated):
+                try:
+                    await session.activate(action.names)
+                except ValueError as exc:
+                    self.found.append(Divergence(scope="session", kind="error",
+                                                 subject="activate", now=str(exc)))
             else:  # a host call: it runs beside what follows, as it did
                 assert self.hosts is not None
                 await self.hosts.start(self._host_call, session, action)

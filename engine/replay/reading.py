@@ -31,6 +31,7 @@ from events.types import (
     ToolProgress,
     ToolRegistered,
     ToolSnapshot,
+    ToolsActivated,
     UserMessage,
 )
 
@@ -132,7 +133,7 @@ def _plan(
         event = record.event
         if isinstance(event, (ToolRegistered, ActiveToolsSet)) or (
             isinstance(event, ToolCallRequested) and event.origin == "host"
-        ):
+        ) or (isinstance(event, ToolsActivated) and event.call_id is None):
             pending.append(event)
         elif isinstance(event, UserMessage):
             prompts.append(RecordedPrompt(text=event.text, seq=record.seq, before=tuple(pending)))
@@ -182,7 +183,7 @@ def _calls(records: Sequence[Record]) -> dict[str, RecordedCall]:
                                  arguments=edit[-1].arguments if edit else None, seq=record.seq)
         elif isinstance(event, ToolExecutionStarted):
             call.started = True
-        elif isinstance(event, ToolProgress):
+        elif isinstance(event, (ToolProgress, ToolsActivated)):
             call.body.append(event)
         elif isinstance(event, ResultHandlerFailed):
             call.result_failures.append(event)

@@ -25,6 +25,7 @@ from events.types import (
     ToolProgress,
     ToolRegistered,
     ToolSnapshot,
+    ToolsActivated,
 )
 
 from ..callids import from_host
@@ -46,8 +47,9 @@ __all__ = [
 ]
 
 #: What the host did between turns that the replay does again: a tool registered, the active
-#: tools set, a host call asked for (``ToolCallRequested`` of origin ``"host"``).
-SessionAction = Union[ToolRegistered, ActiveToolsSet, ToolCallRequested]
+#: tools set or added to (``ToolsActivated`` without a call id), a host call asked for
+#: (``ToolCallRequested`` of origin ``"host"``).
+SessionAction = Union[ToolRegistered, ActiveToolsSet, ToolsActivated, ToolCallRequested]
 WaitKind = Literal["approval", "body"]
 WaitCause = Literal["host", "timeout", "scope"]
 
@@ -141,8 +143,9 @@ class RecordedCall:
     parent_id: str | None
     requested: ToolCallRequested
     events: list[Any] = attrs.field(factory=list)
-    #: the body's own doings in order: progress reports and nested calls' requests
-    body: list[ToolProgress | ToolCallRequested] = attrs.field(factory=list)
+    #: the body's own doings in order: progress reports, tools it activated and nested calls'
+    #: requests
+    body: list[ToolProgress | ToolsActivated | ToolCallRequested] = attrs.field(factory=list)
     started: bool = False
     asked_seq: int | None = None
     decided_seq: int | None = None
