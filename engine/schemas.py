@@ -12,6 +12,7 @@ validator will enforce what the schema says.  Pure: no I/O, no clock.
 from __future__ import annotations
 
 import json
+import re
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -23,6 +24,7 @@ from fastjsonschema.draft04 import CodeGeneratorDraft04
 from fastjsonschema.draft06 import CodeGeneratorDraft06
 from fastjsonschema.draft07 import CodeGeneratorDraft07
 
+from . import schemas2020
 from .patterns import linear, problem
 from .schemarefs import REF_HINT as _REF_HINT
 from .schemarefs import check_cycles, check_refs
@@ -73,10 +75,21 @@ _REFUSED["draft-04"] = _REFUSED["draft-07"] | {
     for k in ("if", "then", "else", "const", "contains", "propertyNames")}
 _REFUSED["2019-09"] = _REFUSED["2020-12"] = _REFUSED["draft-07"] | {"dependencies": (
     f"is not a keyword since 2019-09, but the validator would enforce it anyway; {_DRAFT07_HINT}")}
+# The refused keywords of each dialect that the 2020-12 validator (engine.schemas2020) enforces,
+# when it is installed: a schema that uses one is validated by it instead of fastjsonschema.
+_COMMON_2019: Final = frozenset({"unevaluatedProperties", "unevaluatedItems", "dependentRequired",
+                                 "dependentSchemas", "minContains", "maxContains", "$anchor"})
+_BY_2020: Final[dict[str, frozenset[str]]] = {
+    "2020-12": _COMMON_2019 | {"prefixItems", "$dynamicRef", "$dynamicAnchor"},
+    "2019-09": _COMMON_2019 | {"$recursiveRef", "$recursiveAnchor"},
+}
+_ANCHOR: Final = re.compile(r"[A-Za-z_][-A-Za-z0-9._]*")
 
 _ONE: Final = frozenset({"additionalItems", "additionalProperties", "contains", "propertyNames",
-                         "if", "then", "else", "not", "contentSchema", "items"})
-_MAP: Final = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies"})
+                         "if", "then", "else", "not", "contentSchema", "items",
+                         "unevaluatedItems", "unevaluatedProperties"})
+_MAP: Final = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies",
+                         "dependentSchemas"})
 _LIST: Final = frozenset({"allOf", "anyOf", "oneOf"})
 # Siblings of "$ref" that do not change validation.
 _INERT: Final = frozenset({"$ref", "$schema", "$id", "$comment", "title", "description", "default",
@@ -120,6 +133,19 @@ _SHAPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
        for k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")},
     **{k: (lambda v: isinstance(v, str), "a string")
        for k in ("$ref", "$id", "$schema", "format", "contentEncoding", "contentMediaType")},
+    # the keywords of the 2020-12 path (engine.schemas2020)
+    **{k: (lambda v: _is_num(v) and v >= 0 and (isinstance(v, int) or v.is_integer()), "a non-negative integer")
+       for k in ("minContains", "maxContains")},
+    "dependentRequired": (lambda v: isinstance(v, dict) and all(_is_names(n) for n in v.values()),
+                          "an object whose values are arrays of distinct strings"),
+    **{k: (lambda v: isinstance(v, str) and _ANCHOR.fullmatch(v) is not None,
+           "a plain name (a letter or _, then letters, digits, - . _)")
+       for k in ("$anchor", "$dynamicAnchor")},
+    "$dynamicRef": (lambda v: isinstance(v, str) and v.startswith("#"),
+                    'a local reference: "#name" (a $dynamicAnchor) or "#/json/pointer"'),
+    "$recursiveRef": (lambda v: v == "#", 'the string "#"'),
+    "$recursiveAnchor": (lambda v: isinstance(v, bool), "a boolean"),
+    "prefixItems": (lambda v: isinstance(v, list) and bool(v), "a non-empty array of schemas"),
 }
 _DRAFT04_SHAPES: Final = _SHAPES | {k: (lambda v: isinstance(v, bool), "a boolean in draft-04")
                                     for k in ("exclusiveMinimum", "exclusiveMaximum")}
@@ -153,6 +179,9 @@ class _Walk:
     patterns: set[str] = attrs.Factory(set)  # every regular expression the validator will match
     depth: int = 0  # how deep the deepest subschema is, and where
     deepest: str = ""
+    later: list[str] = attrs.Factory(list)  # keywords only the 2020-12 validator enforces
+    anchors: set[str] = attrs.Factory(set)  # "$anchor"/"$dynamicAnchor" names
+    dynamic: list[tuple[str, str]] = attrs.Factory(list)  # (pointer, "$dynamicRef" value)
 
     def fail(self, path: str, problem: str, keyword: str | None = None) -> SchemaError:
         at = f"at '{path}'" if path else "at the root"
@@ -182,7 +211,12 @@ class _Walk:
         for kw, value in node.items():
             at = f"{path}/{_esc(kw)}"
             if kw in refused:
-                raise self.fail(at, f"keyword {kw!r} {refused[kw]}", kw)
+                if kw not in _BY_2020.get(self.dialect, ()):
+                    raise self.fail(at, f"keyword {kw!r} {refused[kw]}", kw)
+                if not schemas2020.available():
+                    raise self.fail(at, f"keyword {kw!r} {refused[kw]}; or "
+                                    f"{schemas2020.INSTALL_HINT}", kw)
+                self.later.append(at)
             if path and (kw in ("$schema", "$id") or (kw == "id" and isinstance(value, str))):
                 raise self.fail(at, f"keyword {kw!r} is only allowed at the root (a subschema may "
                                 f"not change the dialect or base URI); {_REF_HINT}", kw)
@@ -193,6 +227,12 @@ class _Walk:
                 self.pattern(at, value, kw)
             if kw == "$ref":
                 self.refs.add(at)
+            elif kw in ("$anchor", "$dynamicAnchor"):
+                self.anchors.add(value)
+            elif kw == "$dynamicRef":
+                self.dynamic.append((at, value))
+            elif kw == "prefixItems":
+                self.schemas(value, at, depth)
             elif kw == "items" and isinstance(value, list):
                 if self.dialect == "2020-12":
                     raise self.fail(at, 'array-form "items" means something else in 2020-12 (the '
@@ -254,7 +294,30 @@ def _analyse(canonical: str, role: str, where: str) -> tuple[_Walk, dict[str, An
     walk.schema(doc, "")
     check_refs(walk, doc)
     check_cycles(walk)
+    if walk.later:
+        _check_2020(walk, canonical)
     return walk, doc
+
+
+def _check_2020(walk: _Walk, canonical: str) -> None:
+    """What the 2020-12 path needs beyond the walk: every ``$dynamicRef`` names an anchor or
+    a subschema of this schema, and ``unevaluatedProperties`` does not meet
+    ``patternProperties`` (jsonschema's evaluation of the one matches the other with
+    Python's backtracking ``re``)."""
+    for at, ref in walk.dynamic:
+        fragment = ref[1:]
+        known = fragment in walk.anchors if not fragment.startswith("/") else (
+            "".join("/" + _esc(t.replace("~1", "/").replace("~0", "~"))
+                    for t in fragment.split("/")[1:]) in walk.visited)
+        if not known:
+            raise walk.fail(at, f"$dynamicRef {ref!r} names no anchor or subschema of this "
+                            f"schema (the engine never fetches schemas)", "$dynamicRef")
+    if '"unevaluatedProperties"' in canonical and '"patternProperties"' in canonical:
+        at = next(p for p in walk.later if p.endswith("/unevaluatedProperties"))
+        raise walk.fail(at, 'keyword "unevaluatedProperties" cannot be combined with '
+                        '"patternProperties" here: the validator would match those patterns '
+                        'in a way that is not linear in time; use "additionalProperties"',
+                        "unevaluatedProperties")
 
 
 def _prepare(walk: _Walk, doc: dict[str, Any], assert_formats: bool) -> None:
@@ -271,6 +334,21 @@ def _prepare(walk: _Walk, doc: dict[str, Any], assert_formats: bool) -> None:
             node.pop("contentMediaType", None)
             if "$ref" in node and not node.keys() <= _INERT:  # siblings of "$ref" apply since 2019-09;
                 node["allOf"] = [*node.get("allOf", []), {"$ref": node.pop("$ref")}]  # fjs drops them
+
+
+def _compile_2020(walk: _Walk, doc: dict[str, Any], assert_formats: bool) -> Callable[..., Any]:
+    """The 2020-12 validator's check of a checked private copy (engine.schemas2020)."""
+    if assert_formats:
+        known = schemas2020.known_formats(walk.dialect)
+        for path, node in walk.nodes:
+            if "format" in node and node["format"] not in known:
+                raise walk.fail(f"{path}/format", f"format {node['format']!r} cannot be asserted "
+                                f"(known: {', '.join(sorted(known))})", "format")
+    try:
+        return schemas2020.compile_2020(doc, walk.dialect, assert_formats=assert_formats,
+                                        where=walk.where)
+    except ValueError as exc:
+        raise SchemaError(str(exc)) from None
 
 
 def _refuse_remote(uri: str) -> Any:
@@ -314,6 +392,9 @@ class SchemaValidator:
     schema: Mapping[str, Any]  # read-only view of a private copy, as registered (not as compiled)
     dialect: str  # "draft-04" | "draft-06" | "draft-07" | "2019-09" | "2020-12"
     _check: Callable[..., Any] = attrs.field(repr=False)
+    #: which validator enforces it: "fastjsonschema", or "jsonschema" for the keywords only a
+    #: 2019-09/2020-12 validator knows (engine.schemas2020)
+    implementation: Literal["fastjsonschema", "jsonschema"] = "fastjsonschema"
 
     def violation(self, value: Any) -> str | None:
         """None if ``value`` is valid, else one line naming the failing path and rule.
@@ -361,10 +442,15 @@ def compile_schema(schema: Any, *, role: Literal["input", "output"] = "input", w
         return hit
     walk, doc = _analyse(key[0], role, where)
     view = types.MappingProxyType(json.loads(key[0]))
-    _prepare(walk, doc, assert_formats)
-    check = _compile_document(doc, assert_formats=assert_formats, where=where, deepest=walk.deepest)
-    linear(check, walk.patterns)
-    validator = SchemaValidator(view, walk.dialect, check)
+    if walk.later:  # keywords fastjsonschema would ignore: the 2020-12 validator's
+        validator = SchemaValidator(view, walk.dialect, _compile_2020(walk, doc, assert_formats),
+                                    "jsonschema")
+    else:
+        _prepare(walk, doc, assert_formats)
+        check = _compile_document(doc, assert_formats=assert_formats, where=where,
+                                  deepest=walk.deepest)
+        linear(check, walk.patterns)
+        validator = SchemaValidator(view, walk.dialect, check)
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.pop(next(iter(_CACHE)), None)
     return _CACHE.setdefault(key, validator)

@@ -175,6 +175,9 @@ class _Replay:
         #: where the replay's host calls run: outside the session's block, so that a host
         #: call the log leaves open is left open by the replay too (the session closes on it)
         self.hosts: trio.Nursery | None = None
+        self.hosted: list[str] = []  # the recorded host calls the replay asked for again
+        #: the batches whose host calls are being asked for again: (turn, done)
+        self.issuing: list[tuple[int, trio.Event]] = []
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -221,9 +224,14 @@ class _Replay:
         return True
 
     async def apply(self, actions: Sequence[SessionAction]) -> None:
-        """Replay session changes: a tool registered, the active tools set."""
+        """Replay session changes: a tool registered, the active tools set or added to, a
+        host call asked for (after the host calls of the batches before, so that each gets
+        its recorded id)."""
         session = self.session
         assert session is not None
+        for turn, issued in self.issuing:
+            if session.state.turn >= turn:
+                await issued.wait()
         for action in actions:
             if isinstance(action, ToolRegistered):
                 spec = self.spec_for(action.spec)
@@ -254,6 +262,7 @@ class _Replay:
         it, and ``call_tool`` says so)."""
         call = self.book.calls.get(request.call_id)
         waiter = self.book.chain_waiter(request.call_id) if call is not None else None
+        self.hosted.append(request.call_id)
         with trio.CancelScope() as scope:
             async with trio.open_nursery() as nursery:
                 if waiter is not None and waiter.cause == "host":
@@ -265,6 +274,18 @@ class _Replay:
                     if call is None or call.terminal is not None:
                         raise  # the log ended it, so the replay must have too
                 nursery.cancel_scope.cancel()
+
+    async def _during(self, turn: RecordedTurn, issued: trio.Event) -> None:
+        """Ask again for the host calls asked for while ``turn``'s batch ran, once the replay
+        has recorded its message (never, if the replay ends first)."""
+        session = self.session
+        assert session is not None and self.hosts is not None
+        number = turn.message.turn
+        await self.watch.until(lambda: session.state.turn >= number or self.watch.finished)
+        if session.state.turn >= number:
+            for request in turn.during:
+                await self.hosts.start(self._host_call, session, request)
+        issued.set()
 
     async def _cancel_when_reached(self, waiter: Any, scope: trio.CancelScope) -> None:
         await self.watch.until(lambda: self.watch.reached(waiter))
@@ -287,6 +308,11 @@ class _Replay:
 
     async def before_turn(self, turn: RecordedTurn) -> None:
         await self.apply(turn.before)
+        if turn.during:
+            assert self.hosts is not None
+            issued = trio.Event()
+            self.issuing.append((turn.message.turn, issued))
+            self.hosts.start_soon(self._during, turn, issued)
         if self.progress is not None:
             self.progress(turn.seq, len(self.book.records))
 
@@ -306,6 +332,7 @@ class _Replay:
                 clock=self.clock, metadata=book.metadata,
             ) as session:
                 self.session, self.hosts = session, hosts
+                self.watch.holds = session.state.live_calls.__contains__
                 call_handlers = (self.handlers if self.handlers is not None
                                  else recorded_call_handlers(book))
                 for handler in call_handlers:
@@ -320,10 +347,9 @@ class _Replay:
                     nursery.start_soon(self._follow, session)
                     try:
                         await self._prompts(session, model)
+                        self.watch.finish()
                         # the host calls the log ended end in the replay before it closes
-                        ended = [c.call_id for c in book.calls.values()
-                                 if c.parent_id is None and from_host(c.call_id)
-                                 and c.terminal is not None]
+                        ended = [c for c in self.hosted if book.calls[c].terminal is not None]
                         await self.watch.until(lambda: all(map(self.watch.gone, ended)))
                     finally:
                         nursery.cancel_scope.cancel()
@@ -349,6 +375,7 @@ class _Replay:
                     pending = ", ".join(r.call_id for r in result.pending)
                     self.notes.append(f"the replay ends paused, waiting for approvals the log "
                                       f"never answered: {pending}")
+                    await self.apply(self.book.trailing)  # the host may have gone on
                     return
                 for call_id in answers:
                     answer = self.book.calls[call_id].answer

@@ -82,6 +82,9 @@ class RecordedTurn:
     message: AssistantMessage
     seq: int
     before: tuple[SessionAction, ...] = ()
+    #: host calls asked for after this message, while its batch ran: the replay asks for them
+    #: again once it has recorded the message
+    during: tuple[ToolCallRequested, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -189,6 +192,9 @@ class RecordedSession:
     cut_turn: int | None
     decision_deps: dict[str, tuple[str, ...]]
     grant_deps: dict[str, tuple[tuple[str, str], ...]]
+    #: each host call, by the turn whose batch the replay has begun when it asks for it again
+    #: (a host call asked for after the last message: one past it)
+    host_turns: dict[str, int] = attrs.field(factory=dict)
 
     def chain_waiter(self, call_id: str) -> Waiter | None:
         """Where a stuck call's subtree waits: the call itself, or (its body blocked in its
