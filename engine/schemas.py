@@ -12,7 +12,6 @@ validator will enforce what the schema says.  Pure: no I/O, no clock.
 from __future__ import annotations
 
 import json
-import re
 import types
 from collections.abc import Callable, Mapping
 from typing import Any, Final, Literal
@@ -20,135 +19,32 @@ from typing import Any, Final, Literal
 import attrs
 import fastjsonschema
 from fastjsonschema import JsonSchemaDefinitionException, JsonSchemaValueException
-from fastjsonschema.draft04 import CodeGeneratorDraft04
-from fastjsonschema.draft06 import CodeGeneratorDraft06
-from fastjsonschema.draft07 import CodeGeneratorDraft07
 
 from . import schemas2020
+from .schemadialects import DEFAULT_DIALECT
+from .schemadialects import DIALECTS as _DIALECTS
+from .schemadialects import FORMATS as _FORMATS
+from .schemadialects import TUPLE_HINT as _TUPLE_HINT
+from .schemadialects import REFUSED as _REFUSED
+from .schemadialects import BY_2020 as _BY_2020
+from .schemadialects import ONE as _ONE
+from .schemadialects import MAP as _MAP
+from .schemadialects import LIST as _LIST
+from .schemadialects import INERT as _INERT
+from .schemadialects import MAX_DEPTH as _MAX_DEPTH
+from .schemadialects import DEEP_HINT as _DEEP_HINT
+from .schemadialects import is_names as _is_names
+from .schemadialects import SHAPES as _SHAPES
+from .schemadialects import DRAFT04_SHAPES as _DRAFT04_SHAPES
 from .patterns import linear, problem
 from .schemarefs import REF_HINT as _REF_HINT
 from .schemarefs import check_cycles, check_refs
 from .schemarefs import esc as _esc
 
-try:
-    from fastjsonschema import draft2019 as _draft2019
-
-    _GEN_2019: type[CodeGeneratorDraft07] = _draft2019.CodeGeneratorDraft2019
-except ImportError:  # fastjsonschema < 2.22 reads 2019-09/2020-12 as plain draft-07
-    _GEN_2019 = CodeGeneratorDraft07
-
 __all__ = ["SchemaError", "SchemaValidator", "check_schema", "compile_schema", "too_deep"]
 
-DEFAULT_DIALECT: Final = "2020-12"  # MCP: a schema without "$schema" is 2020-12
-_DRAFT07_URI: Final = "http://json-schema.org/draft-07/schema#"
-# The code generator fastjsonschema picks for each dialect.
-_GENERATORS: Final[dict[str, type[CodeGeneratorDraft04]]] = {
-    "draft-04": CodeGeneratorDraft04, "draft-06": CodeGeneratorDraft06, "draft-07": CodeGeneratorDraft07,
-    "2019-09": _GEN_2019, "2020-12": _GEN_2019}
-_DIALECTS: Final = {f"{scheme}://json-schema.org/{'draft/' * name[0].isdigit()}{name}/schema{end}": name
-                    for name in _GENERATORS for scheme in ("http", "https") for end in ("", "#")}
-# Formats each generator can assert; it silently skips any other name.
-_FORMATS: Final = {name: frozenset(gen.FORMAT_REGEXS) | {"regex"} for name, gen in _GENERATORS.items()}
-_TUPLE_HINT: Final = f'for tuple validation declare "$schema": "{_DRAFT07_URI}" and use array-form "items"'
-_DRAFT07_HINT: Final = f'declare draft-07 ("$schema": "{_DRAFT07_URI}")'
-_NO_COUNT: Final = "there is no draft-07 equivalent; check the count in the tool"
-# 2019-09/2020-12 keywords that no fastjsonschema generator implements: keyword -> what to do.
-_LATER: Final = {
-    "prefixItems": _TUPLE_HINT,
-    "unevaluatedProperties": 'use "additionalProperties" (it does not see through allOf/$ref)',
-    "unevaluatedItems": 'use "additionalItems" with array-form "items" under draft-07',
-    "dependentRequired": 'declare draft-07 and use "dependencies"',
-    "dependentSchemas": 'declare draft-07 and use "dependencies"',
-    "minContains": _NO_COUNT, "maxContains": _NO_COUNT,
-    "$dynamicRef": _REF_HINT, "$dynamicAnchor": _REF_HINT, "$anchor": _REF_HINT,
-    "$recursiveRef": _REF_HINT, "$recursiveAnchor": _REF_HINT,
-    "$vocabulary": "remove it (custom vocabularies are not supported)",
-}
-# Per dialect, keyword -> why it is refused: the dialect's generator would ignore it
-# (or, for "dependencies" in 2019+, enforce what the dialect says is no keyword).
-_REFUSED: Final[dict[str, dict[str, str]]] = {"draft-07": {
-    k: f"is not implemented by the validator and would be silently ignored; {h}" for k, h in _LATER.items()}}
-_REFUSED["draft-06"] = _REFUSED["draft-07"] | {
-    k: f"is not a draft-06 keyword and would be ignored; {_DRAFT07_HINT}" for k in ("if", "then", "else")}
-_REFUSED["draft-04"] = _REFUSED["draft-07"] | {
-    k: f"is not a draft-04 keyword and would be ignored; {_DRAFT07_HINT}"
-    for k in ("if", "then", "else", "const", "contains", "propertyNames")}
-_REFUSED["2019-09"] = _REFUSED["2020-12"] = _REFUSED["draft-07"] | {"dependencies": (
-    f"is not a keyword since 2019-09, but the validator would enforce it anyway; {_DRAFT07_HINT}")}
-# The refused keywords of each dialect that the 2020-12 validator (engine.schemas2020) enforces,
-# when it is installed: a schema that uses one is validated by it instead of fastjsonschema.
-_COMMON_2019: Final = frozenset({"unevaluatedProperties", "unevaluatedItems", "dependentRequired",
-                                 "dependentSchemas", "minContains", "maxContains", "$anchor"})
-_BY_2020: Final[dict[str, frozenset[str]]] = {
-    "2020-12": _COMMON_2019 | {"prefixItems", "$dynamicRef", "$dynamicAnchor"},
-    "2019-09": _COMMON_2019 | {"$recursiveRef", "$recursiveAnchor"},
-}
-_ANCHOR: Final = re.compile(r"[A-Za-z_][-A-Za-z0-9._]*")
-
-_ONE: Final = frozenset({"additionalItems", "additionalProperties", "contains", "propertyNames",
-                         "if", "then", "else", "not", "contentSchema", "items",
-                         "unevaluatedItems", "unevaluatedProperties"})
-_MAP: Final = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies",
-                         "dependentSchemas"})
-_LIST: Final = frozenset({"allOf", "anyOf", "oneOf"})
-# Siblings of "$ref" that do not change validation.
-_INERT: Final = frozenset({"$ref", "$schema", "$id", "$comment", "title", "description", "default",
-                           "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions"})
-_TYPES: Final = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
-# How deep subschemas may nest. fastjsonschema compiles nested keywords into nested Python code,
-# and Python refuses code more than 100 levels indented or 20 loops/try blocks deep. Measured
-# (fastjsonschema 2.22, CPython 3.11), the deepest chain of one keyword that compiles is 48 for
-# "properties" and "dependencies" (two levels of indentation each), 19-20 for "items",
-# "additionalProperties", "patternProperties", "anyOf", "oneOf", "not" and "if" (a loop or a
-# try each), 9 for "contains" and "propertyNames" (both), 97 for "then", unbounded for "allOf".
-# The limit sits below the deepest plain nesting; a shallower mix of block-opening keywords
-# that Python still refuses is caught at compile time and refused with the same advice. A
-# "$ref" target compiles to a function of its own, so depth through "$defs" costs nothing.
-_MAX_DEPTH: Final = 40
-_DEEP_HINT: Final = ('move deep parts under "$defs" and refer to them with "$ref" (each target '
-                     'is compiled on its own, so nesting through references has no such limit)')
 _CACHE_MAX: Final = 1024
 _MSG_MAX: Final = 500
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _is_names(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(s, str) for s in v) and len(set(v)) == len(v)
-
-
-# Keyword value shapes: the parts of the meta-schemas that fastjsonschema does not check.
-_SHAPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
-    "type": (lambda v: v in _TYPES if isinstance(v, str) else _is_names(v) and bool(v) and set(v) <= _TYPES,
-             "a type name or a non-empty array of distinct type names from " + ", ".join(sorted(_TYPES))),
-    "enum": (lambda v: isinstance(v, list), "an array"),
-    "required": (_is_names, "an array of distinct strings"),
-    "multipleOf": (lambda v: _is_num(v) and v > 0, "a number greater than 0"),
-    "pattern": (lambda v: isinstance(v, str), "a string (a regular expression)"),
-    "uniqueItems": (lambda v: isinstance(v, bool), "a boolean"),
-    **{k: (_is_num, "a number") for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")},
-    **{k: (lambda v: _is_num(v) and v >= 0 and (isinstance(v, int) or v.is_integer()), "a non-negative integer")
-       for k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")},
-    **{k: (lambda v: isinstance(v, str), "a string")
-       for k in ("$ref", "$id", "$schema", "format", "contentEncoding", "contentMediaType")},
-    # the keywords of the 2020-12 path (engine.schemas2020)
-    **{k: (lambda v: _is_num(v) and v >= 0 and (isinstance(v, int) or v.is_integer()), "a non-negative integer")
-       for k in ("minContains", "maxContains")},
-    "dependentRequired": (lambda v: isinstance(v, dict) and all(_is_names(n) for n in v.values()),
-                          "an object whose values are arrays of distinct strings"),
-    **{k: (lambda v: isinstance(v, str) and _ANCHOR.fullmatch(v) is not None,
-           "a plain name (a letter or _, then letters, digits, - . _)")
-       for k in ("$anchor", "$dynamicAnchor")},
-    "$dynamicRef": (lambda v: isinstance(v, str) and v.startswith("#"),
-                    'a local reference: "#name" (a $dynamicAnchor) or "#/json/pointer"'),
-    "$recursiveRef": (lambda v: v == "#", 'the string "#"'),
-    "$recursiveAnchor": (lambda v: isinstance(v, bool), "a boolean"),
-    "prefixItems": (lambda v: isinstance(v, list) and bool(v), "a non-empty array of schemas"),
-}
-_DRAFT04_SHAPES: Final = _SHAPES | {k: (lambda v: isinstance(v, bool), "a boolean in draft-04")
-                                    for k in ("exclusiveMinimum", "exclusiveMaximum")}
 
 
 class SchemaError(ValueError):
