@@ -35,7 +35,6 @@ from events.types import (
     Record,
     SessionSettings,
     SessionStarted,
-    ToolCallRequested,
     ToolRegistered,
     ToolSnapshot,
     ToolsActivated,
@@ -44,13 +43,13 @@ from events.types import (
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, deny_all
 from .batch import Batch
-from .callids import host_call_id
-from .calls import advance, resolve
-from .context import CallOutcome, admitted, refuse_unreadable
+from . import hostcalls
+from .calls import resolve
+from .context import CallOutcome
 from .environment import Environment
 from .handlers import ToolCallHandler, ToolResultHandler
 from .inflight import InFlight
-from .jsonvalues import copy_json, ensure_json, own_json, own_result
+from .jsonvalues import copy_json, ensure_json, own_json
 from .lifecycle import CallState
 from .limits import Limits, admit, clip_name, not_json_marker
 from .models import Model, ModelMessage, ModelRequest
@@ -338,17 +337,8 @@ class Session:
         if the process had stopped: :meth:`resume_call` takes it up in a reopened session.
         """
         self._check_open()
-        env, recorder = self._env, self._recorder
-        arguments, problem = admitted(arguments, env.limits)
-        name = clip_name(str(name))
-        call_id = host_call_id(self.state.host_calls)
-        recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
-                                          origin="host"))  # 1.
-        if problem is not None:
-            result = refuse_unreadable(recorder, call_id, name, problem)
-            await recorder.flush()
-            return CallOutcome(call_id=call_id, result=own_result(result))
-        return await self._carry(call_id)
+        return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
+                                         arguments)
 
     async def resume_call(self, call_id: str) -> CallOutcome:
         """Carry a host call on from where the log says it is, and return its outcome: the
@@ -356,35 +346,7 @@ class Session:
         answered since goes on; a pending one is waited for; a body interrupted by a stopped
         process runs again if its tool is idempotent, else the call ends "interrupted")."""
         self._check_open()
-        view = self.state.live_calls.get(call_id)
-        if view is None or view.origin != "host":
-            open_ones = [c for c in self.state.open_calls if self.state.live_calls[c].origin
-                         == "host"]
-            raise ValueError(f"{call_id!r} is not a host call of this session (open host "
-                             f"calls: {', '.join(open_ones) or 'none'})")
-        if self._inflight.hosting(call_id):
-            raise RuntimeError(f"host call {call_id} is already running in this process: "
-                               f"await the call_tool() or resume_call() that carries it")
-        return await self._carry(call_id)
-
-    async def _carry(self, call_id: str) -> CallOutcome:
-        """Steps 2-8 of a host call, in this task, under a scope the session's closing
-        cancels."""
-        recorder, inflight = self._recorder, self._inflight
-        scope = trio.CancelScope()
-        inflight.host(call_id, scope)
-        ended: Any = None
-        try:
-            with scope:
-                ended = await advance(self._env, recorder, inflight, call_id, wait=True)
-        finally:
-            inflight.unhost(call_id)
-        if scope.cancelled_caught:
-            raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
-                               f"it stays open in the log; reopen the session and call "
-                               f"resume_call({call_id!r}) to finish it")
-        await recorder.flush()
-        return CallOutcome(call_id=call_id, result=own_result(ended))
+        return await hostcalls.resume_call(self._env, self._recorder, self._inflight, call_id)
 
     def _check_open(self) -> None:
         if not self._batch.attached:

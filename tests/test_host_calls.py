@@ -24,7 +24,6 @@ from engine import (
     Session,
     ToolCallDraft,
     ToolResult,
-    approve_all,
     fold,
     text,
     tool,
