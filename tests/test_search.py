@@ -183,3 +183,18 @@ async def test_host_activations_are_replayed() -> None:
 def test_a_search_tool_finds_at_least_one() -> None:
     with pytest.raises(ValueError, match="at least one"):
         search_tool(limit=0)
+
+
+async def test_a_search_the_host_makes_is_replayed() -> None:
+    tools = [simple("delete_file", description="Remove a file."), search_tool()]
+    model = FauxModel([faux_tool_call("delete_file", {}), faux_text("done")])
+    store = MemoryStore()
+    async with Session.open(store, model=model, tools=tools) as session:
+        found = await session.call_tool("search_tools", {"query": "delete"})
+        assert found.structured_content["activated"] == ["delete_file"]
+        await session.prompt("go")
+        assert session.calls["1.0"].status == "completed"
+    report = await redrive(await store.read(session.session_id))
+    assert report.ok, [d.describe() for d in report.divergences]
+    assert [r.event for r in report.replayed if isinstance(r.event, ToolsActivated)] == [
+        ToolsActivated(names=("delete_file",), call_id="h0")]
