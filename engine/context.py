@@ -8,7 +8,7 @@ does not import the one that imports it)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Protocol
 
 import attrs
@@ -17,7 +17,7 @@ import trio.testing
 
 from events.fastinit import fast_init
 from events.results import ContentBlock, ToolResult
-from events.types import ToolCallRequested, ToolProgress
+from events.types import ToolCallRequested, ToolProgress, ToolSnapshot, ToolsActivated
 
 from .endings import fail
 from .environment import Environment
@@ -167,6 +167,39 @@ class ToolContext:
             f"again after a restart must ask for the same nested calls; a recorded result "
             f"answers only the same call, and this one may repeat what {recorded_id} did",
         )
+
+    @property
+    def tools(self) -> Mapping[str, ToolSnapshot]:
+        """The session's registered tools (as their registration recorded them), by name."""
+        return self._recorder.projection.tools
+
+    @property
+    def active_tools(self) -> frozenset[str]:
+        """The names of the tools declared to the model now."""
+        return self._recorder.projection.active_tools
+
+    def activate(self, names: Iterable[str]) -> tuple[str, ...]:
+        """Add tools to the active set for the model's next request (recorded as
+        ``tools_activated`` with this call's id), and return the names that were not active
+        yet. A tool may activate any registered tool but a hidden one (those wait for the
+        host); another name is a ``ValueError`` and nothing changes. This is how the search
+        tool (:func:`engine.search.search_tool`) brings deferred tools in."""
+        if isinstance(names, str):
+            raise TypeError("activate() takes a list of tool names, not one string")
+        if not self._open:
+            raise RuntimeError(f"call {self.call_id} has ended: a tool's ctx can only be used "
+                               f"while the tool runs")
+        wanted = tuple(dict.fromkeys(str(name) for name in names))
+        tools = self.tools
+        if refused := [n for n in wanted if n not in tools or tools[n].exposure == "hidden"]:
+            raise ValueError(f"activate: {refused[0]!r} is not a registered tool that a tool "
+                             f"may activate (hidden tools wait for the host's "
+                             f"set_active_tools or activate)")
+        active = self.active_tools
+        added = tuple(name for name in wanted if name not in active)
+        if added:
+            self._recorder.record(ToolsActivated(names=added, call_id=self.call_id))
+        return added
 
     def report_progress(self, message: str | None = None, data: Any = None) -> None:
         """Record a progress update. Updates after the tool returned are dropped.

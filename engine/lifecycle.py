@@ -21,7 +21,7 @@ A call moves through these states::
         │ policy: deny ─────────────────────────────────▶ denying ──denied──▶ closed
         └ blocked | failed (unavailable, invalid arguments, …) ──▶ closed
     allowed ──denied | failed (unavailable)──▶ closed
-    running ──progress | result handler failed──▶ running
+    running ──progress | tools activated | result handler failed──▶ running
     running ──started (the body runs again after a restart)──▶ running
     running ──completed | failed | denied──▶ closed
     any open state ──cancelled──▶ closed
@@ -98,6 +98,7 @@ TRANSITIONS: Mapping[CallState, Mapping[str, CallState]] = {
     S.RUNNING: {
         "tool_execution_started": S.RUNNING,
         "tool_progress": S.RUNNING,
+        "tools_activated": S.RUNNING,
         "result_handler_failed": S.RUNNING,
         "tool_call_completed": S.CLOSED,
         "tool_call_failed": S.CLOSED,

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["linear", "problem"]
+__all__ = ["linear", "problem", "searcher"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")  # one character class: linear in ``re`` too
 
@@ -106,3 +106,9 @@ def linear(check: Callable[..., Any], patterns: Iterable[str]) -> None:
             raise RuntimeError(f"the validator keeps no compiled pattern {pattern!r}: this "
                                f"fastjsonschema version is not supported")
         compiled[pattern] = _Linear(_compile(pattern))
+
+
+def searcher(pattern: str) -> Callable[[str], Any]:
+    """``pattern`` (accepted by :func:`problem`) as a linear-time ``search(text)``: for a
+    validator that matches patterns itself (the 2020-12 one, :mod:`engine.schemas2020`)."""
+    return _Linear(_compile(pattern)).search

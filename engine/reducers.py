@@ -38,6 +38,7 @@ from events.types import (
     ToolProgress,
     ToolRegistered,
     ToolSnapshot,
+    ToolsActivated,
     UserMessage,
 )
 
@@ -225,10 +226,22 @@ class Projection:
 
     def _active_tools_set(self, event: ActiveToolsSet) -> None:
         for name in event.names:
-            spec = self._tools.get(name)
-            if spec is None or spec.exposure == "hidden":
+            if name not in self._tools:
                 raise LifecycleError(f"{name!r} is not a registered tool that can be active")
         self._active = dict.fromkeys(event.names)
+        self._tools_changed()
+
+    def _tools_activated(self, event: ToolsActivated) -> None:
+        for name in event.names:
+            spec = self._tools.get(name)
+            # a tool may activate what the host could, but hidden tools: they wait for the host
+            if spec is None or (event.call_id is not None and spec.exposure == "hidden"):
+                raise LifecycleError(f"{name!r} is not a registered tool that "
+                                     f"{'a tool' if event.call_id else 'the host'} can activate")
+        if event.call_id is not None:
+            self._call_event(event)  # the call must be running: the table says so
+        for name in event.names:
+            self._active[name] = None
         self._tools_changed()
 
     def _tools_changed(self) -> None:
@@ -334,6 +347,7 @@ _HANDLERS: dict[type[Any], Any] = {
     SessionStarted: Projection._session_started,
     ToolRegistered: Projection._tool_registered,
     ActiveToolsSet: Projection._active_tools_set,
+    ToolsActivated: Projection._tools_activated,
     UserMessage: Projection._user_message,
     AssistantMessage: Projection._assistant_message,
     ToolCallRequested: Projection._call_requested,

@@ -19,110 +19,32 @@ from typing import Any, Final, Literal
 import attrs
 import fastjsonschema
 from fastjsonschema import JsonSchemaDefinitionException, JsonSchemaValueException
-from fastjsonschema.draft04 import CodeGeneratorDraft04
-from fastjsonschema.draft06 import CodeGeneratorDraft06
-from fastjsonschema.draft07 import CodeGeneratorDraft07
 
+from . import schemas2020
+from .schemadialects import DEFAULT_DIALECT
+from .schemadialects import DIALECTS as _DIALECTS
+from .schemadialects import FORMATS as _FORMATS
+from .schemadialects import TUPLE_HINT as _TUPLE_HINT
+from .schemadialects import REFUSED as _REFUSED
+from .schemadialects import BY_2020 as _BY_2020
+from .schemadialects import ONE as _ONE
+from .schemadialects import MAP as _MAP
+from .schemadialects import LIST as _LIST
+from .schemadialects import INERT as _INERT
+from .schemadialects import MAX_DEPTH as _MAX_DEPTH
+from .schemadialects import DEEP_HINT as _DEEP_HINT
+from .schemadialects import is_names as _is_names
+from .schemadialects import SHAPES as _SHAPES
+from .schemadialects import DRAFT04_SHAPES as _DRAFT04_SHAPES
 from .patterns import linear, problem
 from .schemarefs import REF_HINT as _REF_HINT
 from .schemarefs import check_cycles, check_refs
 from .schemarefs import esc as _esc
 
-try:
-    from fastjsonschema import draft2019 as _draft2019
-
-    _GEN_2019: type[CodeGeneratorDraft07] = _draft2019.CodeGeneratorDraft2019
-except ImportError:  # fastjsonschema < 2.22 reads 2019-09/2020-12 as plain draft-07
-    _GEN_2019 = CodeGeneratorDraft07
-
 __all__ = ["SchemaError", "SchemaValidator", "check_schema", "compile_schema", "too_deep"]
 
-DEFAULT_DIALECT: Final = "2020-12"  # MCP: a schema without "$schema" is 2020-12
-_DRAFT07_URI: Final = "http://json-schema.org/draft-07/schema#"
-# The code generator fastjsonschema picks for each dialect.
-_GENERATORS: Final[dict[str, type[CodeGeneratorDraft04]]] = {
-    "draft-04": CodeGeneratorDraft04, "draft-06": CodeGeneratorDraft06, "draft-07": CodeGeneratorDraft07,
-    "2019-09": _GEN_2019, "2020-12": _GEN_2019}
-_DIALECTS: Final = {f"{scheme}://json-schema.org/{'draft/' * name[0].isdigit()}{name}/schema{end}": name
-                    for name in _GENERATORS for scheme in ("http", "https") for end in ("", "#")}
-# Formats each generator can assert; it silently skips any other name.
-_FORMATS: Final = {name: frozenset(gen.FORMAT_REGEXS) | {"regex"} for name, gen in _GENERATORS.items()}
-_TUPLE_HINT: Final = f'for tuple validation declare "$schema": "{_DRAFT07_URI}" and use array-form "items"'
-_DRAFT07_HINT: Final = f'declare draft-07 ("$schema": "{_DRAFT07_URI}")'
-_NO_COUNT: Final = "there is no draft-07 equivalent; check the count in the tool"
-# 2019-09/2020-12 keywords that no fastjsonschema generator implements: keyword -> what to do.
-_LATER: Final = {
-    "prefixItems": _TUPLE_HINT,
-    "unevaluatedProperties": 'use "additionalProperties" (it does not see through allOf/$ref)',
-    "unevaluatedItems": 'use "additionalItems" with array-form "items" under draft-07',
-    "dependentRequired": 'declare draft-07 and use "dependencies"',
-    "dependentSchemas": 'declare draft-07 and use "dependencies"',
-    "minContains": _NO_COUNT, "maxContains": _NO_COUNT,
-    "$dynamicRef": _REF_HINT, "$dynamicAnchor": _REF_HINT, "$anchor": _REF_HINT,
-    "$recursiveRef": _REF_HINT, "$recursiveAnchor": _REF_HINT,
-    "$vocabulary": "remove it (custom vocabularies are not supported)",
-}
-# Per dialect, keyword -> why it is refused: the dialect's generator would ignore it
-# (or, for "dependencies" in 2019+, enforce what the dialect says is no keyword).
-_REFUSED: Final[dict[str, dict[str, str]]] = {"draft-07": {
-    k: f"is not implemented by the validator and would be silently ignored; {h}" for k, h in _LATER.items()}}
-_REFUSED["draft-06"] = _REFUSED["draft-07"] | {
-    k: f"is not a draft-06 keyword and would be ignored; {_DRAFT07_HINT}" for k in ("if", "then", "else")}
-_REFUSED["draft-04"] = _REFUSED["draft-07"] | {
-    k: f"is not a draft-04 keyword and would be ignored; {_DRAFT07_HINT}"
-    for k in ("if", "then", "else", "const", "contains", "propertyNames")}
-_REFUSED["2019-09"] = _REFUSED["2020-12"] = _REFUSED["draft-07"] | {"dependencies": (
-    f"is not a keyword since 2019-09, but the validator would enforce it anyway; {_DRAFT07_HINT}")}
-
-_ONE: Final = frozenset({"additionalItems", "additionalProperties", "contains", "propertyNames",
-                         "if", "then", "else", "not", "contentSchema", "items"})
-_MAP: Final = frozenset({"properties", "patternProperties", "definitions", "$defs", "dependencies"})
-_LIST: Final = frozenset({"allOf", "anyOf", "oneOf"})
-# Siblings of "$ref" that do not change validation.
-_INERT: Final = frozenset({"$ref", "$schema", "$id", "$comment", "title", "description", "default",
-                           "examples", "deprecated", "readOnly", "writeOnly", "$defs", "definitions"})
-_TYPES: Final = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
-# How deep subschemas may nest. fastjsonschema compiles nested keywords into nested Python code,
-# and Python refuses code more than 100 levels indented or 20 loops/try blocks deep. Measured
-# (fastjsonschema 2.22, CPython 3.11), the deepest chain of one keyword that compiles is 48 for
-# "properties" and "dependencies" (two levels of indentation each), 19-20 for "items",
-# "additionalProperties", "patternProperties", "anyOf", "oneOf", "not" and "if" (a loop or a
-# try each), 9 for "contains" and "propertyNames" (both), 97 for "then", unbounded for "allOf".
-# The limit sits below the deepest plain nesting; a shallower mix of block-opening keywords
-# that Python still refuses is caught at compile time and refused with the same advice. A
-# "$ref" target compiles to a function of its own, so depth through "$defs" costs nothing.
-_MAX_DEPTH: Final = 40
-_DEEP_HINT: Final = ('move deep parts under "$defs" and refer to them with "$ref" (each target '
-                     'is compiled on its own, so nesting through references has no such limit)')
 _CACHE_MAX: Final = 1024
 _MSG_MAX: Final = 500
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _is_names(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(s, str) for s in v) and len(set(v)) == len(v)
-
-
-# Keyword value shapes: the parts of the meta-schemas that fastjsonschema does not check.
-_SHAPES: Final[dict[str, tuple[Callable[[Any], bool], str]]] = {
-    "type": (lambda v: v in _TYPES if isinstance(v, str) else _is_names(v) and bool(v) and set(v) <= _TYPES,
-             "a type name or a non-empty array of distinct type names from " + ", ".join(sorted(_TYPES))),
-    "enum": (lambda v: isinstance(v, list), "an array"),
-    "required": (_is_names, "an array of distinct strings"),
-    "multipleOf": (lambda v: _is_num(v) and v > 0, "a number greater than 0"),
-    "pattern": (lambda v: isinstance(v, str), "a string (a regular expression)"),
-    "uniqueItems": (lambda v: isinstance(v, bool), "a boolean"),
-    **{k: (_is_num, "a number") for k in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")},
-    **{k: (lambda v: _is_num(v) and v >= 0 and (isinstance(v, int) or v.is_integer()), "a non-negative integer")
-       for k in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")},
-    **{k: (lambda v: isinstance(v, str), "a string")
-       for k in ("$ref", "$id", "$schema", "format", "contentEncoding", "contentMediaType")},
-}
-_DRAFT04_SHAPES: Final = _SHAPES | {k: (lambda v: isinstance(v, bool), "a boolean in draft-04")
-                                    for k in ("exclusiveMinimum", "exclusiveMaximum")}
 
 
 class SchemaError(ValueError):
@@ -153,6 +75,9 @@ class _Walk:
     patterns: set[str] = attrs.Factory(set)  # every regular expression the validator will match
     depth: int = 0  # how deep the deepest subschema is, and where
     deepest: str = ""
+    later: list[str] = attrs.Factory(list)  # keywords only the 2020-12 validator enforces
+    anchors: set[str] = attrs.Factory(set)  # "$anchor"/"$dynamicAnchor" names
+    dynamic: list[tuple[str, str]] = attrs.Factory(list)  # (pointer, "$dynamicRef" value)
 
     def fail(self, path: str, problem: str, keyword: str | None = None) -> SchemaError:
         at = f"at '{path}'" if path else "at the root"
@@ -182,7 +107,12 @@ class _Walk:
         for kw, value in node.items():
             at = f"{path}/{_esc(kw)}"
             if kw in refused:
-                raise self.fail(at, f"keyword {kw!r} {refused[kw]}", kw)
+                if kw not in _BY_2020.get(self.dialect, ()):
+                    raise self.fail(at, f"keyword {kw!r} {refused[kw]}", kw)
+                if not schemas2020.available():
+                    raise self.fail(at, f"keyword {kw!r} {refused[kw]}; or "
+                                    f"{schemas2020.INSTALL_HINT}", kw)
+                self.later.append(at)
             if path and (kw in ("$schema", "$id") or (kw == "id" and isinstance(value, str))):
                 raise self.fail(at, f"keyword {kw!r} is only allowed at the root (a subschema may "
                                 f"not change the dialect or base URI); {_REF_HINT}", kw)
@@ -193,6 +123,12 @@ class _Walk:
                 self.pattern(at, value, kw)
             if kw == "$ref":
                 self.refs.add(at)
+            elif kw in ("$anchor", "$dynamicAnchor"):
+                self.anchors.add(value)
+            elif kw == "$dynamicRef":
+                self.dynamic.append((at, value))
+            elif kw == "prefixItems":
+                self.schemas(value, at, depth)
             elif kw == "items" and isinstance(value, list):
                 if self.dialect == "2020-12":
                     raise self.fail(at, 'array-form "items" means something else in 2020-12 (the '
@@ -254,7 +190,30 @@ def _analyse(canonical: str, role: str, where: str) -> tuple[_Walk, dict[str, An
     walk.schema(doc, "")
     check_refs(walk, doc)
     check_cycles(walk)
+    if walk.later:
+        _check_2020(walk, canonical)
     return walk, doc
+
+
+def _check_2020(walk: _Walk, canonical: str) -> None:
+    """What the 2020-12 path needs beyond the walk: every ``$dynamicRef`` names an anchor or
+    a subschema of this schema, and ``unevaluatedProperties`` does not meet
+    ``patternProperties`` (jsonschema's evaluation of the one matches the other with
+    Python's backtracking ``re``)."""
+    for at, ref in walk.dynamic:
+        fragment = ref[1:]
+        known = fragment in walk.anchors if not fragment.startswith("/") else (
+            "".join("/" + _esc(t.replace("~1", "/").replace("~0", "~"))
+                    for t in fragment.split("/")[1:]) in walk.visited)
+        if not known:
+            raise walk.fail(at, f"$dynamicRef {ref!r} names no anchor or subschema of this "
+                            f"schema (the engine never fetches schemas)", "$dynamicRef")
+    if '"unevaluatedProperties"' in canonical and '"patternProperties"' in canonical:
+        at = next(p for p in walk.later if p.endswith("/unevaluatedProperties"))
+        raise walk.fail(at, 'keyword "unevaluatedProperties" cannot be combined with '
+                        '"patternProperties" here: the validator would match those patterns '
+                        'in a way that is not linear in time; use "additionalProperties"',
+                        "unevaluatedProperties")
 
 
 def _prepare(walk: _Walk, doc: dict[str, Any], assert_formats: bool) -> None:
@@ -271,6 +230,21 @@ def _prepare(walk: _Walk, doc: dict[str, Any], assert_formats: bool) -> None:
             node.pop("contentMediaType", None)
             if "$ref" in node and not node.keys() <= _INERT:  # siblings of "$ref" apply since 2019-09;
                 node["allOf"] = [*node.get("allOf", []), {"$ref": node.pop("$ref")}]  # fjs drops them
+
+
+def _compile_2020(walk: _Walk, doc: dict[str, Any], assert_formats: bool) -> Callable[..., Any]:
+    """The 2020-12 validator's check of a checked private copy (engine.schemas2020)."""
+    if assert_formats:
+        known = schemas2020.known_formats(walk.dialect)
+        for path, node in walk.nodes:
+            if "format" in node and node["format"] not in known:
+                raise walk.fail(f"{path}/format", f"format {node['format']!r} cannot be asserted "
+                                f"(known: {', '.join(sorted(known))})", "format")
+    try:
+        return schemas2020.compile_2020(doc, walk.dialect, assert_formats=assert_formats,
+                                        where=walk.where)
+    except ValueError as exc:
+        raise SchemaError(str(exc)) from None
 
 
 def _refuse_remote(uri: str) -> Any:
@@ -314,6 +288,9 @@ class SchemaValidator:
     schema: Mapping[str, Any]  # read-only view of a private copy, as registered (not as compiled)
     dialect: str  # "draft-04" | "draft-06" | "draft-07" | "2019-09" | "2020-12"
     _check: Callable[..., Any] = attrs.field(repr=False)
+    #: which validator enforces it: "fastjsonschema", or "jsonschema" for the keywords only a
+    #: 2019-09/2020-12 validator knows (engine.schemas2020)
+    implementation: Literal["fastjsonschema", "jsonschema"] = "fastjsonschema"
 
     def violation(self, value: Any) -> str | None:
         """None if ``value`` is valid, else one line naming the failing path and rule.
@@ -361,10 +338,15 @@ def compile_schema(schema: Any, *, role: Literal["input", "output"] = "input", w
         return hit
     walk, doc = _analyse(key[0], role, where)
     view = types.MappingProxyType(json.loads(key[0]))
-    _prepare(walk, doc, assert_formats)
-    check = _compile_document(doc, assert_formats=assert_formats, where=where, deepest=walk.deepest)
-    linear(check, walk.patterns)
-    validator = SchemaValidator(view, walk.dialect, check)
+    if walk.later:  # keywords fastjsonschema would ignore: the 2020-12 validator's
+        validator = SchemaValidator(view, walk.dialect, _compile_2020(walk, doc, assert_formats),
+                                    "jsonschema")
+    else:
+        _prepare(walk, doc, assert_formats)
+        check = _compile_document(doc, assert_formats=assert_formats, where=where,
+                                  deepest=walk.deepest)
+        linear(check, walk.patterns)
+        validator = SchemaValidator(view, walk.dialect, check)
     if len(_CACHE) >= _CACHE_MAX:
         _CACHE.pop(next(iter(_CACHE)), None)
     return _CACHE.setdefault(key, validator)

@@ -35,21 +35,21 @@ from events.types import (
     Record,
     SessionSettings,
     SessionStarted,
-    ToolCallRequested,
     ToolRegistered,
     ToolSnapshot,
+    ToolsActivated,
     UserMessage,
 )
 
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, deny_all
 from .batch import Batch
-from .callids import host_call_id
-from .calls import advance, resolve
-from .context import CallOutcome, admitted, refuse_unreadable
+from . import hostcalls
+from .calls import resolve
+from .context import CallOutcome
 from .environment import Environment
 from .handlers import ToolCallHandler, ToolResultHandler
 from .inflight import InFlight
-from .jsonvalues import copy_json, ensure_json, own_json, own_result
+from .jsonvalues import copy_json, ensure_json, own_json
 from .lifecycle import CallState
 from .limits import Limits, admit, clip_name, not_json_marker
 from .models import Model, ModelMessage, ModelRequest
@@ -284,21 +284,36 @@ class Session:
             self._recorder.record(ToolRegistered(spec=snapshot))
 
     async def set_active_tools(self, names: Iterable[str]) -> None:
-        """Replace the set of active tools: the ones declared to the model.
+        """Replace the set of active tools: the ones declared to the model from its next
+        request on. Any registered tool may be named, hidden ones included (this, and
+        :meth:`activate`, is the only way a hidden tool becomes active); an unknown name is an
+        error and nothing changes."""
+        wanted = self._registered("set_active_tools", names)
+        self._recorder.record(ActiveToolsSet(names=wanted))
+        await self._recorder.flush()
 
-        Hidden tools are ignored (they are never active); an unknown name is an error and
-        nothing changes.
-        """
-        wanted = list(dict.fromkeys(names))
+    async def activate(self, names: Iterable[str]) -> None:
+        """Add tools to the active set, keeping the ones already there (recorded as
+        ``tools_activated``): :meth:`set_active_tools` without reading ``state.active_tools``
+        first. Any registered tool may be named, hidden ones included; an unknown name is an
+        error and nothing changes; naming only active tools records nothing."""
+        wanted = self._registered("activate", names)
+        active = self.state.active_tools
+        if added := tuple(name for name in wanted if name not in active):
+            self._recorder.record(ToolsActivated(names=added))
+            await self._recorder.flush()
+
+    def _registered(self, caller: str, names: Iterable[str]) -> tuple[str, ...]:
+        if isinstance(names, str):
+            raise TypeError(f"{caller}() takes a list of tool names, not one string")
+        wanted = tuple(dict.fromkeys(names))
         specs = self._env.registry.specs
         if unknown := [name for name in wanted if name not in specs]:
             raise ValueError(
-                f"set_active_tools: no tool named {unknown[0]!r} is registered "
+                f"{caller}: no tool named {unknown[0]!r} is registered "
                 f"(registered: {', '.join(sorted(specs)) or 'none'})"
             )
-        active = tuple(name for name in wanted if specs[name].exposure != "hidden")
-        self._recorder.record(ActiveToolsSet(names=active))
-        await self._recorder.flush()
+        return wanted
 
     def declared_tools(self) -> tuple[ToolSnapshot, ...]:
         """The tools declared to the model now: the active ones, in registration order."""
@@ -325,17 +340,8 @@ class Session:
         if the process had stopped: :meth:`resume_call` takes it up in a reopened session.
         """
         self._check_open()
-        env, recorder = self._env, self._recorder
-        arguments, problem = admitted(arguments, env.limits)
-        name = clip_name(str(name))
-        call_id = host_call_id(self.state.host_calls)
-        recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
-                                          origin="host"))  # 1.
-        if problem is not None:
-            result = refuse_unreadable(recorder, call_id, name, problem)
-            await recorder.flush()
-            return CallOutcome(call_id=call_id, result=own_result(result))
-        return await self._carry(call_id)
+        return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
+                                         arguments)
 
     async def resume_call(self, call_id: str) -> CallOutcome:
         """Carry a host call on from where the log says it is, and return its outcome: the
@@ -343,35 +349,7 @@ class Session:
         answered since goes on; a pending one is waited for; a body interrupted by a stopped
         process runs again if its tool is idempotent, else the call ends "interrupted")."""
         self._check_open()
-        view = self.state.live_calls.get(call_id)
-        if view is None or view.origin != "host":
-            open_ones = [c for c in self.state.open_calls if self.state.live_calls[c].origin
-                         == "host"]
-            raise ValueError(f"{call_id!r} is not a host call of this session (open host "
-                             f"calls: {', '.join(open_ones) or 'none'})")
-        if self._inflight.hosting(call_id):
-            raise RuntimeError(f"host call {call_id} is already running in this process: "
-                               f"await the call_tool() or resume_call() that carries it")
-        return await self._carry(call_id)
-
-    async def _carry(self, call_id: str) -> CallOutcome:
-        """Steps 2-8 of a host call, in this task, under a scope the session's closing
-        cancels."""
-        recorder, inflight = self._recorder, self._inflight
-        scope = trio.CancelScope()
-        inflight.host(call_id, scope)
-        ended: Any = None
-        try:
-            with scope:
-                ended = await advance(self._env, recorder, inflight, call_id, wait=True)
-        finally:
-            inflight.unhost(call_id)
-        if scope.cancelled_caught:
-            raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
-                               f"it stays open in the log; reopen the session and call "
-                               f"resume_call({call_id!r}) to finish it")
-        await recorder.flush()
-        return CallOutcome(call_id=call_id, result=own_result(ended))
+        return await hostcalls.resume_call(self._env, self._recorder, self._inflight, call_id)
 
     def _check_open(self) -> None:
         if not self._batch.attached:

@@ -178,21 +178,23 @@ def tool(
 
 
 def active_on_registration(exposure: Exposure) -> bool:
-    """Direct and model-only tools are active once registered; the rest wait (or never)."""
+    """Direct and model-only tools are active once registered; the rest wait to be activated
+    (``set_active_tools``, ``activate``; codemode and deferred ones also by a tool, such as
+    the search tool)."""
     return exposure in ("direct", "model-only")
 
 
 def may_call(exposure: Exposure, active: bool, origin: Origin) -> bool:
     """Whether a caller of ``origin`` may call a tool with this exposure (DESIGN's table).
 
-    The model may call what is active and not hidden. The host may call what the model may
-    call now, and codemode and deferred tools at any time: they wait to be activated for the
-    model's sake (what its context holds), and the host is who activates them. A nested call
-    may call a direct tool while it is active, never a model-only one, and always a codemode,
-    deferred or hidden one.
+    The model may call what is active (hidden tools too, once the host activated them). The
+    host may call what the model may call now, and codemode and deferred tools at any time:
+    they wait to be activated for the model's sake (what its context holds), and the host is
+    who activates them. A nested call may call a direct tool while it is active, never a
+    model-only one, and always a codemode, deferred or hidden one.
     """
     if origin == "nested":
         return active if exposure == "direct" else exposure != "model-only"
     if origin == "host" and exposure in ("codemode", "deferred"):
         return True
-    return active and exposure != "hidden"
+    return active

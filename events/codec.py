@@ -80,6 +80,7 @@ from .types import (
     ToolProgress,
     ToolRegistered,
     ToolSnapshot,
+    ToolsActivated,
     UserMessage,
 )
 from .upcasters import UPCASTERS, Upcaster
@@ -141,6 +142,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
         ToolCallBlocked,
         ToolCallDenied,
         ToolCallCancelled,
+        ToolsActivated,
     )
 }
 _NAMES: dict[type[Any], str] = {cls: name for name, cls in EVENT_TYPES.items()}

@@ -48,6 +48,7 @@ from .types import (
     ToolExecutionStarted,
     ToolProgress,
     ToolRegistered,
+    ToolsActivated,
     UserMessage,
 )
 
@@ -289,6 +290,7 @@ READERS: dict[type[Any], Reader | None] = {
     ToolCallBlocked: None,
     ToolCallDenied: None,
     ToolCallCancelled: None,
+    ToolsActivated: None,
 }
 
 

@@ -57,6 +57,7 @@ __all__ = [
     "ToolRegistered",
     "ToolSnapshot",
     "ToolSource",
+    "ToolsActivated",
     "UserMessage",
 ]
 
@@ -181,9 +182,20 @@ class ToolRegistered:
 
 @attrs.frozen(kw_only=True)
 class ActiveToolsSet:
-    """``set_active_tools`` replaced the active set (hidden tools are never in it)."""
+    """``set_active_tools`` replaced the active set. (Logs written before hidden tools could
+    be activated never hold a hidden name here.)"""
 
     names: tuple[str, ...]
+
+
+@attrs.frozen(kw_only=True)
+class ToolsActivated:
+    """Tools joined the active set, and none left it: by the host (``session.activate``;
+    ``call_id`` is ``None``) or by a running tool (``ctx.activate``, the search tool's way;
+    ``call_id`` is that call's). They are declared to the model from its next request on."""
+
+    names: tuple[str, ...]
+    call_id: str | None = None
 
 
 @fast_init
@@ -383,7 +395,8 @@ CallEvent = Union[
     ToolCallCancelled,
 ]
 Event = Union[
-    SessionStarted, ToolRegistered, ActiveToolsSet, UserMessage, AssistantMessage, CallEvent
+    SessionStarted, ToolRegistered, ActiveToolsSet, UserMessage, AssistantMessage, CallEvent,
+    ToolsActivated,
 ]
 TerminalEvent = Union[
     ToolCallCompleted, ToolCallFailed, ToolCallBlocked, ToolCallDenied, ToolCallCancelled

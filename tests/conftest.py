@@ -102,3 +102,13 @@ def events_of(records: Iterable[Record], kind: type[E], call_id: str | None = No
 def call_events(records: Iterable[Record], call_id: str) -> list[Any]:
     """Every event about ``call_id``, in log order."""
     return [r.event for r in records if getattr(r.event, "call_id", None) == call_id]
+
+
+@pytest.fixture
+def without_jsonschema(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As if the 2020-12 validator (the ``jsonschema`` package) were not installed: a schema
+    that needs it is refused at registration (engine.schemas2020)."""
+    from engine import schemas, schemas2020
+
+    monkeypatch.setattr(schemas2020, "_modules", lambda: None)
+    monkeypatch.setattr(schemas, "_CACHE", {})

@@ -40,7 +40,7 @@ _ACTIVE = {
     ("deferred", "activated"): True,
     ("deferred", "deactivated"): False,
     ("hidden", "registered"): False,
-    ("hidden", "activated"): False,  # set_active_tools ignores hidden names
+    ("hidden", "activated"): True,  # hidden tools wait for set_active_tools (the seed)
     ("hidden", "deactivated"): False,
 }
 _NESTED = {
@@ -162,15 +162,15 @@ async def test_exposure_table(exposure: str, phase: str, column: str) -> None:
     assert fold(await store.read(session.session_id)).snapshot() == session.state.snapshot()
 
 
-async def test_hidden_tool_is_never_declared_even_when_named() -> None:
+async def test_a_hidden_tool_waits_for_set_active_tools() -> None:
     harness = Harness("hidden")
     model = FauxModel([faux_text("a"), faux_text("b")])
     async with Session.open(MemoryStore(), model=model, tools=harness.tools) as session:
         await session.prompt("first")
         await session.set_active_tools(["target", "caller"])
         await session.prompt("second")
-    for request in model.requests:
-        assert [spec.name for spec in request.tools] == ["caller"]
+    assert [[spec.name for spec in request.tools] for request in model.requests] == [
+        ["caller"], ["caller", "target"]]
 
 
 # -- set_active_tools ----------------------------------------------------------------------
@@ -215,15 +215,14 @@ async def test_set_active_tools_is_an_event_in_the_log() -> None:
         assert fold(stored).active_tools == {"b"}
 
 
-async def test_set_active_tools_ignores_hidden_names() -> None:
+async def test_set_active_tools_activates_hidden_names_too() -> None:
     tools = [_simple("a"), _simple("h", "hidden"), _simple("d", "deferred")]
     async with Session.open(MemoryStore(), model=FauxModel([]), tools=tools) as session:
         await session.set_active_tools(["h", "d", "a"])
-        assert session.records[-1].event == ActiveToolsSet(names=("d", "a"))
-        assert session.state.active_tools == {"a", "d"}
+        assert session.records[-1].event == ActiveToolsSet(names=("h", "d", "a"))
+        assert session.state.active_tools == {"a", "d", "h"}
         await session.set_active_tools(["h"])
-        assert session.records[-1].event == ActiveToolsSet(names=())
-        assert session.state.active_tools == frozenset()
+        assert session.state.active_tools == {"h"}
 
 
 async def test_set_active_tools_rejects_unknown_names_and_records_nothing() -> None:

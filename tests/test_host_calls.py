@@ -24,7 +24,6 @@ from engine import (
     Session,
     ToolCallDraft,
     ToolResult,
-    approve_all,
     fold,
     text,
     tool,
@@ -169,7 +168,7 @@ async def test_a_host_call_makes_nested_calls_named_after_it() -> None:
 
 #: The host's column of the exposure table (docs/tools.md): "active" means while active.
 HOST_MAY = {"direct": "active", "model-only": "active", "codemode": "always",
-            "deferred": "always", "hidden": "never"}
+            "deferred": "always", "hidden": "active"}
 
 
 @pytest.mark.parametrize("exposure", list(HOST_MAY))

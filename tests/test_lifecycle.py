@@ -43,6 +43,7 @@ from events.types import (
     ToolProgress,
     ToolRegistered,
     ToolSnapshot,
+    ToolsActivated,
     UserMessage,
 )
 
@@ -67,6 +68,7 @@ SAMPLES: dict[str, Callable[[str], Event]] = {
     "approval_resolved:denied": lambda c: ApprovalResolved(call_id=c, granted=False),
     "tool_execution_started": lambda c: ToolExecutionStarted(call_id=c),
     "tool_progress": lambda c: ToolProgress(call_id=c, message="m"),
+    "tools_activated": lambda c: ToolsActivated(names=("t",), call_id=c),
     "result_handler_failed": lambda c: ResultHandlerFailed(
         call_id=c, handler="h", error=ErrorInfo(type="E", message="m")),
     "tool_call_completed": lambda c: ToolCallCompleted(call_id=c, result=RESULT),

@@ -398,7 +398,8 @@ async def _open(store: MemoryStore, specs: list[Any]) -> None:
         pass  # pragma: no cover - the open must fail
 
 
-async def test_prefix_items_is_refused_at_open_and_nothing_is_written() -> None:
+async def test_prefix_items_is_refused_at_open_and_nothing_is_written(
+        without_jsonschema: None) -> None:
     schema = {"type": "object", "properties": {
         "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}}}
     store = MemoryStore()
@@ -411,7 +412,8 @@ async def test_prefix_items_is_refused_at_open_and_nothing_is_written() -> None:
     assert await store.read("s") == []
 
 
-async def test_unevaluated_properties_in_output_schema_is_refused() -> None:
+async def test_unevaluated_properties_in_output_schema_is_refused(
+        without_jsonschema: None) -> None:
     async def execute(call: Any, ctx: Any) -> ToolResult:
         return ToolResult(content=[text("ok")])
 

@@ -124,7 +124,7 @@ def test_root_id_does_not_rewrite_refs_inside_data() -> None:
 # --- refused keywords ----------------------------------------------------------------------
 
 
-def test_prefix_items_rejected_naming_keyword_and_path() -> None:
+def test_prefix_items_rejected_naming_keyword_and_path(without_jsonschema: None) -> None:
     err = refused(obj(pair={"type": "array", "prefixItems": [{"type": "string"}]}),
                   where="tool 'stat_file' input_schema")
     assert err.keyword == "prefixItems"
@@ -132,11 +132,13 @@ def test_prefix_items_rejected_naming_keyword_and_path() -> None:
     text = str(err)
     assert text.startswith("tool 'stat_file' input_schema")
     assert "'prefixItems'" in text and "/properties/pair/prefixItems" in text and DRAFT07 in text
+    assert "pip install 'toolledger[schemas2020]'" in text
 
 
 @pytest.mark.parametrize("keyword", LATER_KEYWORDS)
 @pytest.mark.parametrize("dialect", [None, D2020, D2019, DRAFT07, DRAFT06, DRAFT04])
-def test_every_unimplemented_keyword_rejected(keyword: str, dialect: str | None) -> None:
+def test_every_unimplemented_keyword_rejected(keyword: str, dialect: str | None,
+                                             without_jsonschema: None) -> None:
     schema: dict[str, Any] = obj(a={"allOf": [{keyword: True}]})
     if dialect:
         schema["$schema"] = dialect
@@ -343,7 +345,7 @@ def test_roles() -> None:
         compile_schema({"type": "object"}, role="result")  # type: ignore[arg-type]
 
 
-def test_check_schema_accepts_and_refuses() -> None:
+def test_check_schema_accepts_and_refuses(without_jsonschema: None) -> None:
     check_schema(obj(a={"type": "integer"}))
     with pytest.raises(SchemaError, match="^tool 'x' output_schema"):
         check_schema({"type": "object", "prefixItems": []}, role="output", where="tool 'x' output_schema")

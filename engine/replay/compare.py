@@ -25,7 +25,8 @@ from events.codec import converter, type_name
 from events.types import TERMINAL_EVENTS, AssistantMessage, Record, ToolRegistered, UserMessage
 
 from ..reducers import TranscriptEntry
-from .recorded import turn_of
+from ..callids import from_host
+from .recorded import root_of, turn_of
 
 __all__ = ["Divergence", "DivergenceKind", "Scope", "compare_calls", "compare_tools",
            "compare_transcripts", "first_difference", "short_json"]
@@ -197,11 +198,20 @@ def compare_calls(
     """The first divergence of every call that differs (see the module docstring).
 
     ``cut_turn``: the log ends in the middle of that turn's batch, so a call of it that the
-    log holds open may go on in the replay, and one the log never got to may be there."""
+    log holds open may go on in the replay, and one the log never got to may be there. The
+    same holds for a host call the log holds open, and the calls under it."""
     before, after = call_events(recorded), call_events(replayed)
     older = {id(record.event) for record in recorded if record.version < 3}
 
+    # a host call the log leaves open was cut short too (the process stopped, or the session
+    # closed on it): the replay may carry it, and its nested calls, further
+    open_hosts = {call_id for call_id, events in before.items()
+                  if from_host(call_id) and "/" not in call_id
+                  and not any(isinstance(e, TERMINAL_EVENTS) for e in events)}
+
     def cut(call_id: str) -> bool:
+        if from_host(call_id):
+            return root_of(call_id) in open_hosts
         return cut_turn is not None and turn_of(call_id) == cut_turn
 
     divergences: list[Divergence] = []

@@ -20,7 +20,13 @@ import trio
 
 from events.codec import converter
 from events.stores import MemoryStore
-from events.types import ActiveToolsSet, Record, ToolCallRequested, ToolRegistered, ToolSnapshot
+from events.types import (
+    ActiveToolsSet,
+    Record,
+    ToolRegistered,
+    ToolsActivated,
+    ToolSnapshot,
+)
 
 from ..approvals import ApprovalRequest
 from ..callids import from_host
@@ -39,6 +45,7 @@ from .answers import (
     sequencing_handler,
 )
 from .compare import Divergence, compare_calls, compare_tools, compare_transcripts
+from .hosts import ReplayedHosts
 from .reading import read_log
 from .recorded import RecordedSession, RecordedTurn, ReplayError, SessionAction, Waiter
 from .report import ReplayReport, ToolMode
@@ -165,9 +172,7 @@ class _Replay:
         self.notes: list[str] = []
         self.reported_missing: set[str] = set()
         self.session: Session | None = None
-        #: where the replay's host calls run: outside the session's block, so that a host
-        #: call the log leaves open is left open by the replay too (the session closes on it)
-        self.hosts: trio.Nursery | None = None
+        self.hosts = ReplayedHosts(book, self.watch)
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -214,9 +219,12 @@ class _Replay:
         return True
 
     async def apply(self, actions: Sequence[SessionAction]) -> None:
-        """Replay session changes: a tool registered, the active tools set."""
+        """Replay session changes: a tool registered, the active tools set or added to, a
+        host call asked for (after the host calls of the batches before, so that each gets
+        its recorded id)."""
         session = self.session
         assert session is not None
+        await self.hosts.caught_up()
         for action in actions:
             if isinstance(action, ToolRegistered):
                 spec = self.spec_for(action.spec)
@@ -228,52 +236,18 @@ class _Replay:
                 except ValueError as exc:
                     self.found.append(Divergence(scope="session", kind="error",
                                                  subject="set_active_tools", now=str(exc)))
-            else:  # a host call: it runs beside what follows, as it did
-                assert self.hosts is not None
-                await self.hosts.start(self._host_call, session, action)
-
-    async def _host_call(self, session: Session, request: ToolCallRequested,
-                         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Ask for a recorded host call again, in a task of its own. ``started`` comes before
-        ``call_tool`` records the request (it does so before its first checkpoint), so the
-        replay names its host calls in the log's order. A call the host cancelled then is
-        cancelled where it waited; one the log leaves open stays open (the session closes on
-        it, and ``call_tool`` says so)."""
-        call = self.book.calls.get(request.call_id)
-        waiter = self.book.chain_waiter(request.call_id) if call is not None else None
-        with trio.CancelScope() as scope:
-            async with trio.open_nursery() as nursery:
-                if waiter is not None and waiter.cause == "host":
-                    nursery.start_soon(self._cancel_when_reached, waiter, scope)
-                task_status.started()
+            elif isinstance(action, ToolsActivated):
                 try:
-                    await session.call_tool(request.name, request.arguments)
-                except RuntimeError:
-                    if call is None or call.terminal is not None:
-                        raise  # the log ended it, so the replay must have too
-                nursery.cancel_scope.cancel()
-
-    async def _cancel_when_reached(self, waiter: Any, scope: trio.CancelScope) -> None:
-        await self.watch.until(lambda: self.watch.reached(waiter))
-        scope.cancel()
-
-    def answer_later(self, call_id: str) -> None:
-        """The recorded approver said "later" about a host call (or one under it): the host
-        answered it while the call waited, so the replay answers it too, in a task that runs
-        once the call waits (no prompt pauses for it)."""
-        assert self.hosts is not None
-        self.hosts.start_soon(self._resolve, call_id)
-
-    async def _resolve(self, call_id: str) -> None:
-        session = self.session
-        answer = self.book.calls[call_id].answer
-        assert session is not None and answer is not None
-        await session.resolve_approval(call_id, answer.granted, answer.scope,
-                                       reason=answer.reason,
-                                       arguments=answer.arguments if answer.granted else None)
+                    await session.activate(action.names)
+                except ValueError as exc:
+                    self.found.append(Divergence(scope="session", kind="error",
+                                                 subject="activate", now=str(exc)))
+            else:  # a host call: it runs beside what follows, as it did
+                await self.hosts.ask(action)
 
     async def before_turn(self, turn: RecordedTurn) -> None:
         await self.apply(turn.before)
+        self.hosts.during(turn)
         if self.progress is not None:
             self.progress(turn.seq, len(self.book.records))
 
@@ -284,7 +258,7 @@ class _Replay:
         store = MemoryStore()
         initial = [s for s in (self.spec_for(snap) for snap in book.initial_tools) if s]
         model = RecordedModel(self.before_turn)
-        approver = RecordedApprover(book, self.watch, answer_later=self.answer_later)
+        approver = RecordedApprover(book, self.watch, answer_later=self.hosts.answer_later)
         try:
             async with trio.open_nursery() as hosts, Session.open(
                 store, model=model, tools=initial, approver=approver,
@@ -292,7 +266,8 @@ class _Replay:
                 max_turns=book.max_turns, max_depth=self.max_depth, limits=book.limits,
                 clock=self.clock, metadata=book.metadata,
             ) as session:
-                self.session, self.hosts = session, hosts
+                self.session = session
+                self.hosts.attach(session, hosts)
                 call_handlers = (self.handlers if self.handlers is not None
                                  else recorded_call_handlers(book))
                 for handler in call_handlers:
@@ -307,10 +282,9 @@ class _Replay:
                     nursery.start_soon(self._follow, session)
                     try:
                         await self._prompts(session, model)
+                        self.watch.finish()
                         # the host calls the log ended end in the replay before it closes
-                        ended = [c.call_id for c in book.calls.values()
-                                 if c.parent_id is None and from_host(c.call_id)
-                                 and c.terminal is not None]
+                        ended = self.hosts.ended()
                         await self.watch.until(lambda: all(map(self.watch.gone, ended)))
                     finally:
                         nursery.cancel_scope.cancel()
@@ -336,6 +310,7 @@ class _Replay:
                     pending = ", ".join(r.call_id for r in result.pending)
                     self.notes.append(f"the replay ends paused, waiting for approvals the log "
                                       f"never answered: {pending}")
+                    await self.apply(self.book.trailing)  # the host may have gone on
                     return
                 for call_id in answers:
                     answer = self.book.calls[call_id].answer

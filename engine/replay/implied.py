@@ -32,6 +32,7 @@ from events.types import (
     ToolCallRequested,
 )
 
+from ..callids import from_host
 from ..limits import MAX_CALL_DEPTH, Limits
 from ..policy import PolicyRules
 from .recorded import (
@@ -105,7 +106,8 @@ def _cause(calls: dict[str, RecordedCall], call: RecordedCall) -> WaitCause:
 def order_steps(
     calls: dict[str, RecordedCall],
 ) -> tuple[dict[str, tuple[str, ...]], dict[str, tuple[tuple[str, str], ...]]]:
-    """For nested calls of concurrent top-level calls, the recorded order between policy
+    """For calls that run at the same time (nested calls of concurrent top-level calls, host
+    calls and the calls under them beside any other call), the recorded order between policy
     decisions and "for the session" answers about the same tool.
 
     ``decision_deps[c]``: the calls whose session-wide answer the log holds before ``c``'s
@@ -113,11 +115,9 @@ def order_steps(
     holds before ``c``'s session-wide answer. Answers given at a pause are left out: the
     pause itself orders them.
     """
-    steps: dict[tuple[int, str], list[tuple[int, str, str]]] = {}
+    steps: dict[str, list[tuple[int, str, str]]] = {}
     for call in calls.values():
-        if call.parent_id is None:
-            continue
-        key = (turn_of(call.call_id), call.name)
+        key = call.name
         if call.decided_seq is not None:
             steps.setdefault(key, []).append((call.decided_seq, "decision", call.call_id))
         answer = call.answer
@@ -128,7 +128,7 @@ def order_steps(
     for group in steps.values():
         group.sort()
         for index, (_, kind, call_id) in enumerate(group):
-            earlier = [(k, c) for _, k, c in group[:index] if root_of(c) != root_of(call_id)]
+            earlier = [(k, c) for _, k, c in group[:index] if _beside(c, call_id)]
             if kind == "decision":
                 grants = tuple(c for k, c in earlier if k == "grant")
                 if grants:
@@ -136,6 +136,14 @@ def order_steps(
             elif earlier:
                 grant_deps[call_id] = tuple((c, k) for k, c in earlier)
     return decision_deps, grant_deps
+
+
+def _beside(one: str, other: str) -> bool:
+    """Whether two calls may run at the same time: under different top-level calls of one
+    batch, or one of them under a host call (those run beside everything)."""
+    if root_of(one) == root_of(other):
+        return False
+    return from_host(one) or from_host(other) or turn_of(one) == turn_of(other)
 
 
 # -- the setup the log implies ---------------------------------------------------------------

@@ -31,6 +31,7 @@ from events.types import (
     ToolProgress,
     ToolRegistered,
     ToolSnapshot,
+    ToolsActivated,
     UserMessage,
 )
 
@@ -106,6 +107,7 @@ def read_log(records: Iterable[Record]) -> RecordedSession:
         cut_turn=cut_turn(prompts, calls),
         decision_deps=decision_deps,
         grant_deps=grant_deps,
+        host_turns=_host_turns(prompts, trailing),
     )
 
 
@@ -130,8 +132,16 @@ def _plan(
     pending: list[SessionAction] = []
     for record in records[index:]:
         event = record.event
-        if isinstance(event, (ToolRegistered, ActiveToolsSet)) or (
-            isinstance(event, ToolCallRequested) and event.origin == "host"
+        if isinstance(event, ToolCallRequested) and event.origin == "host":
+            if prompts and prompts[-1].turns and not pending:
+                # asked for while the last message's batch ran: again once the replay has it
+                turns = prompts[-1].turns
+                last = attrs.evolve(turns[-1], during=(*turns[-1].during, event))
+                prompts[-1] = attrs.evolve(prompts[-1], turns=(*turns[:-1], last))
+            else:
+                pending.append(event)
+        elif isinstance(event, (ToolRegistered, ActiveToolsSet)) or (
+            isinstance(event, ToolsActivated) and event.call_id is None
         ):
             pending.append(event)
         elif isinstance(event, UserMessage):
@@ -146,6 +156,28 @@ def _plan(
             pending = []
             prompts[-1] = attrs.evolve(prompts[-1], turns=(*prompts[-1].turns, turn))
     return tuple(initial), tuple(prompts), tuple(pending)
+
+
+def _host_turns(prompts: Sequence[RecordedPrompt],
+                trailing: Sequence[SessionAction]) -> dict[str, int]:
+    """Each host call, by the turn whose batch the replay has begun when it asks for it
+    again (see :attr:`RecordedSession.host_turns`)."""
+    found: dict[str, int] = {}
+    last = 0
+    for prompt in prompts:
+        waiting = [a for a in prompt.before if isinstance(a, ToolCallRequested)]
+        for turn in prompt.turns:
+            number = turn.message.turn
+            for action in (*waiting, *turn.before, *turn.during):
+                if isinstance(action, ToolCallRequested):
+                    found[action.call_id] = number
+            waiting, last = [], number
+        for action in waiting:
+            found[action.call_id] = last + 1
+    for action in trailing:
+        if isinstance(action, ToolCallRequested):
+            found[action.call_id] = last + 1
+    return found
 
 
 # -- calls -----------------------------------------------------------------------------------
@@ -182,7 +214,7 @@ def _calls(records: Sequence[Record]) -> dict[str, RecordedCall]:
                                  arguments=edit[-1].arguments if edit else None, seq=record.seq)
         elif isinstance(event, ToolExecutionStarted):
             call.started = True
-        elif isinstance(event, ToolProgress):
+        elif isinstance(event, (ToolProgress, ToolsActivated)):
             call.body.append(event)
         elif isinstance(event, ResultHandlerFailed):
             call.result_failures.append(event)

@@ -25,6 +25,7 @@ from events.types import (
     ToolProgress,
     ToolRegistered,
     ToolSnapshot,
+    ToolsActivated,
 )
 
 from ..callids import from_host
@@ -46,8 +47,9 @@ __all__ = [
 ]
 
 #: What the host did between turns that the replay does again: a tool registered, the active
-#: tools set, a host call asked for (``ToolCallRequested`` of origin ``"host"``).
-SessionAction = Union[ToolRegistered, ActiveToolsSet, ToolCallRequested]
+#: tools set or added to (``ToolsActivated`` without a call id), a host call asked for
+#: (``ToolCallRequested`` of origin ``"host"``).
+SessionAction = Union[ToolRegistered, ActiveToolsSet, ToolsActivated, ToolCallRequested]
 WaitKind = Literal["approval", "body"]
 WaitCause = Literal["host", "timeout", "scope"]
 
@@ -80,6 +82,9 @@ class RecordedTurn:
     message: AssistantMessage
     seq: int
     before: tuple[SessionAction, ...] = ()
+    #: host calls asked for after this message, while its batch ran: the replay asks for them
+    #: again once it has recorded the message
+    during: tuple[ToolCallRequested, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -141,8 +146,9 @@ class RecordedCall:
     parent_id: str | None
     requested: ToolCallRequested
     events: list[Any] = attrs.field(factory=list)
-    #: the body's own doings in order: progress reports and nested calls' requests
-    body: list[ToolProgress | ToolCallRequested] = attrs.field(factory=list)
+    #: the body's own doings in order: progress reports, tools it activated and nested calls'
+    #: requests
+    body: list[ToolProgress | ToolsActivated | ToolCallRequested] = attrs.field(factory=list)
     started: bool = False
     asked_seq: int | None = None
     decided_seq: int | None = None
@@ -186,6 +192,9 @@ class RecordedSession:
     cut_turn: int | None
     decision_deps: dict[str, tuple[str, ...]]
     grant_deps: dict[str, tuple[tuple[str, str], ...]]
+    #: each host call, by the turn whose batch the replay has begun when it asks for it again
+    #: (a host call asked for after the last message: one past it)
+    host_turns: dict[str, int] = attrs.field(factory=dict)
 
     def chain_waiter(self, call_id: str) -> Waiter | None:
         """Where a stuck call's subtree waits: the call itself, or (its body blocked in its

@@ -6,7 +6,7 @@ body. For the call it is running, the body
 
 1. makes the call's recorded nested calls again, in order, with the arguments they were
    requested with (``ctx.execute_tool``: so today's handlers and policy judge them again), and
-   reports the recorded progress in between;
+   reports the recorded progress and activates the recorded tools in between;
 2. then ends as the call ended: returns what the tool returned (the terminal event's
    ``returned`` if a result handler changed it, else its ``result``); raises an exception with
    the recorded type name and message; sleeps until the tool's timeout fires; returns the
@@ -38,6 +38,7 @@ from events.types import (
     ToolCallFailed,
     ToolCallRequested,
     ToolProgress,
+    ToolsActivated,
 )
 
 from ..context import ToolContext
@@ -161,6 +162,11 @@ class RecordedTools:
         for step in recorded.body:
             if isinstance(step, ToolProgress):
                 ctx.report_progress(step.message, step.data)
+            elif isinstance(step, ToolsActivated):
+                try:
+                    ctx.activate(step.names)
+                except ValueError:
+                    pass  # not a tool it may activate now: the missing event is the divergence
             else:
                 await self._nested(ctx, recorded, step)
         return await self._end(call, recorded)

@@ -24,9 +24,11 @@ from events.types import (
     ApprovalResolved,
     PolicyDecided,
     Record,
+    ToolCallRequested,
     ToolExecutionStarted,
 )
 
+from ..callids import from_host
 from .recorded import RecordedSession, Waiter, turn_of
 
 __all__ = ["Watch"]
@@ -45,6 +47,12 @@ class Watch:
         self.started: set[str] = set()
         self.closed: set[str] = set()
         self.waiting: set[str] = set()
+        self.requested: set[str] = set()
+        #: whether the replayed session holds a call now (the driver sets it once the session
+        #: is open: the followed records may lag behind)
+        self.holds: Callable[[str], bool] = self.requested.__contains__
+        #: the replay has run every prompt: a step still waited for will never come
+        self.finished = False
         self._change = trio.Event()
 
     # -- feeding ----------------------------------------------------------------------------
@@ -54,8 +62,11 @@ class Watch:
         event = record.event
         call_id = getattr(event, "call_id", None)
         if call_id is None:
+            self.poke()  # an assistant message: host calls may wait for it
             return
-        if isinstance(event, PolicyDecided):
+        if isinstance(event, ToolCallRequested):
+            self.requested.add(call_id)
+        elif isinstance(event, PolicyDecided):
             self.decisions[call_id] = event.decision
         elif isinstance(event, ApprovalResolved):
             self.resolved.add(call_id)
@@ -82,8 +93,17 @@ class Watch:
 
     # -- what the waits ask -------------------------------------------------------------------
 
+    def finish(self) -> None:
+        """Every prompt has run: what is still waited for will never come (a host call that
+        waits for a step of a call the replay did not make ends its wait)."""
+        self.finished = True
+        self.poke()
+
     def gone(self, call_id: str) -> bool:
-        """The call has ended, or an ancestor has (so it will never come, or never go on)."""
+        """The call has ended, or an ancestor has (so it will never come, or never go on), or
+        the replay has finished its prompts without it."""
+        if self.finished and call_id not in self.requested:
+            return True
         parts = call_id.split("/")
         return any("/".join(parts[:n]) in self.closed for n in range(1, len(parts) + 1))
 
@@ -99,14 +119,25 @@ class Watch:
     def before_decision(self, call_id: str) -> bool:
         """Every session-wide answer the log holds before this call's decision is given."""
         deps = self.book.decision_deps.get(call_id, ())
-        return not deps or not self.concurrent(turn_of(call_id)) or all(
-            self.answered(dep) for dep in deps)
+        return all(self.answered(dep) for dep in deps if self._waits_for(call_id, dep))
 
     def before_grant(self, call_id: str) -> bool:
         """Every step the log holds before this call's session-wide answer is done."""
         deps = self.book.grant_deps.get(call_id, ())
-        return not deps or not self.concurrent(turn_of(call_id)) or all(
-            self.answered(dep) if kind == "grant" else self.decided(dep) for dep, kind in deps)
+        return all(self.answered(dep) if kind == "grant" else self.decided(dep)
+                   for dep, kind in deps if self._waits_for(call_id, dep))
+
+    def _waits_for(self, call_id: str, dep: str) -> bool:
+        """Whether ``call_id`` can wait for a step of ``dep`` without waiting for itself: a
+        call of a batch that runs one call after another cannot wait for a sibling's, and
+        a call waits for a host call only if the replay asks for it by the time that call's
+        batch runs, or with that host call (one asked for later would never come)."""
+        if from_host(dep):
+            root = dep.split("/", 1)[0]
+            asked_by = self.book.host_turns.get(call_id.split("/", 1)[0], 0) if from_host(
+                call_id) else turn_of(call_id)
+            return self.holds(root) or self.book.host_turns.get(root, 1 << 30) <= asked_by
+        return from_host(call_id) or self.concurrent(turn_of(call_id))
 
     def reached(self, waiter: Waiter) -> bool:
         """The replay waits where the recorded call was stopped, or never will."""

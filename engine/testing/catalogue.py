@@ -14,7 +14,8 @@ shaped     declares an output schema; odd ``n`` returns output that violates it,
            ``n`` divisible by 3 returns structured content without content
 seq_step   ``execution_mode="sequential"``: its batch runs one call after another
 slow       ``timeout=5``: odd ``n`` sleeps forever (times out), even ``n`` sleeps 1 s
-hidden     exposure ``hidden``: the model may not call it, a nested call may
+hidden     exposure ``hidden``: the model may not call it unless the host activated it, a
+           nested call may
 model_only exposure ``model-only``: a nested call may not call it
 nest       ``{"plan": [{"name", "arguments"}, ...]}``: makes those nested calls in order
            (arguments :data:`NOT_JSON` become a value that is not JSON); ``timeout=4``, so a

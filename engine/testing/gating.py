@@ -20,6 +20,7 @@ from events.types import (
     ToolCallRequested,
     ToolExecutionStarted,
     ToolRegistered,
+    ToolsActivated,
 )
 
 from ..policy import PolicyRules, decide
@@ -75,9 +76,9 @@ def check_bodies(records: Sequence[Record], body_runs: Mapping[str, int]) -> Non
 
 # DESIGN's exposure table: who may call a tool of each exposure ("active": while it is active)
 _MODEL_MAY = {"direct": "active", "model-only": "active", "codemode": "active",
-              "deferred": "active", "hidden": "never"}
+              "deferred": "active", "hidden": "active"}
 _HOST_MAY = {"direct": "active", "model-only": "active", "codemode": "always",
-             "deferred": "always", "hidden": "never"}
+             "deferred": "always", "hidden": "active"}
 _NESTED_MAY = {"direct": "active", "model-only": "never", "codemode": "always",
                "deferred": "always", "hidden": "always"}
 _MAY = {"model": _MODEL_MAY, "host": _HOST_MAY, "nested": _NESTED_MAY}
@@ -118,6 +119,9 @@ def check_availability(records: Sequence[Record], *, registry_complete: bool = T
             evaluate()
         elif isinstance(event, ActiveToolsSet):
             active = set(event.names)
+            evaluate()
+        elif isinstance(event, ToolsActivated):
+            active |= set(event.names)
             evaluate()
         elif isinstance(event, ToolCallRequested):
             pending[event.call_id] = (event.name, event.origin,

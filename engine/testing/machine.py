@@ -345,9 +345,18 @@ class SessionMachine(RuleBasedStateMachine):
         assert len(self.live.records) == before, "a refused answer recorded something"
 
     @rule(data=st.data())
+    def activate(self, data: st.DataObject) -> None:
+        """Add drawn tools to the active set (``session.activate``; hidden ones included)."""
+        names = [spec.name for spec in self._specs]
+        chosen = data.draw(st.lists(st.sampled_from(names), max_size=3), label="names")
+        before = self.live.state.active_tools
+        self.run(self.live.activate, chosen)
+        assert self.live.state.active_tools == before | set(chosen), "activate lost a tool"
+
+    @rule(data=st.data())
     def set_active_tools(self, data: st.DataObject) -> None:
-        """Replace the active tools with a drawn list (hidden ones included, which are
-        ignored); a list with an unknown name is refused and changes nothing."""
+        """Replace the active tools with a drawn list (hidden ones included); a list with an
+        unknown name is refused and changes nothing."""
         names = [spec.name for spec in self._specs]
         chosen = data.draw(st.lists(st.sampled_from(names), max_size=len(names)), label="names")
         unknown = data.draw(st.sampled_from([False] * 5 + [True]), label="with an unknown name")

@@ -35,6 +35,7 @@ from events.stores import EventStore, MemoryStore
 from events.types import Annotations, Record
 
 from ..approvals import ApprovalAnswer, ApprovalRequest
+from ..callids import from_host
 from ..context import CallOutcome
 from ..handlers import (
     Block,
@@ -415,10 +416,8 @@ async def run_script(script: SessionScript, store: EventStore | None = None) -> 
                 if scope.cancelled_caught:
                     cancelled_turns.append(session.state.turn)
                 prompts += 1
-                live_calls = session.state.live_calls
-                if left := tuple(c for c in session.state.open_calls
-                                 if live_calls[c].origin != "host"
-                                 and live_calls[c.split("/", 1)[0]].origin != "host"):
+                # a host call is its caller's to wait for, not the prompt's
+                if left := tuple(c for c in session.state.open_calls if not from_host(c)):
                     left_open.append((prompts, left))
         harness.model.assert_complete()
         live = tuple(session.records)

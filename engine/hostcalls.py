@@ -1,0 +1,80 @@
+"""Host calls: a tool run for the host (``session.call_tool``), on a model call's path.
+
+Step 1 (DESIGN's "one call, in order") is recorded here, in the host's task, under the id
+``"h{n}"`` (:mod:`engine.callids`); steps 2-8 are :func:`engine.calls.advance`'s, as for any
+call, carried in the host's task under a cancel scope that the session's closing cancels
+(:class:`~engine.inflight.InFlight` keeps it). Nothing here touches the transcript: the
+reducers leave host calls out of it. :class:`~engine.session.Session` exposes these as
+``call_tool`` and ``resume_call``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from events.types import ToolCallRequested
+
+from .callids import host_call_id
+from .calls import advance
+from .context import CallOutcome, admitted, refuse_unreadable
+from .environment import Environment
+from .inflight import InFlight
+from .jsonvalues import own_result
+from .limits import clip_name
+from .recorder import Recorder
+
+__all__ = ["call_tool", "resume_call"]
+
+
+async def call_tool(env: Environment, recorder: Recorder, inflight: InFlight, name: str,
+                    arguments: Any) -> CallOutcome:
+    """Record the host's request for ``name`` and carry it to its end (see
+    ``Session.call_tool``)."""
+    arguments, problem = admitted(arguments, env.limits)
+    name = clip_name(str(name))
+    call_id = host_call_id(recorder.projection.host_calls)
+    recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
+                                      origin="host"))  # 1., before any checkpoint
+    if problem is not None:
+        result = refuse_unreadable(recorder, call_id, name, problem)
+        await recorder.flush()
+        return CallOutcome(call_id=call_id, result=own_result(result))
+    return await _carry(env, recorder, inflight, call_id)
+
+
+async def resume_call(env: Environment, recorder: Recorder, inflight: InFlight,
+                      call_id: str) -> CallOutcome:
+    """Carry a host call the log holds on from where it is (see ``Session.resume_call``)."""
+    projection = recorder.projection
+    view = projection.live_calls.get(call_id)
+    if view is None or view.origin != "host":
+        open_ones = [c for c in projection.open_calls
+                     if projection.live_calls[c].origin == "host"]
+        raise ValueError(f"{call_id!r} is not a host call of this session (open host "
+                         f"calls: {', '.join(open_ones) or 'none'})")
+    if inflight.hosting(call_id):
+        raise RuntimeError(f"host call {call_id} is already running in this process: "
+                           f"await the call_tool() or resume_call() that carries it")
+    return await _carry(env, recorder, inflight, call_id)
+
+
+async def _carry(env: Environment, recorder: Recorder, inflight: InFlight,
+                 call_id: str) -> CallOutcome:
+    """Steps 2-8 of a host call, in this task, under a scope the session's closing
+    cancels."""
+    scope = trio.CancelScope()
+    inflight.host(call_id, scope)
+    ended: Any = None
+    try:
+        with scope:
+            ended = await advance(env, recorder, inflight, call_id, wait=True)
+    finally:
+        inflight.unhost(call_id)
+    if scope.cancelled_caught:
+        raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
+                           f"it stays open in the log; reopen the session and call "
+                           f"resume_call({call_id!r}) to finish it")
+    await recorder.flush()
+    return CallOutcome(call_id=call_id, result=own_result(ended))
