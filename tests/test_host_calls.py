@@ -407,14 +407,19 @@ async def test_a_forged_host_call_id_is_refused_by_the_fold() -> None:
 # -- reading a log with host calls --------------------------------------------------------------
 
 
-async def test_show_lists_host_calls_in_the_call_tree(tmp_path: Any,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_lists_host_calls_in_the_call_tree(tmp_path: Any,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    # a plain test: the command line runs its own trio loop, as it does for a user
     log = tmp_path / "host.jsonl"
-    model = FauxModel([faux_tool_call("double", {"n": 2}), faux_text("done")])
-    async with Session.open(JsonlStore(log), model=model, tools=TOOLS, session_id="s",
-                            create=True) as session:
-        await session.call_tool("nests")
-        await session.prompt("go")
+
+    async def record() -> None:
+        model = FauxModel([faux_tool_call("double", {"n": 2}), faux_text("done")])
+        async with Session.open(JsonlStore(log), model=model, tools=TOOLS, session_id="s",
+                                create=True) as session:
+            await session.call_tool("nests")
+            await session.prompt("go")
+
+    trio.run(record)
     assert main(["show", str(log), "--json"]) == 0
     [shown] = json.loads(capsys.readouterr().out)
     assert [(c["call_id"], c["origin"]) for c in shown["calls"]] == [
