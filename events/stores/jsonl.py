@@ -35,7 +35,8 @@ store first indexes whatever other processes appended, so a stale writer anywher
 new tail under ``LOCK_SH``. The ``async`` methods never wait for a lock on the event loop: they
 try it without waiting, and if another process holds it they wait in a worker thread (see
 :mod:`events.stores.locks`). A session has one owner at a time: :meth:`JsonlStore.claim` locks
-a file of its own next to the log. Unix only (``fcntl``).
+a byte of the log far past its end (a lock file of the session's own where the system has no
+open-file-description locks). Unix only (``fcntl``).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ from .jsonlines import (
     read_jsonl,
     verify_jsonl,
 )
-from .locks import claim_file, locked_elsewhere, try_lock
+from .locks import claim_log, locked_elsewhere, try_lock
 
 __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
@@ -310,12 +311,12 @@ class JsonlStore(InlineStore):
         return self._key is not None
 
     def claim(self, session_id: str) -> Claim:
-        """Own ``session_id`` until the claim is released: an exclusive lock on the session's
-        own lock file, ``<path>.owners/<digest>.lock``, which any claim of it in any process
-        (this one included) respects; :class:`~events.errors.SessionInUse` at once if it is
-        held (see :mod:`events.stores.locks`). The kernel drops the lock if the process dies."""
-        self._ensure_open()
-        return claim_file(self.path, session_id)
+        """Own ``session_id`` until the claim is released: an exclusive lock on one byte of
+        the log far past its end (on Linux; elsewhere on the session's own lock file,
+        ``<path>.owners/<digest>.lock``), which any claim of it in any process (this one
+        included) respects; :class:`~events.errors.SessionInUse` at once if it is held (see
+        :mod:`events.stores.locks`). The kernel drops the lock if the process dies."""
+        return claim_log(self.path, self._ensure_open(), session_id)
 
     def close(self) -> None:
         """Close the file. Idempotent; the store refuses to be used afterwards."""
