@@ -247,13 +247,19 @@ class JsonlStore(InlineStore):
 
     def _commit(self, session_id: str, start: int, lines: list[bytes], head: str) -> None:
         """Index a batch :meth:`_write_locked` wrote (and, if durable, synced)."""
-        offset = start
-        for line in lines:
-            self._lines += 1
-            self._add(session_id, offset, len(line), self._lines)
-            offset += len(line)
-        self._size = offset
-        self._index[session_id].head = head
+        index = self._index.get(session_id)
+        if index is None:
+            index = self._index[session_id] = _SessionIndex()
+        lengths = [len(line) for line in lines]
+        offsets = index.offsets
+        for length in lengths:
+            offsets.append(start)
+            start += length
+        index.lengths.extend(lengths)
+        index.lines.extend(range(self._lines + 1, self._lines + len(lines) + 1))
+        self._lines += len(lines)
+        self._size = start
+        index.head = head
 
     async def read(self, session_id: str, after: int = 0) -> list[Record]:
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
