@@ -250,14 +250,15 @@ class JsonlStore(InlineStore):
         index = self._index.get(session_id)
         if index is None:
             index = self._index[session_id] = _SessionIndex()
-        lengths = [len(line) for line in lines]
-        offsets = index.offsets
-        for length in lengths:
+        offsets, lengths, numbers = index.offsets, index.lengths, index.lines
+        number = self._lines
+        for line in lines:
+            number += 1
             offsets.append(start)
-            start += length
-        index.lengths.extend(lengths)
-        index.lines.extend(range(self._lines + 1, self._lines + len(lines) + 1))
-        self._lines += len(lines)
+            lengths.append(len(line))
+            numbers.append(number)
+            start += len(line)
+        self._lines = number
         self._size = start
         index.head = head
 
@@ -514,7 +515,10 @@ def _cut(fd: int, size: int) -> None:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     while view:
         written = os.write(fd, view)
         view = view[written:]
