@@ -276,3 +276,24 @@ def test_two_ids_that_share_a_lock_byte_are_never_both_held(
                 second.claim("b")
         with second.claim("b"):
             pass
+
+
+@pytest.mark.skipif(not locks.BYTE_CLAIMS, reason="claims by a byte of the log need OFD locks")
+def test_a_log_whose_locks_meet_the_claims_bytes_is_claimed_by_lock_files(tmp_path: Path) -> None:
+    """As on NFS, where Linux emulates ``flock`` with a byte-range lock over the whole file:
+    a claim's byte lock would meet it, and appends would wait for the claims forever."""
+    path = tmp_path / "log.jsonl"
+    path.touch()
+    whole = os.open(path, os.O_RDONLY)
+    try:  # a read lock over the whole file, from byte 0 to its end and beyond
+        fcntl.fcntl(whole, fcntl.F_OFD_SETLK,
+                    locks._FLOCK.pack(fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0))
+        with JsonlStore(path) as store:
+            with store.claim("s"):
+                assert os.listdir(tmp_path / "log.jsonl.owners")  # the session's lock file
+                with pytest.raises(SessionInUse, match="held by this process"):
+                    store.claim("s")
+    finally:
+        os.close(whole)
+    with JsonlStore(path) as store, store.claim("s"):  # nothing meets the bytes now
+        assert sorted(os.listdir(tmp_path)) == ["log.jsonl"]

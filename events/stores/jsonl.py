@@ -61,7 +61,7 @@ from .jsonlines import (
     read_jsonl,
     verify_jsonl,
 )
-from .locks import claim_log, locked_elsewhere, try_lock
+from .locks import byte_claims_hold, claim_byte, claim_file, locked_elsewhere, try_lock
 
 __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
@@ -159,6 +159,8 @@ class JsonlStore(InlineStore):
                 _fsync_dir(self.path)
             with _locked(fd, fcntl.LOCK_SH if read_only else fcntl.LOCK_EX):
                 self._refresh_locked(fd, repair=not read_only)
+                #: how this store claims sessions: by a byte of the log, or by lock files
+                self._byte_claims = byte_claims_hold(self.path)
         except BaseException:
             os.close(fd)
             raise
@@ -319,11 +321,15 @@ class JsonlStore(InlineStore):
 
     def claim(self, session_id: str) -> Claim:
         """Own ``session_id`` until the claim is released: an exclusive lock on one byte of
-        the log far past its end (on Linux; elsewhere on the session's own lock file,
+        the log far past its end (on Linux, on a filesystem whose ``flock`` does not meet
+        byte-range locks; elsewhere on the session's own lock file,
         ``<path>.owners/<digest>.lock``), which any claim of it in any process (this one
         included) respects; :class:`~events.errors.SessionInUse` at once if it is held (see
         :mod:`events.stores.locks`). The kernel drops the lock if the process dies."""
-        return claim_log(self.path, self._ensure_open(), session_id)
+        fd = self._ensure_open()
+        if self._byte_claims:
+            return claim_byte(self.path, fd, session_id)
+        return claim_file(self.path, session_id)
 
     def close(self) -> None:
         """Close the file. Idempotent; the store refuses to be used afterwards."""

@@ -9,7 +9,7 @@ process. A claim never waits: it locks the byte or raises
 :class:`~events.errors.SessionInUse`. Every claim of the session, in this process or another,
 meets the same byte, and the kernel drops the lock when the claim's descriptor closes: at
 release, or when its process dies, however it dies. Nothing is written and no file is made:
-a claim costs an ``open``, an ``fstat`` and an ``fcntl``, where a lock file costs a folder,
+a claim costs an ``open``, two ``fstat`` calls and an ``fcntl``, where a lock file costs a folder,
 a file, a write and two removals. Two ids whose digests agree share a byte, so one of them is
 refused while the other is held though it is free (never two owners of one session); with
 ``n`` sessions held on one log at once the chance that any two share a byte is about
@@ -17,7 +17,8 @@ refused while the other is held though it is free (never two owners of one sessi
 the refusal names this process when one of its own claims holds the byte (claims are kept by
 byte, per file, in the process) and "another process" otherwise. The byte locks and the
 file's ``flock`` never meet on a local filesystem; on NFS, where Linux emulates ``flock`` with
-byte-range locks over the whole file, they would: keep such logs on a local disk.
+byte-range locks over the whole file, they would, so a store asks when it opens the file
+(:func:`byte_claims_hold`) and claims by lock files where they meet.
 
 **Owning a session, elsewhere** (no ``F_OFD_SETLK``; and :class:`~events.SqliteStore`, whose
 database file SQLite locks with POSIX locks that any ``close`` of the file in the process would
@@ -56,7 +57,8 @@ import trio
 from ..errors import SessionInUse
 from .base import Claim
 
-__all__ = ["BYTE_CLAIMS", "claim_byte", "claim_file", "claim_log", "locked_elsewhere", "try_lock"]
+__all__ = ["BYTE_CLAIMS", "byte_claims_hold", "claim_byte", "claim_file", "locked_elsewhere",
+           "try_lock"]
 
 #: Whether this system has open-file-description locks: then a log's sessions are claimed by
 #: a byte of the log, else by lock files (see the module's docstring).
@@ -144,12 +146,23 @@ def _dispose(fd: int, *, locked: bool) -> None:
     os.close(fd)
 
 
-def claim_log(path: str, fd: int, session_id: str) -> Claim:
-    """Claim ``session_id`` of the log open as ``fd`` at ``path``: by a byte of the log where
-    the system has OFD locks (:func:`claim_byte`), else by a lock file (:func:`claim_file`)."""
-    if BYTE_CLAIMS:
-        return claim_byte(path, fd, session_id)
-    return claim_file(path, session_id)
+def byte_claims_hold(path: str) -> bool:
+    """Whether the sessions of the log at ``path`` may be claimed by a byte of it: the system
+    has OFD locks, and a ``flock`` of the file does not meet byte-range locks (on NFS, Linux
+    emulates ``flock`` with a byte-range lock over the whole file, which would meet every
+    claim: an append would wait for them forever). The caller holds a ``flock`` of the file;
+    this asks (``F_OFD_GETLK``, which takes nothing) through a descriptor of its own whether a
+    lock on a byte just below the claims' would be refused. Every process sees the same
+    answer for one file, so all of them claim its sessions the same way."""
+    if not BYTE_CLAIMS:
+        return False
+    probe = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        asked = fcntl.fcntl(probe, fcntl.F_OFD_GETLK,
+                            _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, _FIRST_CLAIM_BYTE - 1, 1, 0))
+    finally:
+        os.close(probe)
+    return bool(_FLOCK.unpack(asked)[0] == fcntl.F_UNLCK)
 
 
 def claim_byte_offset(session_id: str) -> int:
@@ -176,7 +189,8 @@ def claim_byte(path: str, fd: int, session_id: str) -> Claim:
                                f"its lock byte is held by session {holder!r} of this process, "
                                f"whose id's digest is the same")
         try:
-            fcntl.fcntl(own, fcntl.F_OFD_SETLK, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0))
+            fcntl.fcntl(own, fcntl.F_OFD_SETLK,
+                        _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0))
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EAGAIN):
                 raise SessionInUse(session_id, "held by another process") from None
