@@ -15,6 +15,7 @@ call's events, as a session appends them), not durable (``synchronous=NORMAL``) 
 
 from __future__ import annotations
 
+import fcntl
 import os
 import tempfile
 import time
@@ -24,7 +25,7 @@ import trio
 
 from events import JsonlStore, MemoryStore, Record, SqliteStore
 from events.results import TextContent, ToolResult
-from events.stores.base import EventStore, encode_batch
+from events.stores.base import EventStore, encode_batch, encode_bodies
 from events.types import Event, PolicyDecided, ToolCallCompleted, ToolCallRequested, ToolExecutionStarted
 
 from .harness import Figure, Row, Settings, interleave, paired
@@ -100,6 +101,37 @@ def write_rate(count: int, *, durable: bool, clock: Callable[[], float] = time.p
     return count / elapsed
 
 
+def encode_rate(count: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Records per second encoded and proven to read back, one at a time, nothing else: what
+    every store that checks encoding does to each record before anything else."""
+    batches = [(record,) for record in call_records("bench", count)]
+    start = clock()
+    for batch in batches:
+        encode_bodies(batch)
+    return count / (clock() - start)
+
+
+def locked_write_rate(count: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Appends per second of the system calls a ``JsonlStore`` append makes around its
+    already sealed line: the lock, the file's size (has another process appended?), the
+    ``write``, the unlock."""
+    lines, _ = encode_batch(call_records("bench", count))
+    with tempfile.TemporaryDirectory() as directory:
+        fd = os.open(os.path.join(directory, "log.jsonl"),
+                     os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            start = clock()
+            for line in lines:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os.lseek(fd, 0, os.SEEK_END)
+                os.write(fd, line)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            elapsed = clock() - start
+        finally:
+            os.close(fd)
+    return count / elapsed
+
+
 def list_rate(count: int, clock: Callable[[], float] = time.perf_counter) -> float:
     records = call_records("bench", count)
     kept: list[Record] = []
@@ -163,4 +195,25 @@ def run(settings: Settings) -> list[Row]:
                             note=f"{1e6 / figure.median:.1f} µs per {per}",
                             target=f"≥ {target // 1000} k {unit}" if target else "",
                             met=figure.median >= target if target else None))
+    rows += floors(fast, reps, clock)
     return rows
+
+
+def floors(count: int, reps: int, clock: Callable[[], float]) -> list[Row]:
+    """The floor under ``JsonlStore(durable=False)``'s appends, measured in the same run: a
+    record encoded and proven to read back, and the system calls of an append; an append
+    does both, so together they bound its rate from above."""
+    encoded, written = interleave(reps, [lambda: encode_rate(count, clock),
+                                         lambda: locked_write_rate(count, clock)])
+    encoding = Figure(name="a record encoded and proven to read back, nothing stored",
+                      unit="records/s", samples=tuple(encoded), better="higher")
+    calls = Figure(name="flock, size, write, unlock of a sealed line, nothing else",
+                   unit="appends/s", samples=tuple(written), better="higher")
+    both = 1 / (1 / encoding.median + 1 / calls.median)
+    return [
+        Row(group="stores", figure=encoding,
+            note=f"{1e6 / encoding.median:.1f} µs per record; the floor under "
+                 f"JsonlStore(durable=False), with the row below: both together allow "
+                 f"{both / 1000:.0f} k appends/s before the seal, the seq check and the index"),
+        Row(group="stores", figure=calls, note=f"{1e6 / calls.median:.1f} µs per append"),
+    ]

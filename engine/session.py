@@ -151,7 +151,7 @@ class Session:
         registry = Registry()
         specs = list(tools)
         for spec in specs:
-            registry.check(spec)
+            registry = registry.with_spec(spec)  # checked and compiled once, here
         names = Counter(spec.name for spec in specs)
         if duplicated := [name for name, count in names.items() if count > 1]:
             raise ValueError(f"two tools are named {duplicated[0]!r}: tool names must be unique")
@@ -180,7 +180,7 @@ class Session:
             if not history:
                 recorder.record(started)
             for spec in specs:
-                session._register(spec)
+                session._record_tool(spec)
             await recorder.flush()
             raised: BaseException | None = None
             try:
@@ -273,12 +273,15 @@ class Session:
 
     async def register(self, spec: ToolSpec) -> None:
         """Register another tool (or a new version of one) while the session is open."""
-        self._env.registry.check(spec)
-        self._register(spec)
+        self._register(spec)  # checked before anything changes
         await self._recorder.flush()
 
     def _register(self, spec: ToolSpec) -> None:
         self._env = self._env.evolve(registry=self._env.registry.with_spec(spec))
+        self._record_tool(spec)
+
+    def _record_tool(self, spec: ToolSpec) -> None:
+        """Record the tool's snapshot unless the session's state has it so already."""
         snapshot = spec.snapshot()
         if self.state.tools.get(spec.name) != snapshot:
             self._recorder.record(ToolRegistered(spec=snapshot))

@@ -39,13 +39,17 @@ faster, and the tests check that they agree with the converter on every event ty
 The same readers make writing cheap: a store must know that a line reads back before it writes
 it, and :func:`encode_stored` proves that with the reader taking the dict the line was encoded
 from, instead of decoding the line again; ``encode_stored(record, fast=False)`` always leaves
-the line to be decoded (the reference; docs/performance.md, "Encoding a record once").
+the line to be decoded (the reference; docs/performance.md, "Encoding a record once"). When
+the reader proves the event, the envelope around it (version, session, seq, time, type: exact
+``str``, ``int`` and finite ``float``) is written by one format string instead of a dict for the
+encoder to walk; the bytes are the reference's (``tests/test_codec_fast_path.py``).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import cattrs
@@ -53,7 +57,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
 from .errors import CodecError
-from .jsontext import dumps_compact
+from .jsontext import dumps_compact, dumps_str
 from .jsontext import loads_strict as loads_strict
 from .readers import FAST, Fallback
 from .types import (
@@ -316,6 +320,13 @@ def _encode(obj: dict[str, Any]) -> tuple[str, bytes]:
     return line, data
 
 
+# The event classes a reader proves, each with its unstructure hook looked up once (the
+# converter's own, which ``converter.unstructure`` would look up by class on every call).
+_PROVABLE: dict[type[Any], tuple[Callable[[Any], Any], Callable[[Any], Any]]] = {
+    cls: (converter.get_unstructure_hook(cls), read) for cls, read in FAST.items()
+}
+
+
 def encode_stored(record: Record, *, fast: bool = True) -> tuple[bytes, str | None]:
     """The record's canonical line as UTF-8, encoded once, and the line's text if it must
     still be decoded to prove that it reads back (``None`` when that is proven already).
@@ -327,18 +338,30 @@ def encode_stored(record: Record, *, fast: bool = True) -> tuple[bytes, str | No
     was made from reads back too (``tests/test_codec_fast_path.py`` holds the two to that).
     Anything else, and every call with ``fast=False`` (the reference), returns the text.
     """
-    obj = encode_record(record)
-    line, data = _encode(obj)
     if fast:
-        reader = FAST.get(type(record.event))
-        if (reader is not None and type(record.session_id) is str and type(record.seq) is int
-                and type(record.time) is float and record.version == SCHEMA_VERSION):
+        event, time = record.event, record.time
+        provable = _PROVABLE.get(type(event))
+        if (provable is not None and type(record.session_id) is str and type(record.seq) is int
+                and type(time) is float and time - time == 0.0  # finite
+                and record.version == SCHEMA_VERSION):
+            unstructure, read = provable
+            data = unstructure(event)
             try:
-                reader(obj["data"])
+                read(data)
             except Fallback:
-                return data, line
-            return data, None
-    return data, line
+                pass  # the reference decides
+            else:
+                # what dumps_compact(encode_record(record)) writes, the envelope's fields being
+                # of exact types; a line UTF-8 cannot hold goes the reference's way
+                line = (f'{{"v":{SCHEMA_VERSION},"session_id":{dumps_str(record.session_id)},'
+                        f'"seq":{record.seq},"time":{time!r},"type":"{_NAMES[type(event)]}",'
+                        f'"data":{dumps_compact(data)}}}')
+                try:
+                    return line.encode("utf-8"), None
+                except UnicodeEncodeError:
+                    pass
+    line, encoded = _encode(encode_record(record))
+    return encoded, line
 
 
 def decode_line(line: str | bytes) -> Record:

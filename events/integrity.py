@@ -94,15 +94,18 @@ def link(prev: str, body: bytes, key: bytes | None = None) -> str:
     return hmac.new(key, data, hashlib.sha256).hexdigest()
 
 
-def seal_bytes(body: bytes, prev: str, key: bytes | None = None) -> tuple[bytes, str]:
-    """The sealed line (no newline) for canonical bytes ``body`` after ``prev``, and its hash.
+def seal_bytes(
+    body: bytes, prev: str, key: bytes | None = None, end: bytes = b""
+) -> tuple[bytes, str]:
+    """The sealed line for canonical bytes ``body`` after ``prev``, followed by ``end`` (a
+    newline, for a file; nothing by default), and its hash.
 
     ``body`` must be a JSON object with at least one field and no ``"hash"`` of its own.
     """
     if len(body) < 3 or body[:1] != b"{" or body[-1:] != b"}":
         raise ValueError("only a JSON object with at least one field can be sealed")
     digest = link(prev, body, key)
-    return body[:-1] + _PREFIX + digest.encode("ascii") + b'"}', digest
+    return b"".join((body[:-1], _PREFIX, digest.encode("ascii"), b'"}', end)), digest
 
 
 def seal(body: str, prev: str, key: bytes | None = None) -> tuple[str, str]:

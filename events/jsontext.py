@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["dumps_compact", "loads_strict"]
+__all__ = ["dumps_compact", "dumps_str", "loads_strict"]
 
 
 def _unknown(value: Any) -> Any:
@@ -29,6 +29,11 @@ _ENCODE_TEXT: Callable[[Any, int], Any] | None = (
     else _MAKE_ENCODER(None, _unknown, json.encoder.encode_basestring, None, ":", ",", False,
                        False, False)
 )
+
+
+#: A ``str`` as :func:`dumps_compact` writes it inside an object: quoted, escaped, non-ASCII
+#: kept as is.
+dumps_str: Callable[[str], str] = json.encoder.encode_basestring
 
 
 def dumps_compact(obj: dict[str, Any]) -> str:

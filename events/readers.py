@@ -1,9 +1,12 @@
-"""Hand-written readers for the events a call writes: the fast path of decoding.
+"""Hand-written readers for the events a call writes, and those a session opens with: the
+fast path of decoding.
 
 The converter in :mod:`events.codec` is the reference: it decides what a record means and says
 what is wrong with one. Folding a log decodes every line, and the converter's general
 machinery (tagged unions, validators, detailed errors) makes that about a fifth slower than
-these readers (docs/performance.md, "One codec"), so the events written on every call have one.
+these readers (docs/performance.md, "One codec"), so the events written on every call have one;
+so do those a session opens with (its start, its tools, the user's message), whose encoding
+a store must otherwise prove by decoding the line again.
 
 Each reader takes only the exact shape :func:`events.codec.encode_record` writes, with the
 strict types, and builds the event directly; anything else raises :class:`Fallback`, and the
@@ -26,10 +29,13 @@ import attrs
 from .results import ErrorInfo, TextContent, ToolResult
 from .types import (
     ActiveToolsSet,
+    Annotations,
     ApprovalRequested,
     ApprovalResolved,
     AssistantMessage,
     Decision,
+    ExecutionMode,
+    Exposure,
     FailureDetail,
     FailureKind,
     ModelToolCall,
@@ -37,6 +43,7 @@ from .types import (
     PolicyDecided,
     ResultHandlerFailed,
     Scope,
+    SessionSettings,
     SessionStarted,
     ToolCallBlocked,
     ToolCallCancelled,
@@ -49,6 +56,8 @@ from .types import (
     ToolProgress,
     ToolRegistered,
     ToolsActivated,
+    ToolSnapshot,
+    ToolSource,
     UserMessage,
 )
 
@@ -80,6 +89,25 @@ def _opt_str(value: Any) -> str | None:
     return value
 
 
+def _int(value: Any) -> int:
+    if type(value) is not int:
+        raise _FALLBACK
+    return value
+
+
+def _opt_bool(value: Any) -> bool | None:
+    if value is not None and type(value) is not bool:
+        raise _FALLBACK
+    return value
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """A JSON object whose values are anyone's (a field of type ``dict[str, Any]``)."""
+    if type(value) is not dict or any(type(key) is not str for key in value):
+        raise _FALLBACK
+    return value
+
+
 def _one_of(value: Any, allowed: frozenset[str]) -> Any:
     if type(value) is not str or value not in allowed:
         raise _FALLBACK
@@ -90,6 +118,8 @@ _ORIGINS = frozenset(get_args(Origin))
 _DECISIONS = frozenset(get_args(Decision))
 _SCOPES = frozenset(get_args(Scope))
 _KINDS = frozenset(get_args(FailureKind))
+_EXPOSURES = frozenset(get_args(Exposure))
+_MODES = frozenset(get_args(ExecutionMode))
 
 #: The classes inside events that the readers build themselves, with the fields they read.
 NESTED: dict[type[Any], frozenset[str]] = {
@@ -98,6 +128,12 @@ NESTED: dict[type[Any], frozenset[str]] = {
     TextContent: frozenset({"text", "type"}),
     ErrorInfo: frozenset({"type", "message", "traceback"}),
     FailureDetail: frozenset({"limit", "size", "type", "path", "problem", "value"}),
+    SessionSettings: frozenset({"max_turns", "max_depth", "max_argument_bytes",
+                                "max_result_bytes"}),
+    ToolSnapshot: frozenset({"name", "description", "input_schema", "output_schema",
+                             "annotations", "exposure", "execution_mode", "timeout", "source"}),
+    Annotations: frozenset({"title", "read_only", "destructive", "idempotent", "open_world"}),
+    ToolSource: frozenset({"server", "version", "tool"}),
 }
 _TEXT, _RESULT, _ERROR, _CALL = (NESTED[TextContent], NESTED[ToolResult], NESTED[ErrorInfo],
                                  NESTED[ModelToolCall])
@@ -251,6 +287,69 @@ def _approval_resolved(data: Any) -> ApprovalResolved:
                             reason=_opt_str(data["reason"]), later=later)
 
 
+# -- the events a session opens with ---------------------------------------------------------
+
+_SESSION = frozenset({"metadata", "settings"})
+_SESSION_BARE = _SESSION - {"settings"}
+_SETTINGS = NESTED[SessionSettings]
+
+
+def _session_started(data: Any) -> SessionStarted:
+    # ``settings`` is written only when there are some (and is absent from older logs)
+    if type(data) is not dict or (data.keys() != _SESSION_BARE and data.keys() != _SESSION):
+        raise _FALLBACK
+    settings = data.get("settings")
+    if settings is not None:
+        _fields(settings, _SETTINGS)
+        settings = SessionSettings(
+            max_turns=_int(settings["max_turns"]), max_depth=_int(settings["max_depth"]),
+            max_argument_bytes=_int(settings["max_argument_bytes"]),
+            max_result_bytes=_int(settings["max_result_bytes"]))
+    return SessionStarted(metadata=_object(data["metadata"]), settings=settings)
+
+
+_REGISTERED = frozenset({"spec"})
+_SNAPSHOT, _ANNOTATIONS = NESTED[ToolSnapshot], NESTED[Annotations]
+_SNAPSHOT_LOCAL, _SOURCE = _SNAPSHOT - {"source"}, NESTED[ToolSource]
+
+
+def _registered(data: Any) -> ToolRegistered:
+    _fields(data, _REGISTERED)
+    spec = data["spec"]
+    # ``source`` is written only for a tool that runs elsewhere (a mounted MCP server's)
+    if type(spec) is not dict or (spec.keys() != _SNAPSHOT_LOCAL and spec.keys() != _SNAPSHOT):
+        raise _FALLBACK
+    source = spec.get("source")
+    if source is not None:
+        _fields(source, _SOURCE)
+        source = ToolSource(server=_str(source["server"]), version=_opt_str(source["version"]),
+                            tool=_str(source["tool"]))
+    hints, output, timeout = spec["annotations"], spec["output_schema"], spec["timeout"]
+    _fields(hints, _ANNOTATIONS)
+    if timeout is not None and type(timeout) is not float:
+        raise _FALLBACK
+    return ToolRegistered(spec=ToolSnapshot(
+        name=_str(spec["name"]), description=_str(spec["description"]),
+        input_schema=_object(spec["input_schema"]),
+        output_schema=None if output is None else _object(output),
+        annotations=Annotations(
+            title=_opt_str(hints["title"]), read_only=_opt_bool(hints["read_only"]),
+            destructive=_opt_bool(hints["destructive"]),
+            idempotent=_opt_bool(hints["idempotent"]),
+            open_world=_opt_bool(hints["open_world"])),
+        exposure=_one_of(spec["exposure"], _EXPOSURES),
+        execution_mode=_one_of(spec["execution_mode"], _MODES), timeout=timeout,
+        source=source))
+
+
+_USER = frozenset({"text"})
+
+
+def _user(data: Any) -> UserMessage:
+    _fields(data, _USER)
+    return UserMessage(text=_str(data["text"]))
+
+
 _REWRITTEN = frozenset({"call_id", "arguments", "by"})
 
 
@@ -268,14 +367,15 @@ class Reader(NamedTuple):
 
 
 #: Every event class, with its fast reader or ``None``: ``None`` leaves that class to the
-#: converter on purpose (it is not written on every call, so a reader would not pay). A new
+#: converter on purpose (it is written neither on every call nor when a session opens, so a
+#: reader would not pay). A new
 #: event class needs an entry here, and a new field of a class with a reader needs the reader
 #: to read it: the codec's tests fail, naming the class and the field, until they have one.
 READERS: dict[type[Any], Reader | None] = {
-    SessionStarted: None,
-    ToolRegistered: None,
+    SessionStarted: Reader(_SESSION, _session_started),
+    ToolRegistered: Reader(_REGISTERED, _registered),
     ActiveToolsSet: None,
-    UserMessage: None,
+    UserMessage: Reader(_USER, _user),
     AssistantMessage: Reader(_ASSISTANT, _assistant),
     ToolCallRequested: Reader(_REQUESTED, _requested),
     ToolCallRewritten: Reader(_REWRITTEN, _rewritten),

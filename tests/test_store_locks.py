@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +26,7 @@ from engine.models import FauxModel, faux_text
 from events import JsonlStore, MemoryStore, SessionInUse
 from events.stores import EventStore
 from events.stores import jsonl as jsonl_module
+from events.stores import locks
 from events.types import Record, UserMessage
 
 #: how long a holder waits for the loop before it gives up (only a frozen loop makes it wait)
@@ -170,8 +173,16 @@ async def test_a_durable_append_syncs_off_the_loop(
 # -- one owner per session ----------------------------------------------------------------
 
 
+@pytest.fixture(params=["byte", "lock file"] if locks.BYTE_CLAIMS else ["lock file"])
+def claims(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """How a JSONL log's sessions are claimed: a byte of the log (where the system has OFD
+    locks), and the lock files of the systems without them, forced here too."""
+    monkeypatch.setattr(locks, "BYTE_CLAIMS", request.param == "byte")
+    return str(request.param)
+
+
 @pytest.fixture(params=["memory", "jsonl"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EventStore]:
+def store(request: pytest.FixtureRequest, tmp_path: Path, claims: str) -> Iterator[EventStore]:
     made: Any = MemoryStore() if request.param == "memory" else JsonlStore(tmp_path / "log.jsonl")
     yield made
     made.close()
@@ -204,7 +215,7 @@ async def test_a_session_open_twice_at_once_is_refused_and_nothing_is_written(
         assert (await session.resume()).stop == "end_turn"  # free again once the block ended
 
 
-def test_two_jsonl_stores_on_one_file_share_the_claims(tmp_path: Path) -> None:
+def test_two_jsonl_stores_on_one_file_share_the_claims(tmp_path: Path, claims: str) -> None:
     path = tmp_path / "log.jsonl"
     with JsonlStore(path) as first, JsonlStore(path) as second:
         with first.claim("s"):
@@ -213,3 +224,76 @@ def test_two_jsonl_stores_on_one_file_share_the_claims(tmp_path: Path) -> None:
         with second.claim("s"):
             pass
     assert sorted(os.listdir(tmp_path)) == ["log.jsonl"]  # no lock file is left behind
+
+
+HOLD = """
+import sys
+from events import JsonlStore
+with JsonlStore(sys.argv[1]) as store, store.claim("s"):
+    print("HELD", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_a_session_another_process_holds_is_refused_until_it_lets_go(
+    tmp_path: Path, claims: str
+) -> None:
+    path = tmp_path / "log.jsonl"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    code = HOLD if claims == "byte" else "from events.stores import locks\n" \
+        "locks.BYTE_CLAIMS = False\n" + HOLD
+    holder = subprocess.Popen([sys.executable, "-c", code, str(path)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "HELD"
+        with JsonlStore(path) as store:
+            where = "held by another process" if claims == "byte" else \
+                f"held by process {holder.pid}"
+            with pytest.raises(SessionInUse, match=where):
+                store.claim("s")
+            with store.claim("t"):  # other sessions are free
+                pass
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+            assert holder.wait(timeout=30) == 0
+            with store.claim("s"):  # free once the holder is gone
+                pass
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+@pytest.mark.skipif(not locks.BYTE_CLAIMS, reason="claims by a byte of the log need OFD locks")
+def test_two_ids_that_share_a_lock_byte_are_never_both_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(locks, "claim_byte_offset", lambda session_id: 1 << 62)
+    with JsonlStore(tmp_path / "log.jsonl") as first, JsonlStore(tmp_path / "log.jsonl") as second:
+        with first.claim("a"):
+            with pytest.raises(SessionInUse, match="held by session 'a' of this process"):
+                second.claim("b")
+        with second.claim("b"):
+            pass
+
+
+@pytest.mark.skipif(not locks.BYTE_CLAIMS, reason="claims by a byte of the log need OFD locks")
+def test_a_log_whose_locks_meet_the_claims_bytes_is_claimed_by_lock_files(tmp_path: Path) -> None:
+    """As on NFS, where Linux emulates ``flock`` with a byte-range lock over the whole file:
+    a claim's byte lock would meet it, and appends would wait for the claims forever."""
+    path = tmp_path / "log.jsonl"
+    path.touch()
+    whole = os.open(path, os.O_RDONLY)
+    try:  # a read lock over the whole file, from byte 0 to its end and beyond
+        fcntl.fcntl(whole, fcntl.F_OFD_SETLK,
+                    locks._FLOCK.pack(fcntl.F_RDLCK, os.SEEK_SET, 0, 0, 0))
+        with JsonlStore(path) as store:
+            with store.claim("s"):
+                assert os.listdir(tmp_path / "log.jsonl.owners")  # the session's lock file
+                with pytest.raises(SessionInUse, match="held by this process"):
+                    store.claim("s")
+    finally:
+        os.close(whole)
+    with JsonlStore(path) as store, store.claim("s"):  # nothing meets the bytes now
+        assert sorted(os.listdir(tmp_path)) == ["log.jsonl"]

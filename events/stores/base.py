@@ -268,11 +268,11 @@ def encode_bodies(records: Sequence[Record]) -> list[bytes]:
     """
     bodies: list[bytes] = []
     for record in records:
-        where = f"record seq {record.seq} of session {record.session_id!r}"
         if record.version != SCHEMA_VERSION:
             age = "newer" if record.version > SCHEMA_VERSION else "older"
             raise CodecError(
-                f"{where} has schema version {record.version}, {age} than {SCHEMA_VERSION}, "
+                f"{_where(record)} has schema version {record.version}, {age} than "
+                f"{SCHEMA_VERSION}, "
                 f"the only version stores write"
                 + (
                     ": copy it with attrs.evolve(record, version=SCHEMA_VERSION)"
@@ -285,14 +285,18 @@ def encode_bodies(records: Sequence[Record]) -> list[bytes]:
         except (KeyError, TypeError, ValueError) as exc:
             # KeyError: not an event class; TypeError/ValueError: not JSON (NaN, a set);
             # UnicodeEncodeError (a ValueError): a lone surrogate in a string.
-            raise CodecError(f"{where} cannot be encoded: {exc!r}") from exc
+            raise CodecError(f"{_where(record)} cannot be encoded: {exc!r}") from exc
         if text is not None:  # not proven by the encoding: decode the same JSON to prove it
             try:
                 decode_line(text)
             except CodecError as exc:
-                raise CodecError(f"{where} would not read back: {exc}") from exc
+                raise CodecError(f"{_where(record)} would not read back: {exc}") from exc
         bodies.append(data)
     return bodies
+
+
+def _where(record: Record) -> str:
+    return f"record seq {record.seq} of session {record.session_id!r}"
 
 
 def seal_lines(
@@ -303,8 +307,8 @@ def seal_lines(
     record is not chained), each with its trailing newline; and the new head."""
     lines: list[bytes] = []
     for body in bodies:
-        line, prev = seal_bytes(body, prev, key)
-        lines.append(line + b"\n")
+        line, prev = seal_bytes(body, prev, key, b"\n")
+        lines.append(line)
     return lines, prev
 
 

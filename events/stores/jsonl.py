@@ -31,11 +31,12 @@ included, is :class:`~events.errors.UnverifiedRecordError` naming the record.
 
 Several processes may share one file. Appends hold ``fcntl.flock(LOCK_EX)``; under it the
 store first indexes whatever other processes appended, so a stale writer anywhere gets
-:class:`~events.errors.ConflictError`. Readers notice a grown file (``fstat``) and index its
+:class:`~events.errors.ConflictError`. Readers notice a grown file (its size) and index its
 new tail under ``LOCK_SH``. The ``async`` methods never wait for a lock on the event loop: they
 try it without waiting, and if another process holds it they wait in a worker thread (see
 :mod:`events.stores.locks`). A session has one owner at a time: :meth:`JsonlStore.claim` locks
-a file of its own next to the log. Unix only (``fcntl``).
+a byte of the log far past its end (a lock file of the session's own where the system has no
+open-file-description locks). Unix only (``fcntl``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ from .jsonlines import (
     read_jsonl,
     verify_jsonl,
 )
-from .locks import claim_file, locked_elsewhere, try_lock
+from .locks import byte_claims_hold, claim_byte, claim_file, locked_elsewhere, try_lock
 
 __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
@@ -166,6 +167,8 @@ class JsonlStore(InlineStore):
                 _fsync_dir(self.path)
             with _locked(fd, fcntl.LOCK_SH if read_only else fcntl.LOCK_EX):
                 self._refresh_locked(fd, repair=not read_only)
+                #: how this store claims sessions: by a byte of the log, or by lock files
+                self._byte_claims = byte_claims_hold(self.path)
         except BaseException:
             os.close(fd)
             raise
@@ -254,13 +257,20 @@ class JsonlStore(InlineStore):
 
     def _commit(self, session_id: str, start: int, lines: list[bytes], head: str) -> None:
         """Index a batch :meth:`_write_locked` wrote (and, if durable, synced)."""
-        offset = start
+        index = self._index.get(session_id)
+        if index is None:
+            index = self._index[session_id] = _SessionIndex()
+        offsets, lengths, numbers = index.offsets, index.lengths, index.lines
+        number = self._lines
         for line in lines:
-            self._lines += 1
-            self._add(session_id, offset, len(line), self._lines)
-            offset += len(line)
-        self._size = offset
-        self._index[session_id].head = head
+            number += 1
+            offsets.append(start)
+            lengths.append(len(line))
+            numbers.append(number)
+            start += len(line)
+        self._lines = number
+        self._size = start
+        index.head = head
         self._appended.notify()
 
     async def read(self, session_id: str, after: int = 0) -> list[Record]:
@@ -335,11 +345,15 @@ class JsonlStore(InlineStore):
         return self._key is not None
 
     def claim(self, session_id: str) -> Claim:
-        """Own ``session_id`` until the claim is released: an exclusive lock on the session's
-        own lock file, ``<path>.owners/<digest>.lock``, which any claim of it in any process
-        (this one included) respects; :class:`~events.errors.SessionInUse` at once if it is
-        held (see :mod:`events.stores.locks`). The kernel drops the lock if the process dies."""
-        self._ensure_open()
+        """Own ``session_id`` until the claim is released: an exclusive lock on one byte of
+        the log far past its end (on Linux, on a filesystem whose ``flock`` does not meet
+        byte-range locks; elsewhere on the session's own lock file,
+        ``<path>.owners/<digest>.lock``), which any claim of it in any process (this one
+        included) respects; :class:`~events.errors.SessionInUse` at once if it is held (see
+        :mod:`events.stores.locks`). The kernel drops the lock if the process dies."""
+        fd = self._ensure_open()
+        if self._byte_claims:
+            return claim_byte(self.path, fd, session_id)
         return claim_file(self.path, session_id)
 
     def close(self) -> None:
@@ -378,7 +392,7 @@ class JsonlStore(InlineStore):
     def _refresh(self, fd: int) -> None:
         """Index what other processes appended, if the file changed size. Blocking: for the
         synchronous methods (:meth:`head`); the ``async`` ones use :meth:`_catch_up`."""
-        if os.fstat(fd).st_size != self._size:
+        if _file_size(fd) != self._size:
             if not try_lock(fd, fcntl.LOCK_SH):
                 if self._holding:  # our own append, in flight: the index is whole without it
                     return
@@ -392,7 +406,7 @@ class JsonlStore(InlineStore):
         """:meth:`_refresh`, waiting for the lock off the loop if another holder has it;
         returns the store's descriptor."""
         fd = self._ensure_open()
-        if os.fstat(fd).st_size == self._size:
+        if _file_size(fd) == self._size:
             return fd
         if try_lock(fd, fcntl.LOCK_SH):
             try:
@@ -415,7 +429,7 @@ class JsonlStore(InlineStore):
         back. Otherwise a read-only store indexes a whole record as it is, and a writable one
         leaves it for its next append (which must not write after it before it ends).
         """
-        size = os.fstat(fd).st_size
+        size = _file_size(fd)
         if size < self._size:
             raise CorruptLogError(
                 self.path,
@@ -525,6 +539,13 @@ def _locked(fd: int, operation: int) -> Iterator[None]:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def _file_size(fd: int) -> int:
+    """The file's size: its end, found by ``lseek`` (a quarter of what ``fstat`` costs in
+    Python, which builds a whole stat result). The store's descriptor appends and reads with
+    ``pread`` or seeks first, so where its offset is left does not matter."""
+    return os.lseek(fd, 0, os.SEEK_END)
+
+
 def _cut(fd: int, size: int) -> None:
     """A batch failed to be written (or synced): the caller will believe nothing was stored,
     so make it so."""
@@ -533,7 +554,10 @@ def _cut(fd: int, size: int) -> None:
 
 
 def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
+    written = os.write(fd, data)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
     while view:
         written = os.write(fd, view)
         view = view[written:]

@@ -1,7 +1,28 @@
 """File locks for the JSONL store: who owns a session, and waiting for the file's lock
 without stopping the event loop.
 
-**Owning a session.** A session is claimed with an exclusive ``flock`` on a small lock file of
+**Owning a session, on Linux.** A session of a log is claimed with an exclusive lock on one
+byte of the log itself, far past its end: an open-file-description lock (``F_OFD_SETLK``),
+taken on a descriptor of the claim's own, so it belongs to the claim and not to the process.
+The byte is ``2**62`` plus a 62-bit digest of the session id (BLAKE2b), the same in every
+process. A claim never waits: it locks the byte or raises
+:class:`~events.errors.SessionInUse`. Every claim of the session, in this process or another,
+meets the same byte, and the kernel drops the lock when the claim's descriptor closes: at
+release, or when its process dies, however it dies. Nothing is written and no file is made:
+a claim costs an ``open``, two ``fstat`` calls and an ``fcntl``, where a lock file costs a folder,
+a file, a write and two removals. Two ids whose digests agree share a byte, so one of them is
+refused while the other is held though it is free (never two owners of one session); with
+``n`` sessions held on one log at once the chance that any two share a byte is about
+``n**2 / 2**63``. An OFD lock has no owning process (``F_OFD_GETLK`` reports pid ``-1``), so
+the refusal names this process when one of its own claims holds the byte (claims are kept by
+byte, per file, in the process) and "another process" otherwise. The byte locks and the
+file's ``flock`` never meet on a local filesystem; on NFS, where Linux emulates ``flock`` with
+byte-range locks over the whole file, they would, so a store asks when it opens the file
+(:func:`byte_claims_hold`) and claims by lock files where they meet.
+
+**Owning a session, elsewhere** (no ``F_OFD_SETLK``; and :class:`~events.SqliteStore`, whose
+database file SQLite locks with POSIX locks that any ``close`` of the file in the process would
+drop). A session is claimed with an exclusive ``flock`` on a small lock file of
 its own, ``<log>.owners/<sha256 of the session id>.lock``, taken with ``LOCK_NB``: a claim
 never waits, it either holds the lock or raises :class:`~events.errors.SessionInUse` naming the
 process that does (its pid is written in the file). ``flock`` belongs to one open file
@@ -27,6 +48,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import struct
 import threading
 from collections.abc import AsyncIterator
 
@@ -35,7 +57,19 @@ import trio
 from ..errors import SessionInUse
 from .base import Claim
 
-__all__ = ["claim_file", "locked_elsewhere", "try_lock"]
+__all__ = ["BYTE_CLAIMS", "byte_claims_hold", "claim_byte", "claim_file", "locked_elsewhere",
+           "try_lock"]
+
+#: Whether this system has open-file-description locks: then a log's sessions are claimed by
+#: a byte of the log, else by lock files (see the module's docstring).
+BYTE_CLAIMS = hasattr(fcntl, "F_OFD_SETLK")
+
+_FIRST_CLAIM_BYTE = 1 << 62
+# ``struct flock`` (the layout of Linux, whose C compiler aligns it as ``struct`` does):
+# l_type, l_whence, l_start, l_len, l_pid (0, as OFD locks require).
+_FLOCK = struct.Struct("hhqqi")
+# The byte claims this process holds: (device, inode, byte) -> the session id.
+_held_bytes: dict[tuple[int, int, int], str] = {}
 
 
 def try_lock(fd: int, operation: int) -> bool:
@@ -110,6 +144,67 @@ def _dispose(fd: int, *, locked: bool) -> None:
     if locked:
         fcntl.flock(fd, fcntl.LOCK_UN)
     os.close(fd)
+
+
+def byte_claims_hold(path: str) -> bool:
+    """Whether the sessions of the log at ``path`` may be claimed by a byte of it: the system
+    has OFD locks, and a ``flock`` of the file does not meet byte-range locks (on NFS, Linux
+    emulates ``flock`` with a byte-range lock over the whole file, which would meet every
+    claim: an append would wait for them forever). The caller holds a ``flock`` of the file;
+    this asks (``F_OFD_GETLK``, which takes nothing) through a descriptor of its own whether a
+    lock on a byte just below the claims' would be refused. Every process sees the same
+    answer for one file, so all of them claim its sessions the same way."""
+    if not BYTE_CLAIMS:
+        return False
+    probe = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        asked = fcntl.fcntl(probe, fcntl.F_OFD_GETLK,
+                            _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, _FIRST_CLAIM_BYTE - 1, 1, 0))
+    finally:
+        os.close(probe)
+    return bool(_FLOCK.unpack(asked)[0] == fcntl.F_UNLCK)
+
+
+def claim_byte_offset(session_id: str) -> int:
+    """The byte of a log whose lock is the claim of ``session_id``: past ``2**62``, where no
+    log reaches, by a 62-bit digest of the id."""
+    digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=8)
+    return _FIRST_CLAIM_BYTE + (int.from_bytes(digest.digest(), "big") >> 2)
+
+
+def claim_byte(path: str, fd: int, session_id: str) -> Claim:
+    """Claim ``session_id`` of the log open as ``fd`` at ``path`` by an OFD lock on its byte
+    (see the module's docstring); raises :class:`~events.errors.SessionInUse` if it is held."""
+    byte = claim_byte_offset(session_id)
+    own = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        mine, theirs = os.fstat(own), os.fstat(fd)
+        if (mine.st_dev, mine.st_ino) != (theirs.st_dev, theirs.st_ino):
+            raise OSError(f"{path} is no longer the file this store opened (replaced or moved "
+                          f"away?): open a new store")
+        key = (mine.st_dev, mine.st_ino, byte)
+        holder = _held_bytes.get(key)
+        if holder is not None:
+            raise SessionInUse(session_id, "held by this process" if holder == session_id else
+                               f"its lock byte is held by session {holder!r} of this process, "
+                               f"whose id's digest is the same")
+        try:
+            fcntl.fcntl(own, fcntl.F_OFD_SETLK,
+                        _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0))
+        except OSError as exc:
+            if exc.errno in (errno.EACCES, errno.EAGAIN):
+                raise SessionInUse(session_id, "held by another process") from None
+            raise
+    except BaseException:
+        os.close(own)
+        raise
+    _held_bytes[key] = session_id
+
+    def release() -> None:
+        del _held_bytes[key]
+        os.close(own)  # the lock goes with the descriptor
+
+    return Claim(release)
 
 
 def claim_file(path: str, session_id: str) -> Claim:

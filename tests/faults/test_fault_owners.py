@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import os
 import tempfile
+import unittest.mock
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +27,7 @@ from hypothesis import strategies as st
 from engine import Session
 from engine.models import FauxModel
 from events import JsonlStore, MemoryStore, SessionInUse, SessionNotFound
+from events.stores import locks
 from events.stores.base import Claim
 from events.types import Record, SessionStarted, UserMessage
 
@@ -59,10 +62,15 @@ def check_claims(stores: list[Any], steps: list[tuple[str, int, str]]) -> None:
         claim.release()
 
 
+@pytest.mark.parametrize("byte_claims", [True, False] if locks.BYTE_CLAIMS else [False])
 @settings(max_examples=40)
-@given(STEPS)
-def test_claims_through_two_jsonl_stores_behave_as_one_lock(steps: list[Any]) -> None:
-    with tempfile.TemporaryDirectory() as folder:
+@given(steps=STEPS)
+def test_claims_through_two_jsonl_stores_behave_as_one_lock(
+    steps: list[Any], byte_claims: bool
+) -> None:
+    """By a byte of the log (OFD locks), and by lock files (forced where OFD locks exist)."""
+    with tempfile.TemporaryDirectory() as folder, \
+            unittest.mock.patch.object(locks, "BYTE_CLAIMS", byte_claims):
         path = Path(folder) / "log.jsonl"
         with JsonlStore(path) as first, JsonlStore(path) as second:
             check_claims([first, second, first], steps)
