@@ -9,6 +9,7 @@ __all__ = [
     "LogError",
     "SessionInUse",
     "SessionNotFound",
+    "StoreSchemaError",
     "UnverifiedRecordError",
 ]
 
@@ -116,3 +117,20 @@ class SessionInUse(LogError):
             f"block ends, then open it again"
         )
         self.session_id = session_id
+
+
+class StoreSchemaError(LogError):
+    """A database store's tables are missing or of a version this toolledger does not know.
+
+    Schema changes are never made behind the user's back: creating or upgrading the tables is
+    an explicit step, ``toolledger db init URL`` (or ``await store.init_schema()``).
+    """
+
+    def __init__(self, where: str, problem: str, fix: str = "") -> None:
+        super().__init__(
+            f"{where}: {problem}. "
+            + (fix or "Create or upgrade the tables with `toolledger db init URL` (or "
+               "`await store.init_schema()`), then open the store again")
+        )
+        self.where = where
+        self.problem = problem

@@ -10,7 +10,7 @@ of the stored log equals the live state, so every test that uses it also checks 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import pytest
@@ -102,3 +102,41 @@ def events_of(records: Iterable[Record], kind: type[E], call_id: str | None = No
 def call_events(records: Iterable[Record], call_id: str) -> list[Any]:
     """Every event about ``call_id``, in log order."""
     return [r.event for r in records if getattr(r.event, "call_id", None) == call_id]
+
+
+# -- a PostgreSQL server, for the tests of the PostgreSQL store --------------------------------
+# Started once per test run from the machine's binaries (tests/pgserver.py), stopped and removed
+# at the end whatever the outcome. Without one, its tests skip and say why; with
+# TOOLLEDGER_REQUIRE_POSTGRES=1 (as .ci/run sets) they fail instead (docs/contributing.md).
+
+REQUIRE_POSTGRES_VARIABLE = "TOOLLEDGER_REQUIRE_POSTGRES"
+#: where the running server's URL is found by helpers that cannot take fixtures, and by the
+#: worker processes the tests start
+POSTGRES_URL_VARIABLE = "TOOLLEDGER_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """The run's PostgreSQL server (a :class:`tests.pgserver.Server`)."""
+    from tests import pgserver
+
+    def unavailable(reason: str) -> None:
+        if os.environ.get(REQUIRE_POSTGRES_VARIABLE) == "1":
+            pytest.fail(f"{REQUIRE_POSTGRES_VARIABLE}=1 but {reason}", pytrace=False)
+        pytest.skip(f"PostgreSQL tests skipped: {reason}")
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        unavailable("psycopg is not installed (pip install 'toolledger[postgres]')")
+    try:
+        server = pgserver.start()
+    except pgserver.ServerUnavailable as exc:
+        unavailable(f"no PostgreSQL server could be started: {exc}")
+        raise
+    os.environ[POSTGRES_URL_VARIABLE] = server.url
+    try:
+        yield server
+    finally:
+        os.environ.pop(POSTGRES_URL_VARIABLE, None)
+        server.stop()

@@ -1,0 +1,324 @@
+"""A store for many processes and machines: one PostgreSQL database.
+
+The tables are the SQLite store's, one row per record sealed into the session's hash chain
+(:mod:`events.stores.pgschema`), so one verifier checks both and a session copied between
+them keeps its chain; reading rows back, keyed verification included, is the very code the
+SQLite store runs (:mod:`events.stores.rows`).
+
+**Off the event loop.** psycopg's async connection runs on asyncio only, so the store uses its
+synchronous API in worker threads (:func:`trio.to_thread.run_sync`), one connection per
+thread from a small pool (``connections``). A statement that has started is not abandoned
+when its task is cancelled: an append is committed or rolled back whole, then the
+cancellation is delivered.
+
+**One round trip per append.** The store remembers each session's last seq and head as it
+left them. An append seals the batch onto that head and sends one statement
+(:data:`~events.stores.pgschema.APPEND`) that moves the session's row from the expected seq
+and head to the new ones and inserts the batch's rows only if it did; fewer rows than the
+batch means another writer got there first: :class:`~events.errors.ConflictError`. When the
+store does not know the session's head (the first append of a session it has not written),
+it reads it first, and with a key verifies the last record before chaining onto it.
+
+**Ownership** is a lease in the database (:mod:`events.stores.pglease`); **following** a
+session uses LISTEN/NOTIFY (:mod:`events.stores.pgfollow`).
+
+Needs the ``postgres`` extra: ``pip install 'toolledger[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
+
+import trio
+
+try:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "PostgresStore needs psycopg 3: install toolledger's postgres extra, "
+        "pip install 'toolledger[postgres]'"
+    ) from exc
+
+from ..errors import ConflictError, SessionInUse
+from ..integrity import GENESIS
+from ..types import Record
+from . import pgschema
+from .base import Claim, Claims, ClosingStore, check_batch, check_conflict, encode_bodies, seal_lines
+from .pgfollow import follow_session
+from .pglease import Leases
+from .rows import check_rows, decode_row
+
+__all__ = ["PostgresStore"]
+
+T = TypeVar("T")
+Connection = psycopg.Connection[tuple[Any, ...]]
+
+
+def _sid(session_id: str) -> bytes:
+    return session_id.encode("utf-8", "surrogatepass")
+
+
+def describe(conninfo: str) -> str:
+    """``conninfo`` as a ``postgresql://`` URL without its password, for messages."""
+    try:
+        parts = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "postgresql://?"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
+
+
+class PostgresStore(ClosingStore):
+    """An :class:`~events.stores.EventStore` in the PostgreSQL database ``conninfo`` names (a
+    ``postgresql://`` URL, or a libpq ``key=value`` string). Its tables must exist: create
+    them with ``toolledger db init URL`` or :meth:`init_schema`; otherwise the first use
+    raises :class:`~events.errors.StoreSchemaError` saying so.
+
+    ``durable=False`` (the default) commits with ``synchronous_commit=off``: a batch
+    acknowledged survives a crash of the writer's process, and of the server's processes
+    short of the machine; a crash of the server's machine keeps the database consistent but
+    may lose the batches of its last moment (up to three ``wal_writer_delay``\\ s, 0.6 s by
+    default). ``durable=True`` keeps the server's own setting, normally ``on``: a batch is
+    acknowledged once its commit is on the server's disk (or its standbys', as configured).
+
+    ``key`` seals and verifies exactly as the keyed JSONL and SQLite stores do: a row that
+    does not verify raises :class:`~events.errors.UnverifiedRecordError` naming the database,
+    the session and the seq.
+
+    ``connections`` bounds the connections appends and reads use at once (one more holds the
+    leases, and one per :meth:`follow`). ``lease_seconds`` is how long a claim's lease lasts
+    without renewal (see :meth:`claim`).
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        key: bytes | None = None,
+        durable: bool = False,
+        connections: int = 8,
+        lease_seconds: float = 30.0,
+    ) -> None:
+        if key is not None and (not isinstance(key, bytes) or not key):
+            raise ValueError("the HMAC key must be non-empty bytes")
+        if connections < 1:
+            raise ValueError("connections must be at least 1")
+        self.conninfo = conninfo
+        self.where = describe(conninfo)
+        self.durable = durable
+        self._key = key
+        self._slots = trio.Semaphore(connections)
+        self._idle: list[Connection] = []
+        self._checked = False  # the schema's version, once per store
+        self._heads: dict[str, tuple[int, str]] = {}  # session -> (last seq, head) as we left it
+        self._claims = Claims("PostgresStore")
+        self._leases = Leases(self._connect, lease_seconds)
+        self._closed = False
+
+    # -- connections ----------------------------------------------------------------------
+
+    def _connect(self) -> Connection:
+        """A new autocommit connection, its schema checked (once per store)."""
+        conn = psycopg.connect(self.conninfo, autocommit=True)
+        try:
+            if not self.durable:
+                conn.execute("SET synchronous_commit = off")
+            if not self._checked:
+                pgschema.check_schema(conn, self.where)
+                self._checked = True
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Connection]:
+        self._ensure_open()
+        async with self._slots:
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = await trio.to_thread.run_sync(self._connect)
+            try:
+                yield conn
+            finally:
+                if conn.broken or conn.closed or self._closed:
+                    conn.close()
+                else:
+                    self._idle.append(conn)
+
+    async def _run(self, work: Callable[[Connection], T]) -> T:
+        """``work(conn)`` in a worker thread, on a pooled connection; once started it runs to
+        its end even if the task is cancelled."""
+        async with self._connection() as conn:
+            return await trio.to_thread.run_sync(work, conn)
+
+    async def init_schema(self) -> None:
+        """Create the store's tables, or upgrade them to the current version; idempotent
+        (``toolledger db init URL`` calls it)."""
+        self._ensure_open()
+
+        def init() -> None:
+            with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                pgschema.init_schema(conn, self.where)
+
+        await trio.to_thread.run_sync(init)
+
+    # -- appending ------------------------------------------------------------------------
+
+    async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+        """Append a batch, all or nothing; see :meth:`EventStore.append`."""
+        self._ensure_open()
+        check_batch(session_id, records, expected_seq)
+        bodies = encode_bodies(records)
+        if session_id in self._leases.lost:
+            raise SessionInUse(session_id, "this store's lease on it expired and another "
+                                           "owner took it")
+        await self._run(lambda conn: self._append(conn, session_id, records, bodies,
+                                                  expected_seq))
+
+    def _append(self, conn: Connection, session_id: str, records: Sequence[Record],
+                bodies: list[bytes], expected_seq: int) -> None:
+        sid = _sid(session_id)
+        if not records:
+            check_conflict(session_id, expected_seq, self._last_seq(conn, sid))
+            return
+        for _ in range(2):  # a second time only if the head we knew was not the session's
+            known = self._heads.get(session_id)
+            if expected_seq == 0:
+                prev = GENESIS
+            elif known is not None and known[0] == expected_seq:
+                prev = known[1]
+            else:
+                prev = self._head_of(conn, session_id, expected_seq)
+            lines, head = seal_lines(bodies, prev, self._key)
+            cursor = conn.execute(
+                pgschema.APPEND_NEW if expected_seq == 0 else pgschema.APPEND,
+                {"sid": sid, "last": records[-1].seq, "head": head, "expected": expected_seq,
+                 "prev": prev, "seqs": [record.seq for record in records],
+                 "lines": [line[:-1] for line in lines]})
+            if cursor.rowcount == len(records):
+                self._heads[session_id] = (records[-1].seq, head)
+                return
+            self._heads.pop(session_id, None)
+            check_conflict(session_id, expected_seq, self._last_seq(conn, sid))
+        raise ConflictError(session_id, expected_seq, self._last_seq(conn, sid))
+
+    def _head_of(self, conn: Connection, session_id: str, expected_seq: int) -> str:
+        """The head to chain onto, the session ending at ``expected_seq`` (else a conflict);
+        with a key, only once its last record links to the one before it."""
+        row = conn.execute("SELECT last_seq, head FROM toolledger_sessions WHERE session_id = %s",
+                           (_sid(session_id),)).fetchone()
+        check_conflict(session_id, expected_seq, int(row[0]) if row else 0)
+        assert row is not None
+        if self._key is None:
+            return str(row[1])
+        rows = self._rows(conn, session_id, expected_seq - 1)
+        return check_rows(self.where, self._key, session_id, expected_seq - 1, rows)[1]
+
+    # -- reading --------------------------------------------------------------------------
+
+    async def read(self, session_id: str, after: int = 0) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+        after = max(after, 0)
+
+        def read(conn: Connection) -> list[Record]:
+            if self._key is None:
+                return [decode_row(self.where, session_id, seq, line)[0]
+                        for seq, line in self._rows(conn, session_id, after + 1)]
+            # with a key, the row before the first handed out gives the hash it links to
+            rows = self._rows(conn, session_id, after)
+            return check_rows(self.where, self._key, session_id, after, rows)[0]
+
+        return await self._run(read)
+
+    def _rows(self, conn: Connection, session_id: str, first: int) -> list[tuple[int, bytes]]:
+        cursor = conn.cursor(binary=True)
+        cursor.execute("SELECT seq, line FROM toolledger_records WHERE session_id = %s "
+                       "AND seq >= %s ORDER BY seq", (_sid(session_id), first))
+        return cursor.fetchall()
+
+    async def last_seq(self, session_id: str) -> int:
+        """The seq of the session's last record; 0 for an unknown session."""
+        return await self._run(lambda conn: self._last_seq(conn, _sid(session_id)))
+
+    def _last_seq(self, conn: Connection, sid: bytes) -> int:
+        row = conn.execute("SELECT last_seq FROM toolledger_sessions WHERE session_id = %s",
+                           (sid,)).fetchone()
+        return int(row[0]) if row is not None else 0
+
+    async def sessions(self) -> list[str]:
+        """Every session id, in order of first appearance."""
+        rows = await self._run(lambda conn: conn.execute(
+            "SELECT session_id FROM toolledger_sessions ORDER BY id").fetchall())
+        return [bytes(row[0]).decode("utf-8", "surrogatepass") for row in rows]
+
+    async def head(self, session_id: str) -> str | None:
+        """The hash of the session's last record; ``None`` for an unknown session."""
+        row = await self._run(lambda conn: conn.execute(
+            "SELECT head FROM toolledger_sessions WHERE session_id = %s",
+            (_sid(session_id),)).fetchone())
+        return str(row[0]) if row is not None else None
+
+    def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
+        """Every record of the session with ``seq > after``, then each one appended after
+        (by any writer, in any process), until the caller stops iterating or is cancelled.
+        See :mod:`events.stores.pgfollow`."""
+        self._ensure_open()
+        return follow_session(self, session_id, after)
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the store was given a key: it seals with it, and every record it hands out
+        was verified with it."""
+        return self._key is not None
+
+    # -- owning a session -----------------------------------------------------------------
+
+    def claim(self, session_id: str) -> Claim:
+        """Own ``session_id`` until the claim is released: a lease in the database, renewed
+        while it is held and taken over by another owner only once it has expired
+        (:mod:`events.stores.pglease`); :class:`~events.errors.SessionInUse` at once if
+        another claim holds it, through this store or any other, in any process.
+
+        One round trip, made on the calling thread: the protocol's ``claim`` is synchronous.
+        """
+        self._ensure_open()
+        here = self._claims.claim(session_id)  # SessionInUse if this store holds it already
+        try:
+            self._leases.take(session_id)
+        except BaseException:
+            here.release()
+            raise
+
+        def release() -> None:
+            try:
+                self._leases.give_back(session_id)
+            finally:
+                here.release()
+
+        return Claim(release)
+
+    def renew_leases(self) -> list[str]:
+        """Renew this store's leases now (a thread does it every third of ``lease_seconds``);
+        the sessions whose lease had been taken over, which this store now refuses to append
+        to."""
+        return self._leases.renew()
+
+    def close(self) -> None:
+        """End this store's leases and close its connections. Idempotent; the store refuses
+        to be used afterwards."""
+        if self._closed:
+            return
+        self._closed = True
+        self._leases.close()
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"the PostgresStore for {self.where} is closed")
