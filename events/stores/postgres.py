@@ -8,8 +8,8 @@ SQLite store runs (:mod:`events.stores.rows`).
 **Off the event loop.** psycopg's async connection runs on asyncio only, so the store uses its
 synchronous API in worker threads (:func:`trio.to_thread.run_sync`), one connection per
 thread from a small pool (``connections``). A statement that has started is not abandoned
-when its task is cancelled: an append is committed or rolled back whole, then the
-cancellation is delivered.
+when its task is cancelled: an append is committed or rolled back whole and returns (or
+raises) as it would have, and the cancellation is delivered at the task's next checkpoint.
 
 **One round trip per append.** The store remembers each session's last seq and head as it
 left them. An append seals the batch onto that head and sends one statement
