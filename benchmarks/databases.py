@@ -32,7 +32,7 @@ from rich.console import Console
 from events import JsonlStore, SqliteStore
 from events.stores.base import EventStore
 
-from .__main__ import add_run_options, render, show
+from .__main__ import add_run_options, render, show, title
 from .harness import Figure, Row, Settings, interleave, paired
 from .report import machine, to_json
 from .stores import call_records
@@ -178,9 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(to_json(rows, settings=facts), sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
-    heading = (f"toolledger's stores{' (quick)' if args.quick else ''}: {about['cpus']} CPUs, "
-               f"{about['cpu']}, {about['implementation']} {about['python']}; wall clock; "
-               f"{took:.0f} s" + (f"; {absent}" if absent else ""))
+    heading = title(about, quick=args.quick, seconds=took) + (f"; {absent}" if absent else "")
     show(rows, heading, as_markdown=args.markdown)
     return 0
 

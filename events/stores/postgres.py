@@ -284,7 +284,9 @@ class PostgresStore(ClosingStore):
         (:mod:`events.stores.pglease`); :class:`~events.errors.SessionInUse` at once if
         another claim holds it, through this store or any other, in any process.
 
-        One round trip, made on the calling thread: the protocol's ``claim`` is synchronous.
+        One round trip, made on the calling thread (the protocol's ``claim`` is synchronous),
+        after connecting the first time. Releasing it also forgets the session's head, so a
+        store that opens many sessions in turn does not keep one per session it ever wrote.
         """
         self._ensure_open()
         here = self._claims.claim(session_id)  # SessionInUse if this store holds it already
@@ -295,6 +297,7 @@ class PostgresStore(ClosingStore):
             raise
 
         def release() -> None:
+            self._heads.pop(session_id, None)  # what a closed session's next owner re-reads
             try:
                 self._leases.give_back(session_id)
             finally:
