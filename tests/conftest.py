@@ -140,3 +140,12 @@ def postgres_server() -> Iterator[Any]:
     finally:
         os.environ.pop(POSTGRES_URL_VARIABLE, None)
         server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _postgres_server_for_the_postgres_backend(request: pytest.FixtureRequest) -> None:
+    """A test parametrized with ``"postgres"`` (the conformance suite's backend) gets the
+    server: without one it skips or fails, saying why, like any test that asks for it."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and "postgres" in callspec.params.values():
+        request.getfixturevalue("postgres_server")

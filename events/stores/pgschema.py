@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "APPEND",
+    "APPEND_GROUP",
     "APPEND_NEW",
     "CHANNEL",
     "MIGRATIONS",
@@ -105,6 +106,38 @@ WITH head AS (
     ON CONFLICT (session_id) DO NOTHING
     RETURNING session_id
 )""" + _INSERT_ROWS
+
+# Many sessions' batches in one statement (group commit): each session's row moves, or its new
+# row goes in, on the same conditions as above, and each batch's rows go in only where its
+# session's did. The sessions stored come back; every other batch is a conflict (or a head the
+# writer remembered wrong), decided alone afterwards.
+APPEND_GROUP = """
+WITH input AS (
+    SELECT * FROM unnest(%(sids)s::bytea[], %(expected)s::bigint[], %(prevs)s::text[],
+                         %(lasts)s::bigint[], %(heads)s::text[])
+        AS i(session_id, expected, prev, last, head)
+), moved AS (
+    UPDATE toolledger_sessions AS s SET last_seq = i.last, head = i.head
+    FROM input AS i
+    WHERE i.expected > 0 AND s.session_id = i.session_id AND s.last_seq = i.expected
+        AND s.head = i.prev
+    RETURNING s.session_id
+), created AS (
+    INSERT INTO toolledger_sessions (session_id, last_seq, head)
+    SELECT session_id, last, head FROM input WHERE expected = 0
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING session_id
+), stored AS (
+    SELECT session_id FROM moved UNION ALL SELECT session_id FROM created
+), inserted AS (
+    INSERT INTO toolledger_records (session_id, seq, line)
+    SELECT r.session_id, r.seq, r.line
+    FROM unnest(%(rsids)s::bytea[], %(seqs)s::bigint[], %(lines)s::bytea[])
+        AS r(session_id, seq, line)
+    WHERE r.session_id IN (SELECT session_id FROM stored)
+)
+SELECT session_id FROM stored
+"""
 
 
 def _version(conn: psycopg.Connection[tuple[Any, ...]]) -> int:

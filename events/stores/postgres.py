@@ -17,7 +17,9 @@ left them. An append seals the batch onto that head and sends one statement
 and head to the new ones and inserts the batch's rows only if it did; fewer rows than the
 batch means another writer got there first: :class:`~events.errors.ConflictError`. When the
 store does not know the session's head (the first append of a session it has not written),
-it reads it first, and with a key verifies the last record before chaining onto it.
+it reads it first, and with a key verifies the last record before chaining onto it. Batches
+that queue while every connection is busy go together, in one statement and one commit
+(group commit, :mod:`events.stores.pgappend`).
 
 **Ownership** is a lease in the database (:mod:`events.stores.pglease`); **following** a
 session uses LISTEN/NOTIFY (:mod:`events.stores.pgfollow`).
@@ -42,11 +44,11 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
         "pip install 'toolledger[postgres]'"
     ) from exc
 
-from ..errors import ConflictError, SessionInUse
-from ..integrity import GENESIS
+from ..errors import SessionInUse
 from ..types import Record
 from . import pgschema
-from .base import Claim, Claims, ClosingStore, check_batch, check_conflict, encode_bodies, seal_lines
+from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
+from .pgappend import Appender, Pending, last_seq, rows, sid_of
 from .pgfollow import follow_session
 from .pglease import Leases
 from .rows import check_rows, decode_row
@@ -57,8 +59,8 @@ T = TypeVar("T")
 Connection = psycopg.Connection[tuple[Any, ...]]
 
 
-def _sid(session_id: str) -> bytes:
-    return session_id.encode("utf-8", "surrogatepass")
+#: the most batches one statement writes (group commit: :mod:`events.stores.pgappend`)
+GROUP_LIMIT = 64
 
 
 def describe(conninfo: str) -> str:
@@ -114,7 +116,8 @@ class PostgresStore(ClosingStore):
         self._slots = trio.Semaphore(connections)
         self._idle: list[Connection] = []
         self._checked = False  # the schema's version, once per store
-        self._heads: dict[str, tuple[int, str]] = {}  # session -> (last seq, head) as we left it
+        self._appender = Appender(self.where, key)
+        self._queue: list[Pending] = []  # batches no thread has taken yet
         self._claims = Claims("PostgresStore")
         self._leases = Leases(self._connect, lease_seconds)
         self._closed = False
@@ -170,54 +173,57 @@ class PostgresStore(ClosingStore):
     # -- appending ------------------------------------------------------------------------
 
     async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
-        """Append a batch, all or nothing; see :meth:`EventStore.append`."""
+        """Append a batch, all or nothing; see :meth:`EventStore.append`.
+
+        The batch joins the queue; the first append to get a connection writes every batch
+        queued by then, one per session, in one statement (see :mod:`events.stores.pgappend`).
+        Cancelled before its batch was handed to a thread, it leaves the queue, nothing
+        written; afterwards, it waits (shielded) for the batch's outcome and returns or raises
+        it, the cancellation arriving at the task's next checkpoint."""
         self._ensure_open()
         check_batch(session_id, records, expected_seq)
         bodies = encode_bodies(records)
         if session_id in self._leases.lost:
             raise SessionInUse(session_id, "this store's lease on it expired and another "
                                            "owner took it")
-        await self._run(lambda conn: self._append(conn, session_id, records, bodies,
-                                                  expected_seq))
+        pending = Pending(session_id, records, bodies, expected_seq)
+        self._queue.append(pending)
+        try:
+            async with self._connection() as conn:
+                group = self._take_group()
+                if group:
+                    try:
+                        await trio.to_thread.run_sync(self._appender.write, conn, group)
+                    finally:
+                        for taken in group:
+                            taken.done.set()
+            await pending.done.wait()
+        except BaseException as exc:
+            if not pending.taken:
+                self._queue.remove(pending)
+                raise
+            with trio.CancelScope(shield=True):
+                await pending.done.wait()
+            if not isinstance(exc, trio.Cancelled):
+                raise
+        if pending.error is not None:
+            raise pending.error
 
-    def _append(self, conn: Connection, session_id: str, records: Sequence[Record],
-                bodies: list[bytes], expected_seq: int) -> None:
-        sid = _sid(session_id)
-        if not records:
-            check_conflict(session_id, expected_seq, self._last_seq(conn, sid))
-            return
-        for _ in range(2):  # a second time only if the head we knew was not the session's
-            known = self._heads.get(session_id)
-            if expected_seq == 0:
-                prev = GENESIS
-            elif known is not None and known[0] == expected_seq:
-                prev = known[1]
-            else:
-                prev = self._head_of(conn, session_id, expected_seq)
-            lines, head = seal_lines(bodies, prev, self._key)
-            cursor = conn.execute(
-                pgschema.APPEND_NEW if expected_seq == 0 else pgschema.APPEND,
-                {"sid": sid, "last": records[-1].seq, "head": head, "expected": expected_seq,
-                 "prev": prev, "seqs": [record.seq for record in records],
-                 "lines": [line[:-1] for line in lines]})
-            if cursor.rowcount == len(records):
-                self._heads[session_id] = (records[-1].seq, head)
-                return
-            self._heads.pop(session_id, None)
-            check_conflict(session_id, expected_seq, self._last_seq(conn, sid))
-        raise ConflictError(session_id, expected_seq, self._last_seq(conn, sid))
-
-    def _head_of(self, conn: Connection, session_id: str, expected_seq: int) -> str:
-        """The head to chain onto, the session ending at ``expected_seq`` (else a conflict);
-        with a key, only once its last record links to the one before it."""
-        row = conn.execute("SELECT last_seq, head FROM toolledger_sessions WHERE session_id = %s",
-                           (_sid(session_id),)).fetchone()
-        check_conflict(session_id, expected_seq, int(row[0]) if row else 0)
-        assert row is not None
-        if self._key is None:
-            return str(row[1])
-        rows = self._rows(conn, session_id, expected_seq - 1)
-        return check_rows(self.where, self._key, session_id, expected_seq - 1, rows)[1]
+    def _take_group(self) -> list[Pending]:
+        """The queued batches to write now, in order: one per session, up to
+        :data:`GROUP_LIMIT`; the rest stay queued."""
+        group: list[Pending] = []
+        sessions: set[str] = set()
+        for pending in self._queue:
+            if pending.session_id not in sessions:
+                sessions.add(pending.session_id)
+                group.append(pending)
+                pending.taken = True
+                if len(group) == GROUP_LIMIT:
+                    break
+        if group:
+            self._queue = [pending for pending in self._queue if not pending.taken]
+        return group
 
     # -- reading --------------------------------------------------------------------------
 
@@ -228,27 +234,16 @@ class PostgresStore(ClosingStore):
         def read(conn: Connection) -> list[Record]:
             if self._key is None:
                 return [decode_row(self.where, session_id, seq, line)[0]
-                        for seq, line in self._rows(conn, session_id, after + 1)]
+                        for seq, line in rows(conn, session_id, after + 1)]
             # with a key, the row before the first handed out gives the hash it links to
-            rows = self._rows(conn, session_id, after)
-            return check_rows(self.where, self._key, session_id, after, rows)[0]
+            found = rows(conn, session_id, after)
+            return check_rows(self.where, self._key, session_id, after, found)[0]
 
         return await self._run(read)
 
-    def _rows(self, conn: Connection, session_id: str, first: int) -> list[tuple[int, bytes]]:
-        cursor = conn.cursor(binary=True)
-        cursor.execute("SELECT seq, line FROM toolledger_records WHERE session_id = %s "
-                       "AND seq >= %s ORDER BY seq", (_sid(session_id), first))
-        return cursor.fetchall()
-
     async def last_seq(self, session_id: str) -> int:
         """The seq of the session's last record; 0 for an unknown session."""
-        return await self._run(lambda conn: self._last_seq(conn, _sid(session_id)))
-
-    def _last_seq(self, conn: Connection, sid: bytes) -> int:
-        row = conn.execute("SELECT last_seq FROM toolledger_sessions WHERE session_id = %s",
-                           (sid,)).fetchone()
-        return int(row[0]) if row is not None else 0
+        return await self._run(lambda conn: last_seq(conn, session_id))
 
     async def sessions(self) -> list[str]:
         """Every session id, in order of first appearance."""
@@ -260,7 +255,7 @@ class PostgresStore(ClosingStore):
         """The hash of the session's last record; ``None`` for an unknown session."""
         row = await self._run(lambda conn: conn.execute(
             "SELECT head FROM toolledger_sessions WHERE session_id = %s",
-            (_sid(session_id),)).fetchone())
+            (sid_of(session_id),)).fetchone())
         return str(row[0]) if row is not None else None
 
     def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
@@ -297,7 +292,7 @@ class PostgresStore(ClosingStore):
             raise
 
         def release() -> None:
-            self._heads.pop(session_id, None)  # what a closed session's next owner re-reads
+            self._appender.heads.pop(session_id, None)  # what a closed session's next owner re-reads
             try:
                 self._leases.give_back(session_id)
             finally:

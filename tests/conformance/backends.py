@@ -8,7 +8,7 @@ file's own promises (torn lines, corruption) are in ``tests/test_stores.py``, th
 database's in ``tests/test_sqlite_store.py``, PostgreSQL's in ``tests/test_postgres_store.py``.
 
 A PostgreSQL "log in ``directory``" is a schema of its own on the run's server (the
-``postgres_server`` fixture, which ``tests/conformance/conftest.py`` asks for whenever a test
+``postgres_server`` fixture, which ``tests/conftest.py`` asks for whenever a test
 runs on the postgres backend), named after the directory, so that another store object, or
 another process, given the same directory finds the same log."""
 
