@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from events.errors import SessionInUse, StoreSchemaError, UnverifiedRecordError
-from events.types import Record
+from events.types import Record, UserMessage
 
 from tests.conformance.backends import postgres_url, rec, recs
 
@@ -217,3 +218,86 @@ async def test_a_keyed_follower_verifies(url: str) -> None:
         async with aclosing(wrong.follow("s")) as records:
             with pytest.raises(UnverifiedRecordError):
                 await anext(records)
+
+
+# -- group commit ---------------------------------------------------------------------------
+
+
+async def test_batches_queued_together_are_each_stored_or_refused_alone(
+    url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from events.stores import pgappend
+
+    from tests.conformance.backends import forge_row
+
+    groups: list[list[str]] = []
+    write = pgappend.Appender.write
+
+    def spy(self: pgappend.Appender, conn: Any, group: list[pgappend.Pending]) -> None:
+        groups.append([pending.session_id for pending in group])
+        write(self, conn, group)
+
+    monkeypatch.setattr(pgappend.Appender, "write", spy)
+    key = b"the host's key"
+    with PostgresStore(url, key=key) as setup:
+        for session in ("old", "forged"):
+            await setup.append(session, recs(session, 1, 2), expected_seq=0)
+    forge_row("postgres", tmp_path, rec("forged", 2, UserMessage(text="forged #X")), key=None)
+
+    outcomes: dict[str, str] = {}
+    with PostgresStore(url, key=key, connections=1) as store:  # one connection: they queue
+
+        async def append(session: str, first: int, last: int, expected: int) -> None:
+            try:
+                await store.append(session, recs(session, first, last), expected)
+            except Exception as exc:
+                outcomes[f"{session} {first}"] = type(exc).__name__
+            else:
+                outcomes[f"{session} {first}"] = "stored"
+
+        await store.append("z", recs("z", 1, 1), expected_seq=0)
+        with psycopg.connect(url) as blocker:
+            # the one connection stays busy with z's next batch while the others queue, in order
+            blocker.execute("SELECT * FROM toolledger_sessions FOR UPDATE")
+            groups.clear()
+            async with trio.open_nursery() as nursery:
+                for args in [("z", 2, 2, 1), ("a", 1, 2, 0), ("b", 1, 1, 0),
+                             ("a", 3, 4, 2),  # a's next batch: the next group
+                             ("old", 1, 1, 0),  # stale
+                             ("forged", 3, 3, 2),  # onto a record that does not verify
+                             ("old", 3, 3, 2)]:
+                    nursery.start_soon(append, *args)
+                    await trio.testing.wait_all_tasks_blocked()
+                blocker.commit()
+        assert outcomes == {"z 2": "stored", "a 1": "stored", "b 1": "stored", "a 3": "stored",
+                            "old 1": "ConflictError", "forged 3": "UnverifiedRecordError",
+                            "old 3": "stored"}
+        assert groups == [["z"], ["a", "b", "old", "forged"], ["a", "old"]]
+        assert await store.read("a") == recs("a", 1, 4)
+        assert await store.read("b") == recs("b", 1, 1)
+        assert await store.read("old") == recs("old", 1, 3)
+
+
+async def test_a_queued_append_cancelled_before_it_is_taken_writes_nothing(url: str) -> None:
+    with PostgresStore(url, connections=1) as store:
+        await store.append("z", recs("z", 1, 1), expected_seq=0)
+        with psycopg.connect(url) as blocker:
+            blocker.execute("SELECT * FROM toolledger_sessions FOR UPDATE")
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(store.append, "z", recs("z", 2, 2), 1)  # busy: the connection
+                await trio.testing.wait_all_tasks_blocked()
+
+                async def append_q(task_status: trio.TaskStatus[trio.CancelScope]) -> None:
+                    with trio.CancelScope() as scope:
+                        task_status.started(scope)
+                        await store.append("q", recs("q", 1, 1), 0)
+
+                scope = await nursery.start(append_q)
+                await trio.testing.wait_all_tasks_blocked()  # q queued, waiting for the connection
+                scope.cancel()
+                await trio.testing.wait_all_tasks_blocked()
+                blocker.commit()
+        await store.append("r", recs("r", 1, 1), 0)  # the next group: q is not in it
+        assert await store.read("z") == recs("z", 1, 2)
+        assert await store.read("q") == []
+        assert await store.sessions() == ["z", "r"]
