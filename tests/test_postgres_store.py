@@ -301,3 +301,51 @@ async def test_a_queued_append_cancelled_before_it_is_taken_writes_nothing(url: 
         assert await store.read("z") == recs("z", 1, 2)
         assert await store.read("q") == []
         assert await store.sessions() == ["z", "r"]
+
+
+# -- a whole session --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key", [None, b"the host's key"], ids=["plain", "keyed"])
+async def test_a_session_pauses_and_resumes_on_another_store_object(
+    url: str, key: bytes | None
+) -> None:
+    from engine import LATER, Annotations, Session, ToolResult, fold, text, tool
+    from engine.models import FauxModel, faux_text, faux_tool_call
+    from events import verify_lines
+
+    runs: list[str] = []
+
+    @tool(input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
+          annotations=Annotations(destructive=True))
+    async def rm_rf(call: Any, ctx: Any) -> ToolResult:
+        runs.append(call.call_id)
+        return ToolResult(content=[text("gone")])
+
+    async def later(request: Any) -> Any:
+        return LATER
+
+    model = FauxModel([faux_tool_call("rm_rf", {"path": "/tmp/x"}), faux_text("done")])
+    with PostgresStore(url, key=key) as store:
+        async with Session.open(store, model=model, tools=[rm_rf], approver=later,
+                                session_id="s", create=True) as session:
+            paused = await session.prompt("clean up")
+            assert paused.stop == "paused"
+            with PostgresStore(url) as other, pytest.raises(SessionInUse):
+                other.claim("s")  # the open session holds the lease
+        assert runs == []
+    with PostgresStore(url, key=key) as store:  # as another worker would
+        async with Session.open(store, model=model, tools=[rm_rf], approver=later,
+                                session_id="s") as session:
+            await session.resolve_approval("1.0", True)
+            done = await session.resume()
+            assert done.stop == "end_turn" and done.text == "done"
+        assert runs == ["1.0"]
+        records = await store.read("s")
+        assert fold(records).snapshot() == session.state.snapshot()
+    # the rows hold the lines a JSONL file would: one verifier checks the chain
+    lines = [(seq, bytes(line) + b"\n") for seq, line in sql(
+        url, "SELECT seq, line FROM toolledger_records ORDER BY seq")]
+    report = verify_lines(lines, key=key)
+    assert report.ok and report.records == len(records)
+    model.assert_complete()

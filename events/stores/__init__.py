@@ -3,7 +3,9 @@
 :class:`MemoryStore` keeps records in the process (tests, embedding); :class:`JsonlStore`
 keeps them in one JSON Lines file (the embedded default); :class:`SqliteStore` in one
 SQLite database that several processes of one machine share. :func:`read_jsonl` reads such a
-file without opening a store, for the CLI.
+file without opening a store, for the CLI. ``events.stores.postgres.PostgresStore`` keeps them
+in a PostgreSQL database that processes on many machines share; it is imported from its own
+module, since it needs the ``postgres`` extra (psycopg).
 """
 
 from __future__ import annotations
