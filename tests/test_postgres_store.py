@@ -349,3 +349,29 @@ async def test_a_session_pauses_and_resumes_on_another_store_object(
     report = verify_lines(lines, key=key)
     assert report.ok and report.records == len(records)
     model.assert_complete()
+
+
+async def test_a_write_cut_short_is_never_taken_for_stored(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from events.stores import pgappend
+
+    def broken(self: pgappend.Appender, conn: Any, group: list[pgappend.Pending]) -> None:
+        raise MemoryError  # whatever stops a write before it settles its batches
+
+    with PostgresStore(url, connections=1) as store:
+        monkeypatch.setattr(pgappend.Appender, "write", broken)
+        outcomes: list[str] = []
+
+        async def append(session: str) -> None:
+            try:
+                await store.append(session, recs(session, 1, 1), 0)
+            except BaseException as exc:
+                outcomes.append(f"{session}: {exc!r}")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(append, "a")
+            nursery.start_soon(append, "b")
+        assert sorted(o.split(":")[0] for o in outcomes) == ["a", "b"]
+        assert any("MemoryError" in o for o in outcomes)  # the writer's own
+        assert any("cut short: it may or may not be stored" in o for o in outcomes)

@@ -56,8 +56,10 @@ def last_seq(conn: Connection, session_id: str) -> int:
 
 
 class Pending:
-    """A batch waiting to be written, and then its outcome (``error`` is ``None`` once it is
-    stored); ``done`` is set, in the event loop, when it has one."""
+    """A batch waiting to be written, and then its outcome: ``error`` is ``None`` once it is
+    stored, the reason once it is refused, and until then says that its outcome is unknown
+    (what the writer sees if the write was cut short); ``done`` is set, in the event loop,
+    when the write is over."""
 
     __slots__ = ("session_id", "records", "bodies", "expected_seq", "done", "error", "taken")
 
@@ -68,7 +70,9 @@ class Pending:
         self.bodies = bodies
         self.expected_seq = expected_seq
         self.done = trio.Event()
-        self.error: BaseException | None = None
+        self.error: BaseException | None = RuntimeError(
+            f"the append to session {session_id!r} after seq {expected_seq} was cut short: it "
+            f"may or may not be stored; re-read the session")
         self.taken = False  # handed to a worker thread: it will be written, whatever happens
 
 
@@ -95,6 +99,8 @@ class Appender:
                 self.append(conn, pending)
             except Exception as exc:
                 pending.error = exc
+            else:
+                pending.error = None
 
     def append(self, conn: Connection, pending: Pending) -> None:
         """One batch, one statement (two round trips if this store does not know the head)."""
@@ -143,6 +149,7 @@ class Appender:
         for pending, _, _, head in sealed:
             if sid_of(pending.session_id) in stored:
                 self.heads[pending.session_id] = (pending.records[-1].seq, head)
+                pending.error = None
                 continue
             self.heads.pop(pending.session_id, None)
             try:  # not moved: a conflict, or a head this store remembered wrong (retry it)
@@ -151,6 +158,8 @@ class Appender:
                 self.append(conn, pending)
             except Exception as exc:
                 pending.error = exc
+            else:
+                pending.error = None
 
     def _prev(self, conn: Connection, pending: Pending) -> str:
         """The head to chain the batch onto: the genesis value for a new session, the one this

@@ -11,7 +11,9 @@ Two more tables: ``toolledger_leases`` (who owns a session, until when: see
 trigger on the sessions table sends a notification on the channel ``toolledger`` whenever a
 session's last seq moves, with ``<sha256 of the session id, hex>:<last seq>`` as its payload
 (a bounded size, whatever the id: payloads are limited to 8000 bytes); followers
-(:mod:`events.stores.pgfollow`) read the rows themselves.
+(:mod:`events.stores.pgfollow`) read the rows themselves. The channel is the database's, not
+the schema's: a follower of session ``s`` in one schema also hears of an ``s`` in another, and
+finds nothing new to read.
 
 Tables are unqualified: they live in the connection's ``search_path`` (``?options=-csearch_path
 %3Dmy_schema`` in the URL puts them in a schema of their own). Creating or upgrading them is an
