@@ -30,7 +30,7 @@ from . import pgschema
 from .base import check_conflict, seal_lines
 from .rows import check_rows
 
-__all__ = ["Appender", "Pending", "rows"]
+__all__ = ["Appender", "Connection", "Pending", "last_seq", "rows", "sid_of"]
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import trio
 
@@ -48,7 +48,7 @@ from ..errors import SessionInUse
 from ..types import Record
 from . import pgschema
 from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
-from .pgappend import Appender, Pending, last_seq, rows, sid_of
+from .pgappend import Appender, Connection, Pending, last_seq, rows, sid_of
 from .pgfollow import follow_session
 from .pglease import Leases
 from .rows import check_rows, decode_row
@@ -56,7 +56,6 @@ from .rows import check_rows, decode_row
 __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
-Connection = psycopg.Connection[tuple[Any, ...]]
 
 
 #: the most batches one statement writes (group commit: :mod:`events.stores.pgappend`)
