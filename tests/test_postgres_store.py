@@ -220,6 +220,28 @@ async def test_a_keyed_follower_verifies(url: str) -> None:
                 await anext(records)
 
 
+async def test_closing_the_store_ends_its_followers_with_its_error(url: str) -> None:
+    store = PostgresStore(url)
+    await store.append("s", recs("s", 1, 1), expected_seq=0)
+    failed: list[Exception] = []
+
+    async def follow() -> None:
+        try:
+            async for _ in store.follow("s"):
+                pass
+        except ValueError as exc:
+            failed.append(exc)
+
+    with trio.fail_after(60):  # a guard against a hang, never a measure
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follow)
+            # connected, caught up, and waiting on its socket
+            while not store.listening:
+                await trio.sleep(0.01)
+            store.close()
+    assert len(failed) == 1 and "closed" in str(failed[0])
+
+
 # -- group commit ---------------------------------------------------------------------------
 
 

@@ -15,7 +15,8 @@ Notifications are not durable: one sent while the follower was not connected is 
 after every (re)connection, once it listens, the follower catches up with
 ``read(after=...)`` before it waits. A lost connection (the server restarted, the network
 dropped) is reconnected, first at once, then waiting longer each time, up to five seconds,
-until it works or the caller stops.
+until it works or the caller stops. Closing the store ends its followers: each raises the
+``ValueError`` any use of a closed store raises.
 """
 
 from __future__ import annotations
@@ -68,7 +69,15 @@ async def follow_session(store: PostgresStore, session_id: str,
                     for record in await store.read(session_id, after):
                         yield record
                         after = record.seq
-                await trio.lowlevel.wait_readable(pgconn.socket)
+                store.ensure_open()
+                store.listening.add(pgconn.socket)
+                try:
+                    await trio.lowlevel.wait_readable(pgconn.socket)
+                except trio.ClosedResourceError:
+                    store.ensure_open()  # the store was closed: its ValueError says so
+                    raise
+                finally:
+                    store.listening.discard(pgconn.socket)
                 pgconn.consume_input()  # psycopg.OperationalError if the connection is lost
                 moved = False
                 while (note := pgconn.notifies()) is not None:

@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TypeVar
 
 import trio
+import trio.lowlevel
 
 try:
     import psycopg
@@ -119,6 +120,8 @@ class PostgresStore(ClosingStore):
         self._queue: list[Pending] = []  # batches no thread has taken yet
         self._claims = Claims("PostgresStore")
         self._leases = Leases(self._connect, lease_seconds)
+        #: the sockets followers wait on, which :meth:`close` wakes (see :mod:`.pgfollow`)
+        self.listening: set[int] = set()
         self._closed = False
 
     # -- connections ----------------------------------------------------------------------
@@ -139,7 +142,7 @@ class PostgresStore(ClosingStore):
 
     @contextlib.asynccontextmanager
     async def _connection(self) -> AsyncIterator[Connection]:
-        self._ensure_open()
+        self.ensure_open()
         async with self._slots:
             conn = self._idle.pop() if self._idle else None
             if conn is None:
@@ -161,7 +164,7 @@ class PostgresStore(ClosingStore):
     async def init_schema(self) -> None:
         """Create the store's tables, or upgrade them to the current version; idempotent
         (``toolledger db init URL`` calls it)."""
-        self._ensure_open()
+        self.ensure_open()
 
         def init() -> None:
             with psycopg.connect(self.conninfo, autocommit=True) as conn:
@@ -179,7 +182,7 @@ class PostgresStore(ClosingStore):
         Cancelled before its batch was handed to a thread, it leaves the queue, nothing
         written; afterwards, it waits (shielded) for the batch's outcome and returns or raises
         it, the cancellation arriving at the task's next checkpoint."""
-        self._ensure_open()
+        self.ensure_open()
         check_batch(session_id, records, expected_seq)
         bodies = encode_bodies(records)
         if session_id in self._leases.lost:
@@ -261,7 +264,7 @@ class PostgresStore(ClosingStore):
         """Every record of the session with ``seq > after``, then each one appended after
         (by any writer, in any process), until the caller stops iterating or is cancelled.
         See :mod:`events.stores.pgfollow`."""
-        self._ensure_open()
+        self.ensure_open()
         return follow_session(self, session_id, after)
 
     @property
@@ -282,7 +285,7 @@ class PostgresStore(ClosingStore):
         after connecting the first time. Releasing it also forgets the session's head, so a
         store that opens many sessions in turn does not keep one per session it ever wrote.
         """
-        self._ensure_open()
+        self.ensure_open()
         here = self._claims.claim(session_id)  # SessionInUse if this store holds it already
         try:
             self._leases.take(session_id)
@@ -311,11 +314,14 @@ class PostgresStore(ClosingStore):
         if self._closed:
             return
         self._closed = True
+        for socket in list(self.listening):  # followers waiting: they end, as closed
+            trio.lowlevel.notify_closing(socket)
         self._leases.close()
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
 
-    def _ensure_open(self) -> None:
+    def ensure_open(self) -> None:
+        """``ValueError`` if the store is closed."""
         if self._closed:
             raise ValueError(f"the PostgresStore for {self.where} is closed")
