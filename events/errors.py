@@ -6,10 +6,10 @@ __all__ = [
     "CodecError",
     "ConflictError",
     "CorruptLogError",
+    "DatabaseSchemaError",
     "LogError",
     "SessionInUse",
     "SessionNotFound",
-    "StoreSchemaError",
     "UnverifiedRecordError",
 ]
 
@@ -32,6 +32,17 @@ class CorruptLogError(LogError):
         )
         self.path = path
         self.line = line
+        self.problem = problem
+
+
+class DatabaseSchemaError(LogError):
+    """A database whose tables the store cannot use as they are: none yet, laid out by an
+    older or a newer toolledger, or not toolledger's at all (or a file that is no database).
+    The message says what to do (``toolledger db init URL`` creates or upgrades them)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
         self.problem = problem
 
 
@@ -117,20 +128,3 @@ class SessionInUse(LogError):
             f"block ends, then open it again"
         )
         self.session_id = session_id
-
-
-class StoreSchemaError(LogError):
-    """A database store's tables are missing or of a version this toolledger does not know.
-
-    Schema changes are never made behind the user's back: creating or upgrading the tables is
-    an explicit step, ``toolledger db init URL`` (or ``await store.init_schema()``).
-    """
-
-    def __init__(self, where: str, problem: str, fix: str = "") -> None:
-        super().__init__(
-            f"{where}: {problem}. "
-            + (fix or "Create or upgrade the tables with `toolledger db init URL` (or "
-               "`await store.init_schema()`), then open the store again")
-        )
-        self.where = where
-        self.problem = problem

@@ -16,7 +16,7 @@ import pytest
 import trio
 import trio.testing
 
-from events.errors import SessionInUse, StoreSchemaError, UnverifiedRecordError
+from events.errors import SessionInUse, DatabaseSchemaError, UnverifiedRecordError
 from events.types import Record, UserMessage
 
 from tests.conformance.backends import postgres_url, rec, recs
@@ -55,7 +55,7 @@ async def test_a_database_without_the_tables_says_how_to_make_them(
     sql(postgres_server.url, "CREATE SCHEMA bare")
     url = f"{postgres_server.url}?options=-csearch_path%3Dbare"
     with PostgresStore(url) as store:
-        with pytest.raises(StoreSchemaError, match="toolledger db init URL") as info:
+        with pytest.raises(DatabaseSchemaError, match="toolledger db init URL") as info:
             await store.read("s")
         assert "no toolledger tables" in str(info.value)
         assert "127.0.0.1" in str(info.value)
@@ -70,9 +70,9 @@ async def test_a_database_without_the_tables_says_how_to_make_them(
 async def test_a_newer_schema_is_refused(url: str) -> None:
     sql(url, "UPDATE toolledger_schema SET version = version + 1")
     with PostgresStore(url) as store:
-        with pytest.raises(StoreSchemaError, match="newer .* Upgrade toolledger"):
+        with pytest.raises(DatabaseSchemaError, match="newer .* upgrade toolledger"):
             await store.sessions()
-        with pytest.raises(StoreSchemaError, match="newer"):
+        with pytest.raises(DatabaseSchemaError, match="newer"):
             await store.init_schema()
 
 
@@ -397,3 +397,19 @@ async def test_a_write_cut_short_is_never_taken_for_stored(
         assert sorted(o.split(":")[0] for o in outcomes) == ["a", "b"]
         assert any("MemoryError" in o for o in outcomes)  # the writer's own
         assert any("cut short: it may or may not be stored" in o for o in outcomes)
+
+
+async def test_verify_checks_every_chain_and_names_a_broken_link(url: str, tmp_path: Path) -> None:
+    from tests.conformance.backends import forge_row
+
+    key = b"the host's key"
+    with PostgresStore(url, key=key) as store:
+        await store.append("a", recs("a", 1, 3), expected_seq=0)
+        await store.append("b", recs("b", 1, 2), expected_seq=0)
+        report = await store.verify()
+        assert report.ok and report.records == 5 and report.keyed
+        forge_row("postgres", tmp_path, rec("b", 2, UserMessage(text="b #X")), key=None)
+        report = await store.verify()
+        assert report.broken is not None and report.broken.line is None
+        assert (report.broken.session_id, report.broken.seq) == ("b", 2)
+        assert (await store.verify(session="a")).ok

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import StoreSchemaError
+from ..errors import DatabaseSchemaError
 
 if TYPE_CHECKING:
     import psycopg
@@ -152,19 +152,24 @@ def _version(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
 
 
 def check_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> None:
-    """:class:`~events.errors.StoreSchemaError` unless the tables are at
-    :data:`SCHEMA_VERSION`."""
+    """:class:`~events.errors.DatabaseSchemaError` unless the tables are at
+    :data:`SCHEMA_VERSION`; its message says what to do."""
     version = _version(conn)
     if version == SCHEMA_VERSION:
         return
+    init = ("create them with `toolledger db init URL` (or `await store.init_schema()`), then "
+            "open the store again")
     if version == 0:
-        raise StoreSchemaError(where, "the database has no toolledger tables")
+        raise DatabaseSchemaError(where, f"the database has no toolledger tables: {init}")
     if version < SCHEMA_VERSION:
-        raise StoreSchemaError(where, f"the toolledger tables are at schema version {version}, "
-                                      f"older than {SCHEMA_VERSION}, the one this toolledger uses")
-    raise StoreSchemaError(where, f"the toolledger tables are at schema version {version}, "
-                                  f"newer than {SCHEMA_VERSION}, the newest this toolledger "
-                                  f"knows", fix="Upgrade toolledger to use this database")
+        raise DatabaseSchemaError(
+            where, f"the toolledger tables are at schema version {version}, older than "
+                   f"{SCHEMA_VERSION}, the one this toolledger uses: upgrade them with "
+                   f"`toolledger db init URL` (or `await store.init_schema()`)")
+    raise DatabaseSchemaError(
+        where, f"the toolledger tables are at schema version {version}, newer than "
+               f"{SCHEMA_VERSION}, the newest this toolledger knows: upgrade toolledger to "
+               f"use this database")
 
 
 def init_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> None:

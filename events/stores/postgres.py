@@ -30,9 +30,10 @@ Needs the ``postgres`` extra: ``pip install 'toolledger[postgres]'``.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TypeVar
 
+import attrs
 import trio
 import trio.lowlevel
 
@@ -46,6 +47,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     ) from exc
 
 from ..errors import SessionInUse
+from ..integrity import Anchor, ChainVerifier, VerifyReport
 from ..types import Record
 from . import pgschema
 from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
@@ -78,7 +80,7 @@ class PostgresStore(ClosingStore):
     """An :class:`~events.stores.EventStore` in the PostgreSQL database ``conninfo`` names (a
     ``postgresql://`` URL, or a libpq ``key=value`` string). Its tables must exist: create
     them with ``toolledger db init URL`` or :meth:`init_schema`; otherwise the first use
-    raises :class:`~events.errors.StoreSchemaError` saying so.
+    raises :class:`~events.errors.DatabaseSchemaError` saying so.
 
     ``durable=False`` (the default) commits with ``synchronous_commit=off``: a batch
     acknowledged survives a crash of the writer's process, and of the server's processes
@@ -266,6 +268,30 @@ class PostgresStore(ClosingStore):
         See :mod:`events.stores.pgfollow`."""
         self.ensure_open()
         return follow_session(self, session_id, after)
+
+    async def verify(
+        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
+    ) -> VerifyReport:
+        """Check the hash chain of every session (or of ``session``), with the store's key if
+        it has one, as ``toolledger verify`` does for a JSONL file: a broken link names the
+        session and seq (its ``line`` is ``None``: rows have no line number). Reads one
+        session at a time, in order of first appearance."""
+        verifier = ChainVerifier(self._key, session=session, anchors=anchors)
+        ids = [session] if session is not None else await self.sessions()
+
+        def check(conn: Connection) -> None:
+            number = 0
+            for session_id in ids:
+                for _, line in rows(conn, session_id, 1):
+                    number += 1
+                    if not verifier.feed(number, bytes(line) + b"\n"):
+                        return
+
+        await self._run(check)
+        report = verifier.report()
+        if report.broken is not None and report.broken.line is not None:
+            report = attrs.evolve(report, broken=attrs.evolve(report.broken, line=None))
+        return report
 
     @property
     def keyed(self) -> bool:
