@@ -10,7 +10,7 @@ of the stored log equals the live state, so every test that uses it also checks 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import pytest
@@ -112,3 +112,48 @@ def without_jsonschema(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(schemas2020, "_modules", lambda: None)
     monkeypatch.setattr(schemas, "_CACHE", {})
+# -- a PostgreSQL server, for the tests of the PostgreSQL store --------------------------------
+# Started once per test run from the machine's binaries (tests/pgserver.py), stopped and removed
+# at the end whatever the outcome. Without one, its tests skip and say why; with
+# TOOLLEDGER_REQUIRE_POSTGRES=1 (as .ci/run sets) they fail instead (docs/contributing.md).
+
+REQUIRE_POSTGRES_VARIABLE = "TOOLLEDGER_REQUIRE_POSTGRES"
+#: where the running server's URL is found by helpers that cannot take fixtures, and by the
+#: worker processes the tests start
+POSTGRES_URL_VARIABLE = "TOOLLEDGER_TEST_POSTGRES_URL"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """The run's PostgreSQL server (a :class:`tests.pgserver.Server`)."""
+    from tests import pgserver
+
+    def unavailable(reason: str) -> None:
+        if os.environ.get(REQUIRE_POSTGRES_VARIABLE) == "1":
+            pytest.fail(f"{REQUIRE_POSTGRES_VARIABLE}=1 but {reason}", pytrace=False)
+        pytest.skip(f"PostgreSQL tests skipped: {reason}")
+
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        unavailable("psycopg is not installed (pip install 'toolledger[postgres]')")
+    try:
+        server = pgserver.start()
+    except pgserver.ServerUnavailable as exc:
+        unavailable(f"no PostgreSQL server could be started: {exc}")
+        raise
+    os.environ[POSTGRES_URL_VARIABLE] = server.url
+    try:
+        yield server
+    finally:
+        os.environ.pop(POSTGRES_URL_VARIABLE, None)
+        server.stop()
+
+
+@pytest.fixture(autouse=True)
+def _postgres_server_for_the_postgres_backend(request: pytest.FixtureRequest) -> None:
+    """A test parametrized with ``"postgres"`` (the conformance suite's backend) gets the
+    server: without one it skips or fails, saying why, like any test that asks for it."""
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and "postgres" in callspec.params.values():
+        request.getfixturevalue("postgres_server")

@@ -318,3 +318,23 @@ def test_the_saved_peer_runs_render(capsys: pytest.CaptureFixture[str]) -> None:
         table = capsys.readouterr().out
         assert table.startswith("toolledger and its peers: ")
         assert "| tool path | toolledger ctx.execute_tool, JsonlStore |" in table
+
+
+def test_the_database_stores_are_timed_beside_the_jsonl_store(postgres_server: Any) -> None:
+    # python -m benchmarks.databases starts a server of its own (with the server's defaults);
+    # the postgres_server fixture only says whether this machine can (it skips or fails if not)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "benchmarks.databases", "--quick", "--json"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["settings"]["postgres"] == "measured"
+    names = {row["figure"]["name"]: row for row in result["rows"]}
+    for store in ("SqliteStore", "PostgresStore"):
+        for durable in (False, True):
+            for writers in ("one writer", "8 sessions"):
+                row = names[f"{store}(durable={durable}), {writers}"]
+                assert row["baseline"]["name"] == f"JsonlStore(durable={durable}), {writers}"
+    for name in ("SqliteStore(durable=False), one writer", "PostgresStore(durable=False), "
+                 "one writer", "PostgresStore(durable=False), 8 sessions"):
+        assert names[name]["target"] and isinstance(names[name]["met"], bool)

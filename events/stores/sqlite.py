@@ -38,14 +38,14 @@ from urllib.parse import quote
 import attrs
 import trio
 
-from ..errors import CorruptLogError, DatabaseSchemaError, UnverifiedRecordError
-from ..integrity import GENESIS, Anchor, ChainVerifier, LinkError, VerifyReport, check_link
+from ..errors import DatabaseSchemaError
+from ..integrity import GENESIS, Anchor, ChainVerifier, VerifyReport
 from ..types import Record
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
-from .jsonlines import decode_stored
 from .locks import claim_file
+from .rows import check_rows, decode_row
 from .sqlite_schema import check_schema, init_schema
 
 __all__ = ["SqliteStore"]
@@ -353,40 +353,10 @@ class SqliteStore(InlineStore):
         return self._ensure_open(self._write_conn)
 
     def _decode(self, session_id: str, seq: int, line: bytes) -> tuple[Record, str | None]:
-        record, digest = decode_stored(self.path, seq, line)
-        if record.session_id != session_id or record.seq != seq:
-            raise CorruptLogError(
-                self.path, seq, f"the row of session {session_id!r} seq {seq} holds the record "
-                f"of session {record.session_id!r} seq {record.seq}")
-        return record, digest
+        return decode_row(self.path, session_id, seq, line)
 
     def _check_rows(
         self, session_id: str, after: int, rows: list[tuple[int, bytes]]
     ) -> tuple[list[Record], str]:
-        """The records of ``rows`` past seq ``after``, each verified to link to the one before
-        with the key (the first to the row of seq ``after``, or to the genesis value), and
-        the last one's hash."""
         assert self._key is not None
-        prev = GENESIS
-        records: list[Record] = []
-        expected = after + 1
-        for seq, raw in rows:
-            line = bytes(raw)
-            record, digest = self._decode(session_id, seq, line)
-            if seq == after:
-                prev = digest or GENESIS
-                continue
-            if seq != expected:
-                raise UnverifiedRecordError(self.path, seq, f"seq {expected} is missing",
-                                            session_id=session_id, seq=expected)
-            try:
-                verified = check_link(line, record.version, digest, prev, self._key,
-                                      first=not records)
-            except LinkError as exc:
-                raise UnverifiedRecordError(self.path, seq, exc.problem, session_id=session_id,
-                                            seq=seq, hint=exc.hint) from None
-            assert verified is not None
-            prev = verified
-            records.append(record)
-            expected += 1
-        return records, prev
+        return check_rows(self.path, self._key, session_id, after, rows)

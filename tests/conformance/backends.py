@@ -1,15 +1,22 @@
 """The backends the conformance suite runs against, and what it needs of each.
 
 Every test in ``tests/conformance/`` runs against each backend in :data:`BACKENDS` (memory,
-JSONL, SQLite): the suite is the specification of a store. A new store is one more entry in
+JSONL, SQLite, PostgreSQL): the suite is the specification of a store. A new store is one more entry in
 :func:`make_store` and, if its log outlives the store object (shared by several store objects
 and processes, or keyed), in :data:`SHARED`, :func:`reopen` and :func:`forge_row`. The JSONL
 file's own promises (torn lines, corruption) are in ``tests/test_stores.py``, the SQLite
-database's in ``tests/test_sqlite_store.py``."""
+database's in ``tests/test_sqlite_store.py``, PostgreSQL's in ``tests/test_postgres_store.py``.
+
+A PostgreSQL "log in ``directory``" is a schema of its own on the run's server (the
+``postgres_server`` fixture, which ``tests/conftest.py`` asks for whenever a test
+runs on the postgres backend), named after the directory, so that another store object, or
+another process, given the same directory finds the same log."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sqlite3
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
@@ -42,12 +49,35 @@ def recs(session: str, first: int, last: int) -> list[Record]:
     return [rec(session, seq) for seq in range(first, last + 1)]
 
 
-BACKENDS = ["memory", "jsonl", "sqlite"]
+BACKENDS = ["memory", "jsonl", "sqlite", "postgres"]
 
 
 #: the backends whose log outlives the store object, shared by several of them and processes
-SHARED = ["jsonl", "sqlite"]
+SHARED = ["jsonl", "sqlite", "postgres"]
 LOGS = {"jsonl": "log.jsonl", "sqlite": "log.db"}
+_SCHEMAS_MADE: set[str] = set()
+
+
+def postgres_url(directory: Path) -> str:
+    """The URL of the PostgreSQL log for ``directory``: a schema of its own on the run's
+    server, made with the store's tables the first time it is asked for."""
+    from events.stores import pgschema
+    import psycopg
+
+    from tests.conftest import POSTGRES_URL_VARIABLE
+
+    server = os.environ.get(POSTGRES_URL_VARIABLE)
+    if not server:
+        pytest.fail("the postgres backend needs the postgres_server fixture")
+    schema = "log_" + hashlib.sha256(str(directory).encode()).hexdigest()[:16]
+    url = f"{server}?options=-csearch_path%3D{schema}"
+    if schema not in _SCHEMAS_MADE:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            conn.execute(f"SET search_path TO {schema}")
+            pgschema.init_schema(conn, url)
+        _SCHEMAS_MADE.add(schema)
+    return url
 
 
 def make_store(kind: str, directory: Path) -> EventStore:
@@ -58,6 +88,10 @@ def make_store(kind: str, directory: Path) -> EventStore:
 
 def reopen(kind: str, directory: Path, key: bytes | None = None) -> EventStore:
     """Another store object on the log in ``directory`` (for the :data:`SHARED` kinds)."""
+    if kind == "postgres":
+        from events.stores.postgres import PostgresStore
+
+        return PostgresStore(postgres_url(directory), key=key)
     path = directory / LOGS[kind]
     if kind == "sqlite":
         return SqliteStore(path, key=key)
@@ -68,6 +102,19 @@ def forge_row(kind: str, directory: Path, record: Record, key: bytes | None) -> 
     """Put ``record`` in place of the stored one of its seq, chained after the one before it
     and sealed with ``key`` (plain SHA-256 without one): what someone with write access to
     the file or the database can do."""
+    if kind == "postgres":
+        import psycopg
+
+        with psycopg.connect(postgres_url(directory), autocommit=True) as conn:
+            sid = record.session_id.encode("utf-8", "surrogatepass")
+            rows = {seq: bytes(line) for seq, line in conn.execute(
+                "SELECT seq, line FROM toolledger_records WHERE session_id = %s", (sid,))}
+            prev = (unseal(rows[record.seq - 1]) or pytest.fail("not sealed"))[1] \
+                if record.seq > 1 else GENESIS
+            line, _ = seal_bytes(encode_line_bytes(record)[1], prev, key)
+            conn.execute("UPDATE toolledger_records SET line = %s WHERE session_id = %s "
+                         "AND seq = %s", (line, sid, record.seq))
+        return
     path = directory / LOGS[kind]
     if kind == "sqlite":
         with closing(sqlite3.connect(path, isolation_level=None)) as db:

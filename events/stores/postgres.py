@@ -1,0 +1,353 @@
+"""A store for many processes and machines: one PostgreSQL database.
+
+The tables are the SQLite store's, one row per record sealed into the session's hash chain
+(:mod:`events.stores.pgschema`), so one verifier checks both and a session copied between
+them keeps its chain; reading rows back, keyed verification included, is the very code the
+SQLite store runs (:mod:`events.stores.rows`).
+
+**Off the event loop.** psycopg's async connection runs on asyncio only, so the store uses its
+synchronous API in worker threads (:func:`trio.to_thread.run_sync`), one connection per
+thread from a small pool (``connections``). A statement that has started is not abandoned
+when its task is cancelled: an append is committed or rolled back whole and returns (or
+raises) as it would have, and the cancellation is delivered at the task's next checkpoint.
+
+**One round trip per append.** The store remembers each session's last seq and head as it
+left them. An append seals the batch onto that head and sends one statement
+(:data:`~events.stores.pgschema.APPEND`) that moves the session's row from the expected seq
+and head to the new ones and inserts the batch's rows only if it did; fewer rows than the
+batch means another writer got there first: :class:`~events.errors.ConflictError`. When the
+store does not know the session's head (the first append of a session it has not written),
+it reads it first, and with a key verifies the last record before chaining onto it. Batches
+that queue while every connection is busy go together, in one statement and one commit
+(group commit, :mod:`events.stores.pgappend`).
+
+**Ownership** is a lease in the database (:mod:`events.stores.pglease`); **following** a
+session uses LISTEN/NOTIFY (:mod:`events.stores.pgfollow`).
+
+Needs the ``postgres`` extra: ``pip install 'toolledger[postgres]'``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from typing import TypeVar
+
+import attrs
+import trio
+import trio.lowlevel
+
+try:
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+except ImportError as exc:  # pragma: no cover - depends on the installation
+    raise ImportError(
+        "PostgresStore needs psycopg 3: install toolledger's postgres extra, "
+        "pip install 'toolledger[postgres]'"
+    ) from exc
+
+from ..errors import SessionInUse
+from ..integrity import Anchor, ChainVerifier, VerifyReport
+from ..types import Record
+from . import pgschema
+from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
+from .pgappend import Appender, Connection, Pending, last_seq, rows, sid_of
+from .pgfollow import follow_session
+from .pglease import Leases
+from .rows import check_rows, decode_row
+
+__all__ = ["PostgresStore"]
+
+T = TypeVar("T")
+
+
+#: the most batches one statement writes (group commit: :mod:`events.stores.pgappend`)
+GROUP_LIMIT = 64
+
+
+def describe(conninfo: str) -> str:
+    """``conninfo`` as a ``postgresql://`` URL without its password, for messages."""
+    try:
+        parts = conninfo_to_dict(conninfo)
+    except psycopg.ProgrammingError:
+        return "postgresql://?"
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
+
+
+class PostgresStore(ClosingStore):
+    """An :class:`~events.stores.EventStore` in the PostgreSQL database ``conninfo`` names (a
+    ``postgresql://`` URL, or a libpq ``key=value`` string). Its tables must exist: create
+    them with ``toolledger db init URL`` or :meth:`init_schema`; otherwise the first use
+    raises :class:`~events.errors.DatabaseSchemaError` saying so.
+
+    ``durable=False`` (the default) commits with ``synchronous_commit=off``: a batch
+    acknowledged survives a crash of the writer's process, and of the server's processes
+    short of the machine; a crash of the server's machine keeps the database consistent but
+    may lose the batches of its last moment (up to three ``wal_writer_delay``\\ s, 0.6 s by
+    default). ``durable=True`` keeps the server's own setting, normally ``on``: a batch is
+    acknowledged once its commit is on the server's disk (or its standbys', as configured).
+
+    ``key`` seals and verifies exactly as the keyed JSONL and SQLite stores do: a row that
+    does not verify raises :class:`~events.errors.UnverifiedRecordError` naming the database,
+    the session and the seq.
+
+    ``connections`` bounds the connections appends and reads use at once (one more holds the
+    leases, and one per :meth:`follow`). ``lease_seconds`` is how long a claim's lease lasts
+    without renewal (see :meth:`claim`).
+    """
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        key: bytes | None = None,
+        durable: bool = False,
+        connections: int = 8,
+        lease_seconds: float = 30.0,
+    ) -> None:
+        if key is not None and (not isinstance(key, bytes) or not key):
+            raise ValueError("the HMAC key must be non-empty bytes")
+        if connections < 1:
+            raise ValueError("connections must be at least 1")
+        self.conninfo = conninfo
+        self.where = describe(conninfo)
+        self.durable = durable
+        self._key = key
+        self._slots = trio.Semaphore(connections)
+        self._idle: list[Connection] = []
+        self._checked = False  # the schema's version, once per store
+        self._appender = Appender(self.where, key)
+        self._queue: list[Pending] = []  # batches no thread has taken yet
+        self._claims = Claims("PostgresStore")
+        self._leases = Leases(self._connect, lease_seconds)
+        #: the sockets followers wait on, which :meth:`close` wakes (see :mod:`.pgfollow`)
+        self.listening: set[int] = set()
+        self._closed = False
+
+    # -- connections ----------------------------------------------------------------------
+
+    def _connect(self) -> Connection:
+        """A new autocommit connection, its schema checked (once per store)."""
+        conn = psycopg.connect(self.conninfo, autocommit=True)
+        try:
+            if not self.durable:
+                conn.execute("SET synchronous_commit = off")
+            if not self._checked:
+                pgschema.check_schema(conn, self.where)
+                self._checked = True
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[Connection]:
+        self.ensure_open()
+        async with self._slots:
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = await trio.to_thread.run_sync(self._connect)
+            try:
+                yield conn
+            finally:
+                if conn.broken or conn.closed or self._closed:
+                    conn.close()
+                else:
+                    self._idle.append(conn)
+
+    async def _run(self, work: Callable[[Connection], T]) -> T:
+        """``work(conn)`` in a worker thread, on a pooled connection; once started it runs to
+        its end even if the task is cancelled."""
+        async with self._connection() as conn:
+            return await trio.to_thread.run_sync(work, conn)
+
+    async def init_schema(self) -> None:
+        """Create the store's tables, or upgrade them to the current version; idempotent
+        (``toolledger db init URL`` calls it)."""
+        self.ensure_open()
+
+        def init() -> None:
+            with psycopg.connect(self.conninfo, autocommit=True) as conn:
+                pgschema.init_schema(conn, self.where)
+
+        await trio.to_thread.run_sync(init)
+
+    # -- appending ------------------------------------------------------------------------
+
+    async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
+        """Append a batch, all or nothing; see :meth:`EventStore.append`.
+
+        The batch joins the queue; the first append to get a connection writes every batch
+        queued by then, one per session, in one statement (see :mod:`events.stores.pgappend`).
+        Cancelled before its batch was handed to a thread, it leaves the queue, nothing
+        written; afterwards, it waits (shielded) for the batch's outcome and returns or raises
+        it, the cancellation arriving at the task's next checkpoint."""
+        self.ensure_open()
+        check_batch(session_id, records, expected_seq)
+        bodies = encode_bodies(records)
+        if session_id in self._leases.lost:
+            raise SessionInUse(session_id, "this store's lease on it expired and another "
+                                           "owner took it")
+        pending = Pending(session_id, records, bodies, expected_seq)
+        self._queue.append(pending)
+        try:
+            async with self._connection() as conn:
+                group = self._take_group()
+                if group:
+                    try:
+                        await trio.to_thread.run_sync(self._appender.write, conn, group)
+                    finally:
+                        for taken in group:
+                            taken.done.set()
+            await pending.done.wait()
+        except BaseException as exc:
+            if not pending.taken:
+                self._queue.remove(pending)
+                raise
+            with trio.CancelScope(shield=True):
+                await pending.done.wait()
+            if not isinstance(exc, trio.Cancelled):
+                raise
+        if pending.error is not None:
+            raise pending.error
+
+    def _take_group(self) -> list[Pending]:
+        """The queued batches to write now, in order: one per session, up to
+        :data:`GROUP_LIMIT`; the rest stay queued."""
+        group: list[Pending] = []
+        sessions: set[str] = set()
+        for pending in self._queue:
+            if pending.session_id not in sessions:
+                sessions.add(pending.session_id)
+                group.append(pending)
+                pending.taken = True
+                if len(group) == GROUP_LIMIT:
+                    break
+        if group:
+            self._queue = [pending for pending in self._queue if not pending.taken]
+        return group
+
+    # -- reading --------------------------------------------------------------------------
+
+    async def read(self, session_id: str, after: int = 0) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+        after = max(after, 0)
+
+        def read(conn: Connection) -> list[Record]:
+            if self._key is None:
+                return [decode_row(self.where, session_id, seq, line)[0]
+                        for seq, line in rows(conn, session_id, after + 1)]
+            # with a key, the row before the first handed out gives the hash it links to
+            found = rows(conn, session_id, after)
+            return check_rows(self.where, self._key, session_id, after, found)[0]
+
+        return await self._run(read)
+
+    async def last_seq(self, session_id: str) -> int:
+        """The seq of the session's last record; 0 for an unknown session."""
+        return await self._run(lambda conn: last_seq(conn, session_id))
+
+    async def sessions(self) -> list[str]:
+        """Every session id, in order of first appearance."""
+        rows = await self._run(lambda conn: conn.execute(
+            "SELECT session_id FROM toolledger_sessions ORDER BY id").fetchall())
+        return [bytes(row[0]).decode("utf-8", "surrogatepass") for row in rows]
+
+    async def head(self, session_id: str) -> str | None:
+        """The hash of the session's last record; ``None`` for an unknown session."""
+        row = await self._run(lambda conn: conn.execute(
+            "SELECT head FROM toolledger_sessions WHERE session_id = %s",
+            (sid_of(session_id),)).fetchone())
+        return str(row[0]) if row is not None else None
+
+    def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
+        """Every record of the session with ``seq > after``, then each one appended after
+        (by any writer, in any process), until the caller stops iterating or is cancelled.
+        See :mod:`events.stores.pgfollow`."""
+        self.ensure_open()
+        return follow_session(self, session_id, after)
+
+    async def verify(
+        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
+    ) -> VerifyReport:
+        """Check the hash chain of every session (or of ``session``), with the store's key if
+        it has one, as ``toolledger verify`` does for a JSONL file: a broken link names the
+        session and seq (its ``line`` is ``None``: rows have no line number). Reads one
+        session at a time, in order of first appearance."""
+        verifier = ChainVerifier(self._key, session=session, anchors=anchors)
+        ids = [session] if session is not None else await self.sessions()
+
+        def check(conn: Connection) -> None:
+            number = 0
+            for session_id in ids:
+                for _, line in rows(conn, session_id, 1):
+                    number += 1
+                    if not verifier.feed(number, bytes(line) + b"\n"):
+                        return
+
+        await self._run(check)
+        report = verifier.report()
+        if report.broken is not None and report.broken.line is not None:
+            report = attrs.evolve(report, broken=attrs.evolve(report.broken, line=None))
+        return report
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the store was given a key: it seals with it, and every record it hands out
+        was verified with it."""
+        return self._key is not None
+
+    # -- owning a session -----------------------------------------------------------------
+
+    def claim(self, session_id: str) -> Claim:
+        """Own ``session_id`` until the claim is released: a lease in the database, renewed
+        while it is held and taken over by another owner only once it has expired
+        (:mod:`events.stores.pglease`); :class:`~events.errors.SessionInUse` at once if
+        another claim holds it, through this store or any other, in any process.
+
+        One round trip, made on the calling thread (the protocol's ``claim`` is synchronous),
+        after connecting the first time. Releasing it also forgets the session's head, so a
+        store that opens many sessions in turn does not keep one per session it ever wrote.
+        """
+        self.ensure_open()
+        here = self._claims.claim(session_id)  # SessionInUse if this store holds it already
+        try:
+            self._leases.take(session_id)
+        except BaseException:
+            here.release()
+            raise
+
+        def release() -> None:
+            self._appender.heads.pop(session_id, None)  # what a closed session's next owner re-reads
+            try:
+                self._leases.give_back(session_id)
+            finally:
+                here.release()
+
+        return Claim(release)
+
+    def renew_leases(self) -> list[str]:
+        """Renew this store's leases now (a thread does it every third of ``lease_seconds``);
+        the sessions whose lease had been taken over, which this store now refuses to append
+        to."""
+        return self._leases.renew()
+
+    def close(self) -> None:
+        """End this store's leases and close its connections. Idempotent; the store refuses
+        to be used afterwards."""
+        if self._closed:
+            return
+        self._closed = True
+        for socket in list(self.listening):  # followers waiting: they end, as closed
+            trio.lowlevel.notify_closing(socket)
+        self._leases.close()
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def ensure_open(self) -> None:
+        """``ValueError`` if the store is closed."""
+        if self._closed:
+            raise ValueError(f"the PostgresStore for {self.where} is closed")
