@@ -108,14 +108,20 @@ async def test_many_followers_see_the_same_records(store: EventStore) -> None:
 async def test_cancelling_a_follower_ends_it_cleanly(store: EventStore) -> None:
     await store.append("s", recs("s", 1, 2), expected_seq=0)
     got: list[Record] = []
+    caught_up = trio.Event()
 
     async def follow_forever() -> None:
         async for record in store.follow("s"):
             got.append(record)
+            if len(got) == 2:
+                caught_up.set()
 
     with trio.fail_after(HANG):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(follow_forever)
+            # cancelled while it waits for more (a store that waits on a socket or a thread
+            # looks blocked long before it has read anything, so wait for the records)
+            await caught_up.wait()
             await trio.testing.wait_all_tasks_blocked()
             nursery.cancel_scope.cancel()
     assert got == recs("s", 1, 2)
