@@ -214,3 +214,30 @@ async def test_tail_follow_watches_what_another_process_writes(tmp_path: Path) -
             if watcher.poll() is None:
                 watcher.kill()
                 watcher.wait()
+
+
+def test_a_postgresql_url_is_made_copied_into_shown_and_verified(
+    demo_log: Path, postgres_server: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import psycopg
+
+    from tests.conftest import POSTGRES_URL_VARIABLE
+
+    server = os.environ[POSTGRES_URL_VARIABLE]
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute("CREATE SCHEMA cli_urls")
+    url = f"{server}?options=-csearch_path%3Dcli_urls"
+    # the tables are made explicitly; a store on a database without them says how
+    status, _, err = run(capsys, "show", url)
+    assert status != 0 and "db init" in err
+    assert run(capsys, "db", "init", url)[0] == 0
+    status, _, err = run(capsys, "copy", str(demo_log), url)
+    assert status == 0, err
+    for command in (["show", "--json"], ["transcript", "--json"], ["show"]):
+        assert run(capsys, command[0], url, *command[1:]) == \
+            run(capsys, command[0], str(demo_log), *command[1:])
+    status, out, err = run(capsys, "verify", url, "--json")
+    assert status == 0, err
+    from_file = json.loads(run(capsys, "verify", str(demo_log), "--json")[1])
+    assert [s["head"] for s in json.loads(out)["sessions"]] == \
+        [s["head"] for s in from_file["sessions"]]
