@@ -65,10 +65,14 @@ from .types import (
     Event,
     FailureDetail,
     JsonPath,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
     PolicyDecided,
     Record,
     ResultHandlerFailed,
     SessionStarted,
+    SystemPromptSet,
     ToolCallBlocked,
     ToolCallCancelled,
     ToolCallCompleted,
@@ -140,6 +144,10 @@ EVENT_TYPES: dict[str, type[Any]] = {
         ToolCallBlocked,
         ToolCallDenied,
         ToolCallCancelled,
+        SystemPromptSet,
+        ModelRequested,
+        ModelResponded,
+        ModelFailed,
     )
 }
 _NAMES: dict[type[Any], str] = {cls: name for name, cls in EVENT_TYPES.items()}
@@ -158,6 +166,7 @@ ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {  # (a nested class before its
     SessionStarted: ("settings",),
     ApprovalResolved: ("later",),
     ToolCallFailed: ("detail",),
+    AssistantMessage: ("provider_content",),  # blocks the engine does not interpret
 }
 for _cls, _names in ADDED_FIELDS.items():
     _omitted: dict[str, Any] = {name: override(omit_if_default=True) for name in _names}

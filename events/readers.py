@@ -32,12 +32,17 @@ from .types import (
     Decision,
     FailureDetail,
     FailureKind,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
     ModelToolCall,
     Origin,
     PolicyDecided,
+    ProviderContent,
     ResultHandlerFailed,
     Scope,
     SessionStarted,
+    SystemPromptSet,
     ToolCallBlocked,
     ToolCallCancelled,
     ToolCallCompleted,
@@ -97,6 +102,7 @@ NESTED: dict[type[Any], frozenset[str]] = {
     TextContent: frozenset({"text", "type"}),
     ErrorInfo: frozenset({"type", "message", "traceback"}),
     FailureDetail: frozenset({"limit", "size", "type", "path", "problem", "value"}),
+    ProviderContent: frozenset({"api", "items"}),
 }
 _TEXT, _RESULT, _ERROR, _CALL = (NESTED[TextContent], NESTED[ToolResult], NESTED[ErrorInfo],
                                  NESTED[ModelToolCall])
@@ -209,11 +215,22 @@ def _failed(data: Any) -> ToolCallFailed:
     )
 
 
-_ASSISTANT = frozenset({"turn", "text", "tool_calls", "stop_reason"})
+_ASSISTANT = frozenset({"turn", "text", "tool_calls", "stop_reason", "provider_content"})
+_ASSISTANT_BARE = _ASSISTANT - {"provider_content"}
+_PROVIDER = NESTED[ProviderContent]
+
+
+def _provider_content(value: Any) -> ProviderContent | None:
+    if value is None:
+        return None
+    _fields(value, _PROVIDER)
+    return ProviderContent(api=_str(value["api"]), items=value["items"])
 
 
 def _assistant(data: Any) -> AssistantMessage:
-    _fields(data, _ASSISTANT)
+    # ``provider_content`` is written only when the message has some (and older logs lack it)
+    if type(data) is not dict or (data.keys() != _ASSISTANT_BARE and data.keys() != _ASSISTANT):
+        raise _FALLBACK
     turn, calls = data["turn"], data["tool_calls"]
     if type(turn) is not int or type(calls) is not list:
         raise _FALLBACK
@@ -223,7 +240,8 @@ def _assistant(data: Any) -> AssistantMessage:
         tool_calls.append(ModelToolCall(id=_str(call["id"]), name=_str(call["name"]),
                                         arguments=call["arguments"]))
     return AssistantMessage(turn=turn, text=_str(data["text"]), tool_calls=tuple(tool_calls),
-                            stop_reason=_str(data["stop_reason"]))
+                            stop_reason=_str(data["stop_reason"]),
+                            provider_content=_provider_content(data.get("provider_content")))
 
 
 _ASKED = frozenset({"call_id", "reason"})
@@ -289,6 +307,11 @@ READERS: dict[type[Any], Reader | None] = {
     ToolCallBlocked: None,
     ToolCallDenied: None,
     ToolCallCancelled: None,
+    # once per model turn, not per call: the converter reads them
+    SystemPromptSet: None,
+    ModelRequested: None,
+    ModelResponded: None,
+    ModelFailed: None,
 }
 
 

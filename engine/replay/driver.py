@@ -20,6 +20,7 @@ import trio
 
 from events.codec import converter
 from events.stores import MemoryStore
+from events.models import SystemPromptSet
 from events.types import ActiveToolsSet, Record, ToolRegistered, ToolSnapshot
 
 from ..approvals import ApprovalRequest
@@ -210,7 +211,8 @@ class _Replay:
         return True
 
     async def apply(self, actions: Sequence[SessionAction]) -> None:
-        """Replay session changes: a tool registered, the active tools set."""
+        """Replay session changes: a tool registered, the active tools set, the system
+        prompt replaced."""
         session = self.session
         assert session is not None
         for action in actions:
@@ -218,6 +220,8 @@ class _Replay:
                 spec = self.spec_for(action.spec)
                 if spec is not None:
                     await session.register(spec)
+            elif isinstance(action, SystemPromptSet):
+                await session.set_system_prompt(action.text)
             elif isinstance(action, ActiveToolsSet):
                 try:
                     await session.set_active_tools(action.names)
@@ -242,7 +246,7 @@ class _Replay:
                 store, model=model, tools=initial, approver=RecordedApprover(book, self.watch),
                 rules=self.rules, session_id=book.session_id, create=True,
                 max_turns=book.max_turns, max_depth=self.max_depth, limits=book.limits,
-                clock=self.clock, metadata=book.metadata,
+                clock=self.clock, metadata=book.metadata, system_prompt=book.system_prompt,
             ) as session:
                 self.session = session
                 call_handlers = (self.handlers if self.handlers is not None

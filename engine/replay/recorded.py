@@ -13,6 +13,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
+from events.models import ModelRequested, ModelResponded, SystemPromptSet
 from events.results import ErrorInfo
 from events.types import (
     ActiveToolsSet,
@@ -44,7 +45,7 @@ __all__ = [
     "turn_of",
 ]
 
-SessionAction = Union[ToolRegistered, ActiveToolsSet]
+SessionAction = Union[ToolRegistered, ActiveToolsSet, SystemPromptSet]
 WaitKind = Literal["approval", "body"]
 WaitCause = Literal["host", "timeout", "scope"]
 
@@ -69,11 +70,15 @@ def turn_of(call_id: str) -> int:
 
 @attrs.frozen(kw_only=True)
 class RecordedTurn:
-    """One assistant message, and the session changes the log holds just before it."""
+    """One assistant message, the session changes the log holds just before it, and the
+    model turn that produced it (absent from logs written before model turns were
+    recorded)."""
 
     message: AssistantMessage
     seq: int
     before: tuple[SessionAction, ...] = ()
+    requested: ModelRequested | None = None
+    responded: ModelResponded | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -164,6 +169,7 @@ class RecordedSession:
     session_id: str
     records: tuple[Record, ...]
     metadata: dict[str, Any]
+    system_prompt: str | None
     initial_tools: tuple[ToolSnapshot, ...]
     prompts: tuple[RecordedPrompt, ...]
     trailing: tuple[SessionAction, ...]
