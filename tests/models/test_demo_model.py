@@ -3,6 +3,7 @@ loopback server's recorded payloads), and the default that needs nothing."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -38,6 +39,10 @@ async def test_the_demo_runs_against_a_real_api(provider: str, tmp_path: Path,
     assert {v.name: v.status for v in projection.calls.values()} == {"read_file": "completed"}
     assert projection.usage.output_tokens == 18 + 3
     assert "tokens:" in out
+    assert main(["show", "--json", str(tmp_path / LOG_NAME)]) == 0
+    [shown] = json.loads(capsys.readouterr().out)
+    assert shown["usage"] == {"input_tokens": 120 + 160, "output_tokens": 18 + 3,
+                              "cached_tokens": 64}
 
 
 def test_a_model_spec_without_a_key_or_url_says_what_to_set(
