@@ -4,7 +4,8 @@
 The adapters over the official SDKs are imported on their own, so that the core needs neither
 SDK: ``engine.models.openai`` (Chat Completions and Responses, extra ``openai``) and
 ``engine.models.anthropic`` (Messages, extra ``anthropic``). :mod:`.formats` turns declared
-tools into each provider's tool format and back. docs/models.md describes all of it.
+tools into each provider's tool format and back; :mod:`.connect` opens the model a
+``PROVIDER:MODEL`` spec names. docs/models.md describes all of it.
 """
 
 from .faux import (

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from events.models import ProviderContent, Usage
+from events.models import ModelFailureKind, ProviderContent, Usage
 from events.types import AssistantMessage, ModelToolCall, UserMessage
 
 from ..views import ToolResultEntry
@@ -231,7 +231,9 @@ def _responses_output(entry: ToolResultEntry) -> str | list[dict[str, Any]]:
     return parts
 
 
-_FAILURES = {"rate_limit_exceeded": "rate_limited", "server_error": "server_error"}
+#: A failed response's error code, as a failure's kind.
+_FAILURES: dict[str, ModelFailureKind] = {"rate_limit_exceeded": "rate_limited",
+                                          "server_error": "server_error"}
 
 
 def responses_message(response: Any) -> ModelMessage:
@@ -239,7 +241,7 @@ def responses_message(response: Any) -> ModelMessage:
     if response.status == "failed":
         error = response.error
         code = getattr(error, "code", None) or "error"
-        raise ModelError(_FAILURES.get(code, "error"),  # type: ignore[arg-type]
+        raise ModelError(_FAILURES.get(code, "error"),
                          f"the response failed: {code}: {getattr(error, 'message', '')}",
                          response_id=response.id)
     texts: list[str] = []

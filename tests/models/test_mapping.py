@@ -127,3 +127,11 @@ def test_results_render_as_text_for_formats_without_blocks() -> None:
     assert result_text(ToolResult(content=[text("no")], is_error=True)) == "Error: no"
     assert result_text(ToolResult(structured_content={"n": 1})) == '{"n": 1}'
 
+
+
+async def test_a_failed_response_is_a_model_error_of_its_kind() -> None:
+    _, records, raised = await run(Api("responses"), [payload("responses", "failed")])
+    assert isinstance(raised, ModelError) and raised.kind == "server_error"
+    assert raised.response_id == "resp_fl1"
+    [failed] = of(records, ModelFailed)
+    assert (failed.kind, failed.response_id) == ("server_error", "resp_fl1")
