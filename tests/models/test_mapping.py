@@ -3,7 +3,9 @@ provider blocks kept and sent back unchanged, refusals, and the tool formats bot
 
 from __future__ import annotations
 
+import importlib
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -135,3 +137,14 @@ async def test_a_failed_response_is_a_model_error_of_its_kind() -> None:
     assert raised.response_id == "resp_fl1"
     [failed] = of(records, ModelFailed)
     assert (failed.kind, failed.response_id) == ("server_error", "resp_fl1")
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_an_adapter_without_its_sdk_names_the_extra(sdk: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, sdk, None)  # what an uninstalled package looks like
+    monkeypatch.delitem(sys.modules, f"engine.models.{sdk}")
+    with pytest.raises(ImportError, match=rf"toolledger\[{sdk}\]"):
+        importlib.import_module(f"engine.models.{sdk}")
+    import engine.models  # the core does not need it
+    assert engine.models.FauxModel
