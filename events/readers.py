@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, get_args
 
 import attrs
 
+from .models import Usage
 from .results import ErrorInfo, TextContent, ToolResult
 from .types import (
     ActiveToolsSet,
@@ -103,6 +104,7 @@ NESTED: dict[type[Any], frozenset[str]] = {
     ErrorInfo: frozenset({"type", "message", "traceback"}),
     FailureDetail: frozenset({"limit", "size", "type", "path", "problem", "value"}),
     ProviderContent: frozenset({"api", "items"}),
+    Usage: frozenset({"input_tokens", "output_tokens", "cached_tokens"}),
 }
 _TEXT, _RESULT, _ERROR, _CALL = (NESTED[TextContent], NESTED[ToolResult], NESTED[ErrorInfo],
                                  NESTED[ModelToolCall])
@@ -277,6 +279,49 @@ def _rewritten(data: Any) -> ToolCallRewritten:
                              by=_str(data["by"]))
 
 
+_MODEL_REQUESTED = frozenset({"turn", "provider", "model", "api", "settings", "stream"})
+
+
+def _model_requested(data: Any) -> ModelRequested:
+    _fields(data, _MODEL_REQUESTED)
+    turn, settings, stream = data["turn"], data["settings"], data["stream"]
+    if type(turn) is not int or type(settings) is not dict or type(stream) is not bool:
+        raise _FALLBACK
+    if any(type(key) is not str for key in settings):
+        raise _FALLBACK
+    return ModelRequested(turn=turn, provider=_str(data["provider"]), model=_str(data["model"]),
+                          api=_opt_str(data["api"]), settings=settings, stream=stream)
+
+
+_MODEL_RESPONDED = frozenset({"turn", "stop_reason", "model", "response_id", "usage"})
+_USAGE = NESTED[Usage]
+
+
+def _opt_int(value: Any) -> int | None:
+    if value is not None and type(value) is not int:
+        raise _FALLBACK
+    return value
+
+
+def _usage(data: Any) -> Usage | None:
+    if data is None:
+        return None
+    _fields(data, _USAGE)
+    return Usage(input_tokens=_opt_int(data["input_tokens"]),
+                 output_tokens=_opt_int(data["output_tokens"]),
+                 cached_tokens=_opt_int(data["cached_tokens"]))
+
+
+def _model_responded(data: Any) -> ModelResponded:
+    _fields(data, _MODEL_RESPONDED)
+    turn = data["turn"]
+    if type(turn) is not int:
+        raise _FALLBACK
+    return ModelResponded(turn=turn, stop_reason=_str(data["stop_reason"]),
+                          model=_opt_str(data["model"]),
+                          response_id=_opt_str(data["response_id"]), usage=_usage(data["usage"]))
+
+
 class Reader(NamedTuple):
     """A fast reader, and the names of the fields it was written for."""
 
@@ -307,10 +352,10 @@ READERS: dict[type[Any], Reader | None] = {
     ToolCallBlocked: None,
     ToolCallDenied: None,
     ToolCallCancelled: None,
-    # once per model turn, not per call: the converter reads them
+    # a model turn writes these two every turn (measured: docs/performance.md)
+    ModelRequested: Reader(_MODEL_REQUESTED, _model_requested),
+    ModelResponded: Reader(_MODEL_RESPONDED, _model_responded),
     SystemPromptSet: None,
-    ModelRequested: None,
-    ModelResponded: None,
     ModelFailed: None,
 }
 
