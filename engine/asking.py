@@ -12,6 +12,8 @@ latency is the difference between the two records' times (the session's clock).
 
 from __future__ import annotations
 
+from contextlib import suppress
+
 from events.models import ModelFailed, ModelRequested, ModelResponded, ProviderContent
 
 from .deltas import Deltas
@@ -19,7 +21,7 @@ from .jsonvalues import own_json
 from .limits import Limits, json_size
 from .models import Model, ModelError, ModelMessage, ModelRequest, model_info
 from .outputs import error_info
-from .recorder import Recorder
+from .recorder import Recorder, SessionBroken
 
 __all__ = ["ask_model", "kept_content", "model_failed"]
 
@@ -32,15 +34,18 @@ async def ask_model(model: Model, recorder: Recorder, deltas: Deltas) -> ModelMe
     recorder.record(ModelRequested(
         turn=turn, provider=info.provider, model=info.model, api=info.api,
         settings=own_json(dict(info.settings)), stream=info.stream))
-    await recorder.flush()  # what the model is about to read is in the log
     request = ModelRequest(transcript=state.transcript, tools=state.declared_tools,
                            system=state.system_prompt, turn=turn, on_delta=deltas.publish)
     try:
+        # what the model is about to read is in the log; a cancellation that lands here ends
+        # the turn before it was sent, recorded as such
+        await recorder.flush()
         reply = await model.complete(request)
         if not isinstance(reply, ModelMessage):
             raise TypeError(f"the model returned {reply!r}, not a ModelMessage")
     except BaseException as exc:
-        recorder.record(model_failed(turn, exc))
+        with suppress(SessionBroken):  # a log that cannot be written says so on its own
+            recorder.record(model_failed(turn, exc))
         raise
     recorder.record(ModelResponded(
         turn=turn, stop_reason=reply.stop_reason, model=reply.model,
