@@ -64,6 +64,7 @@ def session_json(projection: Projection) -> dict[str, Any]:
         "turns": projection.turn,
         "open_calls": list(projection.open_calls),
         "pending_approvals": list(projection.pending_approvals),
+        "usage": converter.unstructure(projection.usage),
         "transcript": transcript_json(projection),
         "calls": [call_json(view) for view in projection.calls.values()],
     }

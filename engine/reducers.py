@@ -22,16 +22,21 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from events.models import Usage
 from events.types import (
     TERMINAL_EVENTS,
     ActiveToolsSet,
     ApprovalRequested,
     ApprovalResolved,
     AssistantMessage,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
     ModelToolCall,
     PolicyDecided,
     Record,
     SessionStarted,
+    SystemPromptSet,
     ToolCallRequested,
     ToolCallRewritten,
     ToolExecutionStarted,
@@ -100,6 +105,10 @@ class Projection:
         self._batch_results: dict[str, ToolResultEntry] = {}
         self._batch_next = 0
         self._host_calls = 0
+        self.system_prompt: str | None = None
+        # the model turn asked for and not yet answered, if any
+        self._asking: int | None = None
+        self._usage = Usage(input_tokens=0, output_tokens=0, cached_tokens=0)
 
     # -- read-only views ------------------------------------------------------------------
 
@@ -161,6 +170,18 @@ class Projection:
         """The latest assistant message: its calls are the current batch."""
         return self._message
 
+    @property
+    def usage(self) -> Usage:
+        """The tokens every model turn so far used, summed (a turn that did not say counts
+        as zero)."""
+        return self._usage
+
+    @property
+    def model_asked(self) -> int | None:
+        """The turn the model was asked for and has not answered yet (a request in flight,
+        or one a stopped process left unanswered), if any."""
+        return self._asking
+
     def children(self, call_id: str) -> tuple[str, ...]:
         """Ids of the nested calls ``call_id`` made, in the order it made them."""
         return tuple(self._children.get(call_id, ()))
@@ -185,6 +206,8 @@ class Projection:
             open_calls=tuple(self._open),
             pending_approvals=tuple(self._pending),
             transcript=tuple(self._transcript),
+            system_prompt=self.system_prompt,
+            usage=self._usage,
         )
 
     # -- folding --------------------------------------------------------------------------
@@ -248,6 +271,31 @@ class Projection:
         self._active_set = frozenset(self._active)
         self._declared = tuple(spec for name, spec in self._tools.items() if name in self._active)
 
+    def _system_prompt_set(self, event: SystemPromptSet) -> None:
+        self.system_prompt = event.text
+
+    # A model turn: requested, then responded (and the assistant message follows) or failed.
+    # A request may follow one that was never answered: the process that asked stopped.
+    def _model_requested(self, event: ModelRequested) -> None:
+        if event.turn != self.turn + 1:
+            raise LifecycleError(f"model request for turn {event.turn}, expected {self.turn + 1}")
+        self._asking = event.turn
+
+    def _model_answered(self, event: ModelResponded | ModelFailed) -> None:
+        if self._asking != event.turn:
+            raise LifecycleError(f"a model answer for turn {event.turn}, which was not asked for")
+        if isinstance(event, ModelFailed):
+            self._asking = None
+            return
+        self._asking = None
+        usage = event.usage
+        if usage is not None:
+            total = self._usage
+            self._usage = Usage(
+                input_tokens=(total.input_tokens or 0) + (usage.input_tokens or 0),
+                output_tokens=(total.output_tokens or 0) + (usage.output_tokens or 0),
+                cached_tokens=(total.cached_tokens or 0) + (usage.cached_tokens or 0))
+
     def _user_message(self, event: UserMessage) -> None:
         self._transcript.append(event)
 
@@ -257,6 +305,7 @@ class Projection:
         if self._batch_next < len(self._batch_order):
             raise LifecycleError("an assistant message before every call of the last one ended")
         self.turn = event.turn
+        self._asking = None
         self._transcript.append(event)
         order = [f"{event.turn}.{i}" for i in range(len(event.tool_calls))]
         self._message = event
@@ -351,6 +400,10 @@ _HANDLERS: dict[type[Any], Any] = {
     UserMessage: Projection._user_message,
     AssistantMessage: Projection._assistant_message,
     ToolCallRequested: Projection._call_requested,
+    SystemPromptSet: Projection._system_prompt_set,
+    ModelRequested: Projection._model_requested,
+    ModelResponded: Projection._model_answered,
+    ModelFailed: Projection._model_answered,
 }
 
 

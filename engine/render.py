@@ -327,6 +327,10 @@ def render_session(projection: Projection) -> RenderableType:
     header.append(f"  ·  {projection.last_seq} records  ·  {projection.turn} turns", style="dim")
     if projection.open_calls:
         header.append(f"  ·  {len(projection.open_calls)} open calls", style="bold cyan")
+    usage = projection.usage
+    if usage.input_tokens or usage.output_tokens:
+        header.append(f"  ·  tokens: {usage.input_tokens} in ({usage.cached_tokens} cached), "
+                      f"{usage.output_tokens} out", style="dim")
     return Visible(Group(
         header,
         Text(""),

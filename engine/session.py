@@ -19,13 +19,14 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal
 
 import attrs
 import trio
 
 from events.errors import SessionNotFound
+from events.models import SystemPromptSet
 from events.stores import EventStore
 from events.types import (
     ActiveToolsSet,
@@ -41,18 +42,20 @@ from events.types import (
     UserMessage,
 )
 
+from .asking import ask_model, kept_content
 from .approvals import ApprovalAnswer, ApprovalRequest, Approver, deny_all
 from .batch import Batch
 from . import hostcalls
 from .calls import resolve
 from .context import CallOutcome
+from .deltas import Deltas, DeltaStream
 from .environment import Environment
 from .handlers import ToolCallHandler, ToolResultHandler
 from .inflight import InFlight
 from .jsonvalues import copy_json, ensure_json, own_json
 from .lifecycle import CallState
 from .limits import Limits, admit, clip_name, not_json_marker
-from .models import Model, ModelMessage, ModelRequest
+from .models import Model
 from .policy import PolicyRules
 from .recorder import Recorder
 from .reducers import CallView, Projection, TranscriptView, fold
@@ -108,6 +111,7 @@ class Session:
         self._inflight = InFlight()
         self._batch = Batch(recorder, self._inflight)
         self._model = model
+        self._deltas = Deltas()
         self._prompting = False
         #: the last prompt or resume returned "paused": resume() comes first
         self._paused = False
@@ -130,6 +134,7 @@ class Session:
         clock: Callable[[], float] = time.time,
         new_session_id: Callable[[], str] = _new_session_id,
         metadata: Mapping[str, Any] | None = None,
+        system_prompt: str | None = None,
     ) -> AsyncIterator[Session]:
         """Open a session on ``store``: a new one, or the one ``session_id`` names.
 
@@ -147,6 +152,10 @@ class Session:
         default refuses, so nothing dangerous runs unless the host says so. ``limits`` bounds
         the JSON one call may bring into the log (:class:`~engine.limits.Limits`). ``clock`` and
         ``new_session_id`` are injected so that tests and replays are deterministic.
+
+        ``system_prompt`` is the instructions the model gets with every request, recorded
+        (:class:`~events.models.SystemPromptSet`) when it differs from what the log holds;
+        ``None`` keeps what the log holds (none, for a new session).
         """
         registry = Registry()
         specs = list(tools)
@@ -179,6 +188,8 @@ class Session:
             session = cls(env, recorder, model)
             if not history:
                 recorder.record(started)
+            if system_prompt is not None and system_prompt != projection.system_prompt:
+                recorder.record(SystemPromptSet(text=system_prompt))
             for spec in specs:
                 session._record_tool(spec)
             await recorder.flush()
@@ -198,6 +209,7 @@ class Session:
                         session._inflight.suspend()
                         session._batch.attach(None)
                         recorder.close()
+                        session._deltas.close()
                         with trio.CancelScope(shield=True):
                             await recorder.flush()
             except BaseExceptionGroup as group:
@@ -257,6 +269,20 @@ class Session:
         """
         return self._recorder.follow(after)
 
+    def deltas(self) -> AbstractAsyncContextManager[DeltaStream]:
+        """Subscribe to the pieces of the model's messages as they stream in, live::
+
+            async with session.deltas() as stream:
+                async for delta in stream:  # ModelDelta: text, or a call's arguments
+                    print(delta.text, end="")
+
+        Deltas are never written to the log (the whole message is recorded once, when it is
+        complete); a subscriber gets those published while its block is open, and its
+        iteration ends when the session closes. Only a model that streams sends any
+        (docs/models.md, "Streaming").
+        """
+        return self._deltas.subscribe()
+
     # -- what the host changes ----------------------------------------------------------------
 
     def on_tool_call(self, handler: ToolCallHandler) -> ToolCallHandler:
@@ -285,6 +311,15 @@ class Session:
         snapshot = spec.snapshot()
         if self.state.tools.get(spec.name) != snapshot:
             self._recorder.record(ToolRegistered(spec=snapshot))
+
+    async def set_system_prompt(self, text: str | None) -> None:
+        """Replace the system prompt the model gets from the next request on (``None``: none).
+        Recorded; a prompt equal to the current one records nothing."""
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"a system prompt is a string or None, not {type(text).__name__}")
+        if text != self.state.system_prompt:
+            self._recorder.record(SystemPromptSet(text=text))
+            await self._recorder.flush()
 
     async def set_active_tools(self, names: Iterable[str]) -> None:
         """Replace the set of active tools: the ones declared to the model from its next
@@ -497,11 +532,7 @@ class Session:
                 self.transcript[-1], AssistantMessage
             ):
                 return PromptResult(stop="end_turn", turns=0, text=last.text)
-            request = ModelRequest(transcript=self.transcript, tools=self.declared_tools())
-            await self._recorder.flush()  # what the model is about to read is in the log
-            reply = await self._model.complete(request)
-            if not isinstance(reply, ModelMessage):
-                raise TypeError(f"the model returned {reply!r}, not a ModelMessage")
+            reply = await ask_model(self._model, self._recorder, self._deltas)
             turns += 1
             limits = env.limits
             self._recorder.record(AssistantMessage(
@@ -509,6 +540,7 @@ class Session:
                 tool_calls=tuple(ModelToolCall(id=clip_name(call.id), name=clip_name(call.name),
                                                arguments=_admissible(call.arguments, limits))
                                  for call in reply.tool_calls),
+                provider_content=kept_content(reply, limits),
             ))
             if not reply.tool_calls:
                 return PromptResult(stop="end_turn", turns=turns, text=reply.text)

@@ -13,6 +13,7 @@ import attrs
 
 from events.fastinit import fast_init
 from events.results import ToolResult
+from events.models import Usage
 from events.types import (
     ApprovalResolved,
     AssistantMessage,
@@ -248,3 +249,5 @@ class SessionState:
     open_calls: tuple[str, ...]
     pending_approvals: tuple[str, ...]
     transcript: tuple[TranscriptEntry, ...]
+    system_prompt: str | None = None
+    usage: Usage = Usage(input_tokens=0, output_tokens=0, cached_tokens=0)

@@ -15,6 +15,14 @@ from .errors import (
     UnverifiedRecordError,
 )
 from .integrity import GENESIS, Anchor, VerifyReport, verify_lines
+from .models import (
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    ProviderContent,
+    SystemPromptSet,
+    Usage,
+)
 from .results import ToolResult, text
 from .stores import EventStore, JsonlStore, MemoryStore, SqliteStore, open_store
 from .stores.jsonl import verify_jsonl
@@ -32,12 +40,18 @@ __all__ = [
     "JsonlStore",
     "LogError",
     "MemoryStore",
+    "ModelFailed",
+    "ModelRequested",
+    "ModelResponded",
+    "ProviderContent",
     "Record",
     "SessionInUse",
     "SessionNotFound",
     "SqliteStore",
+    "SystemPromptSet",
     "ToolResult",
     "UnverifiedRecordError",
+    "Usage",
     "VerifyReport",
     "decode_line",
     "decode_record",

@@ -69,10 +69,14 @@ from .types import (
     Event,
     FailureDetail,
     JsonPath,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
     PolicyDecided,
     Record,
     ResultHandlerFailed,
     SessionStarted,
+    SystemPromptSet,
     ToolCallBlocked,
     ToolCallCancelled,
     ToolCallCompleted,
@@ -147,6 +151,10 @@ EVENT_TYPES: dict[str, type[Any]] = {
         ToolCallDenied,
         ToolCallCancelled,
         ToolsActivated,
+        SystemPromptSet,
+        ModelRequested,
+        ModelResponded,
+        ModelFailed,
     )
 }
 _NAMES: dict[type[Any], str] = {cls: name for name, cls in EVENT_TYPES.items()}
@@ -166,6 +174,7 @@ ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {  # (a nested class before its
     ApprovalResolved: ("later",),
     ToolCallFailed: ("detail",),
     ToolSnapshot: ("source",),              # a mounted MCP server's tool
+    AssistantMessage: ("provider_content",),  # blocks the engine does not interpret
 }
 for _cls, _names in ADDED_FIELDS.items():
     _omitted: dict[str, Any] = {name: override(omit_if_default=True) for name in _names}

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, get_args
 
 import attrs
 
+from .models import Usage
 from .results import ErrorInfo, TextContent, ToolResult
 from .types import (
     ActiveToolsSet,
@@ -38,13 +39,18 @@ from .types import (
     Exposure,
     FailureDetail,
     FailureKind,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
     ModelToolCall,
     Origin,
     PolicyDecided,
+    ProviderContent,
     ResultHandlerFailed,
     Scope,
     SessionSettings,
     SessionStarted,
+    SystemPromptSet,
     ToolCallBlocked,
     ToolCallCancelled,
     ToolCallCompleted,
@@ -134,6 +140,8 @@ NESTED: dict[type[Any], frozenset[str]] = {
                              "annotations", "exposure", "execution_mode", "timeout", "source"}),
     Annotations: frozenset({"title", "read_only", "destructive", "idempotent", "open_world"}),
     ToolSource: frozenset({"server", "version", "tool"}),
+    ProviderContent: frozenset({"api", "items"}),
+    Usage: frozenset({"input_tokens", "output_tokens", "cached_tokens"}),
 }
 _TEXT, _RESULT, _ERROR, _CALL = (NESTED[TextContent], NESTED[ToolResult], NESTED[ErrorInfo],
                                  NESTED[ModelToolCall])
@@ -246,11 +254,22 @@ def _failed(data: Any) -> ToolCallFailed:
     )
 
 
-_ASSISTANT = frozenset({"turn", "text", "tool_calls", "stop_reason"})
+_ASSISTANT = frozenset({"turn", "text", "tool_calls", "stop_reason", "provider_content"})
+_ASSISTANT_BARE = _ASSISTANT - {"provider_content"}
+_PROVIDER = NESTED[ProviderContent]
+
+
+def _provider_content(value: Any) -> ProviderContent | None:
+    if value is None:
+        return None
+    _fields(value, _PROVIDER)
+    return ProviderContent(api=_str(value["api"]), items=value["items"])
 
 
 def _assistant(data: Any) -> AssistantMessage:
-    _fields(data, _ASSISTANT)
+    # ``provider_content`` is written only when the message has some (and older logs lack it)
+    if type(data) is not dict or (data.keys() != _ASSISTANT_BARE and data.keys() != _ASSISTANT):
+        raise _FALLBACK
     turn, calls = data["turn"], data["tool_calls"]
     if type(turn) is not int or type(calls) is not list:
         raise _FALLBACK
@@ -260,7 +279,8 @@ def _assistant(data: Any) -> AssistantMessage:
         tool_calls.append(ModelToolCall(id=_str(call["id"]), name=_str(call["name"]),
                                         arguments=call["arguments"]))
     return AssistantMessage(turn=turn, text=_str(data["text"]), tool_calls=tuple(tool_calls),
-                            stop_reason=_str(data["stop_reason"]))
+                            stop_reason=_str(data["stop_reason"]),
+                            provider_content=_provider_content(data.get("provider_content")))
 
 
 _ASKED = frozenset({"call_id", "reason"})
@@ -359,6 +379,49 @@ def _rewritten(data: Any) -> ToolCallRewritten:
                              by=_str(data["by"]))
 
 
+_MODEL_REQUESTED = frozenset({"turn", "provider", "model", "api", "settings", "stream"})
+
+
+def _model_requested(data: Any) -> ModelRequested:
+    _fields(data, _MODEL_REQUESTED)
+    turn, settings, stream = data["turn"], data["settings"], data["stream"]
+    if type(turn) is not int or type(settings) is not dict or type(stream) is not bool:
+        raise _FALLBACK
+    if any(type(key) is not str for key in settings):
+        raise _FALLBACK
+    return ModelRequested(turn=turn, provider=_str(data["provider"]), model=_str(data["model"]),
+                          api=_opt_str(data["api"]), settings=settings, stream=stream)
+
+
+_MODEL_RESPONDED = frozenset({"turn", "stop_reason", "model", "response_id", "usage"})
+_USAGE = NESTED[Usage]
+
+
+def _opt_int(value: Any) -> int | None:
+    if value is not None and type(value) is not int:
+        raise _FALLBACK
+    return value
+
+
+def _usage(data: Any) -> Usage | None:
+    if data is None:
+        return None
+    _fields(data, _USAGE)
+    return Usage(input_tokens=_opt_int(data["input_tokens"]),
+                 output_tokens=_opt_int(data["output_tokens"]),
+                 cached_tokens=_opt_int(data["cached_tokens"]))
+
+
+def _model_responded(data: Any) -> ModelResponded:
+    _fields(data, _MODEL_RESPONDED)
+    turn = data["turn"]
+    if type(turn) is not int:
+        raise _FALLBACK
+    return ModelResponded(turn=turn, stop_reason=_str(data["stop_reason"]),
+                          model=_opt_str(data["model"]),
+                          response_id=_opt_str(data["response_id"]), usage=_usage(data["usage"]))
+
+
 class Reader(NamedTuple):
     """A fast reader, and the names of the fields it was written for."""
 
@@ -391,6 +454,11 @@ READERS: dict[type[Any], Reader | None] = {
     ToolCallDenied: None,
     ToolCallCancelled: None,
     ToolsActivated: None,
+    # a model turn writes these two every turn (measured: docs/performance.md)
+    ModelRequested: Reader(_MODEL_REQUESTED, _model_requested),
+    ModelResponded: Reader(_MODEL_RESPONDED, _model_responded),
+    SystemPromptSet: None,
+    ModelFailed: None,
 }
 
 

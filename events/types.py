@@ -21,6 +21,13 @@ from typing import Any, Literal, Union
 import attrs
 
 from .fastinit import fast_init
+from .models import (
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
+    ProviderContent,
+    SystemPromptSet,
+)
 from .results import ErrorInfo, FailureDetail, JsonPath, NotJsonProblem, ToolResult
 
 __all__ = [
@@ -37,7 +44,13 @@ __all__ = [
     "FailureDetail",
     "JsonPath",
     "NotJsonProblem",
+    "ModelEvent",
+    "ModelFailed",
+    "ModelRequested",
+    "ModelResponded",
     "ModelToolCall",
+    "ProviderContent",
+    "SystemPromptSet",
     "Origin",
     "PolicyDecided",
     "Record",
@@ -209,12 +222,17 @@ class UserMessage:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class AssistantMessage:
-    """What the model answered in ``turn`` (1-based): text, tool calls and why it stopped."""
+    """What the model answered in ``turn`` (1-based): text, tool calls and why it stopped.
+
+    ``provider_content``: the message as its provider gave it, when it holds blocks toolledger
+    does not interpret (reasoning, thinking, citations), for the adapter to send back
+    unchanged (:class:`~events.models.ProviderContent`)."""
 
     turn: int
     text: str = ""
     tool_calls: tuple[ModelToolCall, ...] = ()
     stop_reason: str = "stop"
+    provider_content: ProviderContent | None = None
 
 
 # -- call events ------------------------------------------------------------------------
@@ -394,9 +412,10 @@ CallEvent = Union[
     ToolCallDenied,
     ToolCallCancelled,
 ]
+ModelEvent = Union[SystemPromptSet, ModelRequested, ModelResponded, ModelFailed]
 Event = Union[
-    SessionStarted, ToolRegistered, ActiveToolsSet, UserMessage, AssistantMessage, CallEvent,
-    ToolsActivated,
+    SessionStarted, ToolRegistered, ActiveToolsSet, UserMessage, AssistantMessage, ModelEvent,
+    CallEvent, ToolsActivated,
 ]
 TerminalEvent = Union[
     ToolCallCompleted, ToolCallFailed, ToolCallBlocked, ToolCallDenied, ToolCallCancelled

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import engine.context
-import engine.models
+import engine.models.protocol
 import engine.tools
 import engine.views
 import events.types
@@ -21,7 +21,7 @@ from events.fastinit import REFERENCE_INITS, fast_init
 
 from tests.strategies import values_of
 
-MODULES = (events.types, engine.views, engine.tools, engine.models, engine.context)
+MODULES = (events.types, engine.views, engine.tools, engine.models.protocol, engine.context)
 
 
 def fast_classes() -> list[type]:

@@ -34,6 +34,7 @@ from engine.testing import (
     check_codec,
     check_fold,
     check_log,
+    check_model_turns,
     check_nesting,
     check_store_round_trip,
     check_stored,
@@ -47,6 +48,7 @@ from engine.testing import (
 from engine.testing.machine import ScriptModel
 from engine.testing.scripts import ScriptRun, SessionScript
 from events import JsonlStore, MemoryStore
+from events.models import ModelRequested, ModelResponded
 from events.types import (
     ApprovalRequested,
     ApprovalResolved,
@@ -426,3 +428,20 @@ def test_a_newer_version_cannot_make_a_half_run_call_safe_to_run_again(
     twice.record(_call("1.0"))
     with pytest.raises(AssertionError, match="ran its body 2 times"):
         check_bodies(records, twice)
+
+
+def test_check_model_turns_fails_on_an_unasked_answer_and_an_unanswered_request(
+    sample: Sample,
+) -> None:
+    records = list(sample.records)
+    asked = next(i for i, r in enumerate(records) if isinstance(r.event, ModelRequested))
+    answered = asked + 1
+    assert isinstance(records[answered].event, ModelResponded)
+    with pytest.raises(AssertionError, match="which was not asked for"):
+        check_model_turns(records[:asked] + records[asked + 1:])
+    with pytest.raises(AssertionError, match="instead of its assistant message"):
+        check_model_turns(records[:answered + 1] + records[answered + 2:])
+    cut = records[:answered]  # the process stopped while the model was asked
+    check_model_turns(cut)
+    with pytest.raises(AssertionError, match="never answered or failed"):
+        check_model_turns(cut, closed=True)

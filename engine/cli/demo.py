@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.text import Text
 
 from ..approvals import Approver, approve_all, deny_all, terminal_approver
-from ..demo import run_demo
+from ..demo import DemoRun, run_demo
+from ..models import ModelError
+from ..models.connect import check_spec
 from ..export import session_json
 from ..render import load_renderers, print_session
 from ..visible import visible_json
@@ -48,6 +50,22 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="toolledger-demo",
         help="where to write the project and its log (default: ./toolledger-demo)",
     )
+    demo.add_argument(
+        "--model",
+        metavar="PROVIDER:MODEL",
+        default=None,
+        help=(
+            "run against a real model instead of the script: openai:MODEL (Chat Completions), "
+            "openai-responses:MODEL or anthropic:MODEL; the key comes from OPENAI_API_KEY or "
+            "ANTHROPIC_API_KEY. Default: the scripted model, which needs nothing"
+        ),
+    )
+    demo.add_argument(
+        "--base-url",
+        metavar="URL",
+        default=None,
+        help="the API's address, for an OpenAI-compatible server (vLLM, llama.cpp, Ollama)",
+    )
     demo.add_argument("--json", action="store_true",
                       help="print the session as `show --json` does, plus the log's path")
     demo.set_defaults(run=run)
@@ -55,7 +73,15 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run the demo and print it."""
-    return _demo(console, args.approve, args.workdir, as_json=args.json)
+    if args.base_url is not None and args.model is None:
+        raise UsageError("--base-url needs --model: the scripted model calls no server")
+    if args.model is not None:
+        try:
+            check_spec(args.model, base_url=args.base_url)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+    return _demo(console, args.approve, args.workdir, as_json=args.json,
+                 model=args.model, base_url=args.base_url)
 
 
 def _approver(choice: str) -> Approver:
@@ -69,7 +95,8 @@ def _approver(choice: str) -> Approver:
     return terminal_approver()
 
 
-def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool = False) -> int:
+def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool = False,
+          model: str | None = None, base_url: str | None = None) -> int:
     note = ""
     if approve is None:
         approve = "ask" if sys.stdin.isatty() else "none"
@@ -80,14 +107,15 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
     if as_json:
         if approve == "ask":
             raise UsageError("--json needs --approve all or none: the terminal is for the JSON")
-        run = trio.run(partial(run_demo, workdir, approver))
+        run = _run(workdir, approver, model, base_url)
         print(visible_json({"log": str(run.log_path), "approve": approve,
                             **session_json(run.projection)}))
         return 0
-    console.print(Text(f"Running the demo in {workdir} (approvals: {approve}{note})", style="dim"),
-                  soft_wrap=True)
+    who = f"model: {model}; " if model is not None else ""
+    console.print(Text(f"Running the demo in {workdir} ({who}approvals: {approve}{note})",
+                       style="dim"), soft_wrap=True)
     console.print()
-    run = trio.run(partial(run_demo, workdir, approver))
+    run = _run(workdir, approver, model, base_url)
     load_renderers()  # the same views as `show` gives the log
     print_session(run.projection, console)
     console.print()
@@ -96,3 +124,11 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
     console.print(Text(f"Read it again with: {PROG} show {run.log_path}", style="dim"),
                   soft_wrap=True)
     return 0
+
+
+def _run(workdir: str, approver: Approver, model: str | None, base_url: str | None) -> DemoRun:
+    """Run the demo; a bad ``--model`` or a model's error is a usage error with its reason."""
+    try:
+        return trio.run(partial(run_demo, workdir, approver, model=model, base_url=base_url))
+    except (ImportError, ModelError) as exc:
+        raise UsageError(f"--model {model}: {exc}") from exc

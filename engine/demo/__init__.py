@@ -1,4 +1,4 @@
-"""The demo: a real session over a tiny Python project, driven by a scripted model.
+"""The demo: a real session over a tiny Python project, driven by a scripted or a real model.
 
 ``toolledger demo`` writes a workspace holding ``calc.py`` (with a bug) and ``test_calc.py``
 (:mod:`engine.demo.workspace`), then runs a session whose tools do real work there
@@ -6,6 +6,9 @@
 is scripted (:class:`~engine.models.FauxModel`), so the demo needs no network and no API
 key; its last message is written from what the tools really returned. The log is
 ``session.jsonl`` in the workspace, the embedded default store; ``toolledger show`` reads it.
+
+Given a model spec (``openai:MODEL``, ``anthropic:MODEL``: :mod:`engine.models.connect`), the
+same tools run against that model instead, told what to do by :data:`SYSTEM_PROMPT`.
 """
 
 from __future__ import annotations
@@ -18,7 +21,16 @@ import attrs
 from events.stores import JsonlStore
 
 from ..approvals import Approver
-from ..models import FauxModel, FauxStep, ModelMessage, ModelRequest, faux_text, faux_tool_call
+from ..models import (
+    FauxModel,
+    FauxStep,
+    Model,
+    ModelMessage,
+    ModelRequest,
+    faux_text,
+    faux_tool_call,
+)
+from ..models.connect import open_model
 from ..reducers import Projection, ToolResultEntry
 from ..session import PromptResult, Session
 from .tools import demo_tools
@@ -30,6 +42,7 @@ __all__ = [
     "FIXED_CALC",
     "LOG_NAME",
     "PROMPT",
+    "SYSTEM_PROMPT",
     "demo_script",
     "demo_tools",
     "prepare_workspace",
@@ -37,6 +50,11 @@ __all__ = [
 ]
 
 PROMPT = "The tests of this project fail. Find the bug in calc.py and fix it."
+SYSTEM_PROMPT = (
+    "You work in a small Python project through the tools you are given. Read the code and "
+    "run its tests before you change anything; make the smallest fix; review your change "
+    "with review_diff before you say you are done."
+)
 
 
 def _final_answer(request: ModelRequest) -> ModelMessage:
@@ -82,17 +100,30 @@ class DemoRun:
     result: PromptResult
 
 
-async def run_demo(workdir: str | os.PathLike[str], approver: Approver) -> DemoRun:
-    """Write the workspace, run the scripted session on its JSONL log, and return the result."""
+async def run_demo(workdir: str | os.PathLike[str], approver: Approver, *,
+                   model: str | None = None, base_url: str | None = None) -> DemoRun:
+    """Write the workspace, run the session on its JSONL log, and return the result: with the
+    scripted model, or with the real one ``model`` names (``openai:MODEL``, ...), whose
+    client ``base_url`` may point at another server."""
+    if model is None:
+        faux = FauxModel(demo_script())
+        run = await _run(workdir, approver, faux, None)
+        faux.assert_complete()
+        return run
+    async with open_model(model, base_url=base_url) as real:
+        return await _run(workdir, approver, real, SYSTEM_PROMPT)
+
+
+async def _run(workdir: str | os.PathLike[str], approver: Approver, model: Model,
+               system_prompt: str | None) -> DemoRun:
     workspace = prepare_workspace(workdir)
     log_path = workspace / LOG_NAME
-    model = FauxModel(demo_script())
     with JsonlStore(log_path) as store:
         async with Session.open(
             store, model=model, tools=demo_tools(workspace), approver=approver,
             metadata={"demo": "calc", "workspace": str(workspace)},
+            system_prompt=system_prompt,
         ) as session:
             result = await session.prompt(PROMPT)
-        model.assert_complete()
         return DemoRun(workspace=workspace, log_path=log_path, session_id=session.session_id,
                        projection=session.state, result=result)

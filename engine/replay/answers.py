@@ -3,7 +3,10 @@ are given, the handlers.
 
 - :class:`RecordedModel` answers each turn with the recorded assistant message of that turn,
   and past the prompt's last recorded message raises :class:`RecordedTurnsEnded` (the
-  recorded prompt stopped there: it was cancelled, or the process stopped).
+  recorded prompt stopped there: it was cancelled, or the process stopped). It names itself
+  as the recorded request named the model, and answers with the recorded response's model,
+  id and usage, so the replay's model turns read as the log's. A turn that failed and was
+  asked again is answered by the answer it got (failures are not replayed).
 - :class:`RecordedApprover` answers by the engine's call id with the recorded answer: granted
   or refused, once or for the session, with the approver's edited arguments. A call that did
   not ask then is refused (the divergence shows in the call's events). An answer the host
@@ -30,7 +33,7 @@ from ..approvals import LATER, ApprovalAnswer, ApprovalRequest
 from ..callids import from_host
 from ..handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolCallHandler, \
     ToolResultDraft, ToolResultHandler
-from ..models import ModelMessage, ModelRequest
+from ..models import ModelInfo, ModelMessage, ModelRequest
 from .recorded import RecordedPrompt, RecordedSession, RecordedTurn
 from .stubs import recorded_exception
 from .watch import Watch
@@ -61,6 +64,16 @@ class RecordedModel:
         self._turns: tuple[RecordedTurn, ...] = ()
         self._next = 0
 
+    @property
+    def info(self) -> ModelInfo:
+        """The model the next turn's recorded request named (what the session records)."""
+        turn = self._turns[self._next] if self._next < len(self._turns) else None
+        asked = turn.requested if turn is not None else None
+        if asked is None:
+            return ModelInfo(provider="replay", model="recorded")
+        return ModelInfo(provider=asked.provider, model=asked.model, api=asked.api,
+                         settings=asked.settings, stream=asked.stream)
+
     def begin(self, prompt: RecordedPrompt) -> None:
         """The prompt whose turns come next."""
         self._turns = prompt.turns
@@ -73,9 +86,13 @@ class RecordedModel:
         turn = self._turns[self._next]
         self._next += 1
         await self._before_turn(turn)
-        message = turn.message
+        message, answer = turn.message, turn.responded
         return ModelMessage(text=message.text, tool_calls=message.tool_calls,
-                            stop_reason=message.stop_reason)
+                            stop_reason=message.stop_reason,
+                            provider_content=message.provider_content,
+                            model=answer.model if answer is not None else None,
+                            response_id=answer.response_id if answer is not None else None,
+                            usage=answer.usage if answer is not None else None)
 
 
 class RecordedApprover:

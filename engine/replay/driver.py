@@ -19,6 +19,7 @@ import attrs
 import trio
 
 from events.codec import converter
+from events.models import SystemPromptSet
 from events.stores import MemoryStore
 from events.types import (
     ActiveToolsSet,
@@ -219,9 +220,9 @@ class _Replay:
         return True
 
     async def apply(self, actions: Sequence[SessionAction]) -> None:
-        """Replay session changes: a tool registered, the active tools set or added to, a
-        host call asked for (after the host calls of the batches before, so that each gets
-        its recorded id)."""
+        """Replay session changes: a tool registered, the active tools set or added to, the
+        system prompt replaced, a host call asked for (after the host calls of the batches
+        before, so that each gets its recorded id)."""
         session = self.session
         assert session is not None
         await self.hosts.caught_up()
@@ -230,6 +231,8 @@ class _Replay:
                 spec = self.spec_for(action.spec)
                 if spec is not None:
                     await session.register(spec)
+            elif isinstance(action, SystemPromptSet):
+                await session.set_system_prompt(action.text)
             elif isinstance(action, ActiveToolsSet):
                 try:
                     await session.set_active_tools(action.names)
@@ -264,7 +267,7 @@ class _Replay:
                 store, model=model, tools=initial, approver=approver,
                 rules=self.rules, session_id=book.session_id, create=True,
                 max_turns=book.max_turns, max_depth=self.max_depth, limits=book.limits,
-                clock=self.clock, metadata=book.metadata,
+                clock=self.clock, metadata=book.metadata, system_prompt=book.system_prompt,
             ) as session:
                 self.session = session
                 self.hosts.attach(session, hosts)

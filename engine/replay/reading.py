@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from events.models import ModelRequested, ModelResponded, SystemPromptSet
 from events.types import (
     TERMINAL_EVENTS,
     ActiveToolsSet,
@@ -91,6 +92,7 @@ def read_log(records: Iterable[Record]) -> RecordedSession:
         session_id=records[0].session_id,
         records=records,
         metadata=dict(first.metadata),
+        system_prompt=_opening_prompt(records),
         initial_tools=initial,
         prompts=prompts,
         trailing=trailing,
@@ -114,12 +116,20 @@ def read_log(records: Iterable[Record]) -> RecordedSession:
 # -- prompts and turns ---------------------------------------------------------------------
 
 
+def _opening_prompt(records: Sequence[Record]) -> str | None:
+    """The system prompt the session was opened with (recorded right after its start)."""
+    event = records[1].event if len(records) > 1 else None
+    return event.text if isinstance(event, SystemPromptSet) else None
+
+
 def _plan(
     records: Sequence[Record],
 ) -> tuple[tuple[ToolSnapshot, ...], tuple[RecordedPrompt, ...], tuple[SessionAction, ...]]:
     """The tools registered at open, the prompts with their turns, and what comes after."""
     index = 1
     initial: list[ToolSnapshot] = []
+    if index < len(records) and isinstance(records[index].event, SystemPromptSet):
+        index += 1  # the system prompt the session was opened with (RecordedSession)
     while index < len(records):
         event = records[index].event
         if not isinstance(event, ToolRegistered) or any(
@@ -130,6 +140,8 @@ def _plan(
         index += 1
     prompts: list[RecordedPrompt] = []
     pending: list[SessionAction] = []
+    requested: ModelRequested | None = None
+    responded: ModelResponded | None = None
     for record in records[index:]:
         event = record.event
         if isinstance(event, ToolCallRequested) and event.origin == "host":
@@ -140,10 +152,14 @@ def _plan(
                 prompts[-1] = attrs.evolve(prompts[-1], turns=(*turns[:-1], last))
             else:
                 pending.append(event)
-        elif isinstance(event, (ToolRegistered, ActiveToolsSet)) or (
+        elif isinstance(event, (ToolRegistered, ActiveToolsSet, SystemPromptSet)) or (
             isinstance(event, ToolsActivated) and event.call_id is None
         ):
             pending.append(event)
+        elif isinstance(event, ModelRequested):
+            requested, responded = event, None
+        elif isinstance(event, ModelResponded):
+            responded = event
         elif isinstance(event, UserMessage):
             prompts.append(RecordedPrompt(text=event.text, seq=record.seq, before=tuple(pending)))
             pending = []
@@ -152,8 +168,9 @@ def _plan(
                 raise ReplayError(
                     f"record seq {record.seq}: an assistant message before any user message"
                 )
-            turn = RecordedTurn(message=event, seq=record.seq, before=tuple(pending))
-            pending = []
+            turn = RecordedTurn(message=event, seq=record.seq, before=tuple(pending),
+                                requested=requested, responded=responded)
+            pending, requested, responded = [], None, None
             prompts[-1] = attrs.evolve(prompts[-1], turns=(*prompts[-1].turns, turn))
     return tuple(initial), tuple(prompts), tuple(pending)
 

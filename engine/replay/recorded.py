@@ -13,6 +13,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
+from events.models import ModelRequested, ModelResponded, SystemPromptSet
 from events.results import ErrorInfo
 from events.types import (
     ActiveToolsSet,
@@ -47,9 +48,10 @@ __all__ = [
 ]
 
 #: What the host did between turns that the replay does again: a tool registered, the active
-#: tools set or added to (``ToolsActivated`` without a call id), a host call asked for
-#: (``ToolCallRequested`` of origin ``"host"``).
-SessionAction = Union[ToolRegistered, ActiveToolsSet, ToolsActivated, ToolCallRequested]
+#: tools set or added to (``ToolsActivated`` without a call id), the system prompt replaced, a
+#: host call asked for (``ToolCallRequested`` of origin ``"host"``).
+SessionAction = Union[ToolRegistered, ActiveToolsSet, ToolsActivated, SystemPromptSet,
+                      ToolCallRequested]
 WaitKind = Literal["approval", "body"]
 WaitCause = Literal["host", "timeout", "scope"]
 
@@ -77,7 +79,9 @@ def turn_of(call_id: str) -> int:
 
 @attrs.frozen(kw_only=True)
 class RecordedTurn:
-    """One assistant message, and the session changes the log holds just before it."""
+    """One assistant message, the session changes the log holds just before it, and the
+    model turn that produced it (absent from logs written before model turns were
+    recorded)."""
 
     message: AssistantMessage
     seq: int
@@ -85,6 +89,8 @@ class RecordedTurn:
     #: host calls asked for after this message, while its batch ran: the replay asks for them
     #: again once it has recorded the message
     during: tuple[ToolCallRequested, ...] = ()
+    requested: ModelRequested | None = None
+    responded: ModelResponded | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -176,6 +182,7 @@ class RecordedSession:
     session_id: str
     records: tuple[Record, ...]
     metadata: dict[str, Any]
+    system_prompt: str | None
     initial_tools: tuple[ToolSnapshot, ...]
     prompts: tuple[RecordedPrompt, ...]
     trailing: tuple[SessionAction, ...]

@@ -13,6 +13,8 @@ whose point is the reducers), so a bug in the engine's own bookkeeping cannot hi
                            ``"{parent}/{n}"`` in order, and ends before its parent does
 :func:`check_transcript`   the transcript holds the messages and exactly the top-level calls'
                            results, in the assistant's order, and no nested call
+:func:`check_model_turns`  each model turn asked for, then answered (its assistant message
+                           next) or failed, once; with ``closed=True`` none left unanswered
 :func:`check_bodies`       a blocked, denied or unavailable call never ran its body (count
                            body runs with :class:`~engine.testing.BodyRuns`)
 :func:`check_availability` the exposure table, recomputed from the log: a call its caller may
@@ -49,7 +51,14 @@ from ..reducers import Projection, fold
 from ..session import Session
 from ..views import SessionState
 from .gating import NEVER_RAN, check_approvals, check_availability, check_bodies
-from .shape import check_fold, check_nesting, check_terminals, check_transcript, expected_transcript
+from .shape import (
+    check_fold,
+    check_model_turns,
+    check_nesting,
+    check_terminals,
+    check_transcript,
+    expected_transcript,
+)
 from .storage import check_codec, check_store_round_trip, check_stored
 
 __all__ = [
@@ -60,6 +69,7 @@ __all__ = [
     "check_codec",
     "check_fold",
     "check_log",
+    "check_model_turns",
     "check_nesting",
     "check_session",
     "check_store_round_trip",
@@ -90,6 +100,7 @@ def check_log(
     records = list(records)
     check_codec(records)
     check_terminals(records, closed=closed)
+    check_model_turns(records, closed=closed)
     check_nesting(records)
     check_availability(records, registry_complete=registry_complete)
     check_approvals(records, rules=rules, asked=asked)

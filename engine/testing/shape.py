@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 
 from events.codec import type_name
+from events.models import ModelFailed, ModelRequested, ModelResponded
 from events.types import (
     TERMINAL_EVENTS,
     AssistantMessage,
@@ -30,6 +31,7 @@ from ..views import SessionState, ToolResultEntry
 
 __all__ = [
     "check_fold",
+    "check_model_turns",
     "check_nesting",
     "check_terminals",
     "check_transcript",
@@ -285,3 +287,34 @@ def check_transcript(records: Sequence[Record], transcript: Iterable[Any]) -> No
         raise _fail(f"the transcript {what} entries than the log says, from entry "
                     f"{min(len(actual), len(expected))}: "
                     f"{_describe_entry(longer[min(len(actual), len(expected))])}")
+
+
+def check_model_turns(records: Sequence[Record], *, closed: bool = False) -> None:
+    """Each model turn is asked for, then answered or failed, once: a ``model_responded`` is
+    followed at once by the assistant message of its turn, a ``model_failed`` by no message
+    of its turn, and nothing answers a turn that was not asked for. A request left unanswered
+    is a process that stopped while it waited: allowed, unless ``closed`` (a prompt that
+    ended, failed or was cancelled leaves none). Logs written before model turns were
+    recorded have assistant messages without any, which is allowed."""
+    asked: tuple[int, int] | None = None  # (seq, turn) of a request not yet answered
+    answered: int | None = None  # the turn whose answer came just before
+    for record in records:
+        event = record.event
+        if isinstance(event, ModelRequested):
+            asked, answered = (record.seq, event.turn), None
+            continue
+        if isinstance(event, (ModelResponded, ModelFailed)):
+            if asked is None or asked[1] != event.turn:
+                raise _fail(f"record seq {record.seq}: {_kind(event)} for turn {event.turn}, "
+                            f"which was not asked for")
+            answered = event.turn if isinstance(event, ModelResponded) else None
+            asked = None
+            continue
+        if answered is not None and not (isinstance(event, AssistantMessage)
+                                         and event.turn == answered):
+            raise _fail(f"record seq {record.seq}: {_kind(event)} follows model_responded for "
+                        f"turn {answered} instead of its assistant message")
+        answered = None
+    if closed and asked is not None:
+        raise _fail(f"record seq {asked[0]}: the model turn {asked[1]} was asked for and never "
+                    f"answered or failed, in a log the engine closed")

@@ -66,6 +66,7 @@ def check_records(records: list[Record], live: Projection | None = None) -> Proj
     state = fold(records)  # the lifecycle table accepts every record, in order
     assert state.open_calls == (), f"calls left open: {state.open_calls}"
     assert state.pending_approvals == (), f"approvals left pending: {state.pending_approvals}"
+    assert state.model_asked is None, f"model turn {state.model_asked} left unanswered"
     requested, ended = terminal_counts(records)
     assert len(set(requested)) == len(requested), "a call id was requested twice"
     for call_id in requested:

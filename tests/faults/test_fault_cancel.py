@@ -29,8 +29,8 @@ from tests.faults.checks import DEADLOCK, SAFE, assert_consistent
 #: About how many ticks and records an uncancelled run makes (the control test below keeps it
 #: honest), so the cancel points Hypothesis draws cover the whole run, and a few fall after its
 #: end; the same for the run of the batches that pause alone.
-TICKS, RECORDS = 220, 280
-PAUSING_TICKS, PAUSING_RECORDS = 30, 45
+TICKS, RECORDS = 220, 300
+PAUSING_TICKS, PAUSING_RECORDS = 30, 55
 
 
 @given(cancel_at=st.integers(1, TICKS), later=st.booleans())

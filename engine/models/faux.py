@@ -1,92 +1,30 @@
-"""Models: what the session asks for the next assistant message, and the faux model.
+"""The faux model: a script of assistant messages, for tests and demos.
 
-A model is anything with ``async def complete(request) -> ModelMessage``. The request holds
-the transcript (a read-only view, shared with the session: no copy per turn) and the tools
-declared to the model. :class:`FauxModel` replays a script, for tests and demos: it is how the
-engine is exercised without a network.
+:class:`FauxModel` replays a script, one step per request, and records the requests it got:
+it is how the engine is exercised without a network. With ``stream=True`` it also sends each
+message's text and arguments to the session's live subscribers as deltas, as a streaming
+adapter does.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, Union
+from typing import Any, Union
 
 import attrs
 
-from events.fastinit import fast_init
-from events.types import ModelToolCall, ToolSnapshot
+from events.types import ModelToolCall
 
-from .reducers import TranscriptView
+from .protocol import ModelDelta, ModelInfo, ModelMessage, ModelRequest
 
 __all__ = [
-    "TRUNCATED_STOP_REASONS",
     "FauxModel",
     "FauxScriptExhausted",
-    "Model",
-    "ModelMessage",
-    "ModelRequest",
     "faux_message",
     "faux_text",
     "faux_tool_call",
-    "truncated",
 ]
-
-#: The stop reasons that mean "cut off at the token limit", under every provider's name:
-#: OpenAI Chat Completions' ``length``, Anthropic Messages' ``max_tokens`` (and
-#: ``model_context_window_exceeded``), OpenAI Responses' ``incomplete`` status, and
-#: ``max_output_tokens``, the reason that status gives. Compared case-insensitively (Gemini
-#: says ``MAX_TOKENS``).
-TRUNCATED_STOP_REASONS = frozenset({
-    "length", "max_tokens", "max_output_tokens", "model_context_window_exceeded", "incomplete",
-})
-
-
-def truncated(stop_reason: str) -> bool:
-    """Whether a message that stopped for ``stop_reason`` was cut off by a token limit, so its
-    tool calls' arguments may be incomplete. The one place stop reasons are read: an adapter
-    passes the provider's word on as it is (it is recorded as given), and the engine asks
-    this. Pure::
-
-        >>> truncated("max_tokens"), truncated("length"), truncated("end_turn")
-        (True, True, False)
-    """
-    return stop_reason.strip().lower() in TRUNCATED_STOP_REASONS
-
-
-@fast_init
-@attrs.frozen(kw_only=True)
-class ModelRequest:
-    """What a model is given: the transcript so far and the tools it may call."""
-
-    transcript: TranscriptView
-    tools: tuple[ToolSnapshot, ...]
-
-
-def _calls(value: Any) -> tuple[ModelToolCall, ...]:
-    return tuple(value)
-
-
-@attrs.frozen(kw_only=True)
-class ModelMessage:
-    """An assistant message: text, tool calls (with the model's own ids), why it stopped.
-
-    ``stop_reason`` is the provider's own word, recorded as given. One that means the model
-    was cut off at its token limit (:func:`truncated`: ``"length"``, ``"max_tokens"``,
-    ``"incomplete"``, ...) makes the engine fail the message's calls without running them:
-    their arguments may be truncated.
-    """
-
-    text: str = ""
-    tool_calls: tuple[ModelToolCall, ...] = attrs.field(default=(), converter=_calls)
-    stop_reason: str = attrs.field(default="stop", validator=attrs.validators.instance_of(str))
-
-
-class Model(Protocol):
-    """The one method the session needs from a model."""
-
-    async def complete(self, request: ModelRequest) -> ModelMessage:
-        """The next assistant message."""
-        ...
 
 
 @attrs.frozen(kw_only=True)
@@ -154,8 +92,11 @@ class FauxModel:
         model = FauxModel([faux_tool_call("stat_file", {"path": "README.md"}), faux_text("ok")])
     """
 
-    def __init__(self, script: Sequence[FauxStep]) -> None:
+    def __init__(self, script: Sequence[FauxStep], *, stream: bool = False) -> None:
         self._script = list(script)
+        self._stream = stream
+        #: What the session records about this model with each request.
+        self.info = ModelInfo(provider="faux", model="faux", stream=stream)
         self._next = 0
         #: Every request received, in order.
         self.requests: list[ModelRequest] = []
@@ -167,6 +108,12 @@ class FauxModel:
 
     async def complete(self, request: ModelRequest) -> ModelMessage:
         """The next scripted message; raises :class:`FauxScriptExhausted` past the end."""
+        message = self._next_message(request)
+        if self._stream:
+            _send_deltas(message, request)
+        return message
+
+    def _next_message(self, request: ModelRequest) -> ModelMessage:
         self.requests.append(request)
         if self._next >= len(self._script):
             raise FauxScriptExhausted(
@@ -193,3 +140,19 @@ class FauxModel:
             raise AssertionError(
                 f"the faux model has {self.remaining} unused step(s) of {len(self._script)}"
             )
+
+
+def _send_deltas(message: ModelMessage, request: ModelRequest) -> None:
+    """The message to the session's subscribers, word by word and call by call."""
+    words = message.text.split(" ")
+    for index, word in enumerate(words):
+        piece = word if index == len(words) - 1 else word + " "
+        if piece:
+            request.on_delta(ModelDelta(turn=request.turn, kind="text", text=piece))
+    for index, call in enumerate(message.tool_calls):
+        try:
+            arguments = json.dumps(call.arguments)
+        except (TypeError, ValueError):
+            arguments = repr(call.arguments)
+        request.on_delta(ModelDelta(turn=request.turn, kind="arguments", text=arguments,
+                                    index=index, call_id=call.id, name=call.name))
