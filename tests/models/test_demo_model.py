@@ -39,7 +39,8 @@ async def test_the_demo_runs_against_a_real_api(provider: str, tmp_path: Path,
     assert {v.name: v.status for v in projection.calls.values()} == {"read_file": "completed"}
     assert projection.usage.output_tokens == 18 + 3
     assert "tokens:" in out
-    assert main(["show", "--json", str(tmp_path / LOG_NAME)]) == 0
+    # the command line runs its own trio loop: from here, in a thread, as the demo ran
+    assert await trio.to_thread.run_sync(main, ["show", "--json", str(tmp_path / LOG_NAME)]) == 0
     [shown] = json.loads(capsys.readouterr().out)
     assert shown["usage"] == {"input_tokens": 120 + 160, "output_tokens": 18 + 3,
                               "cached_tokens": 64}
