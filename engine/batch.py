@@ -35,6 +35,7 @@ from .inflight import InFlight
 from .lifecycle import CallState
 from .models import truncated
 from .recorder import Recorder
+from .tools import runs_in_order
 
 __all__ = ["Batch"]
 
@@ -143,10 +144,10 @@ class Batch:
         assert self._nursery is not None, "a closed session was prompted"
         specs = env.registry.specs
         calls = self._recorder.projection.live_calls
-        in_order = len(call_ids) > 1 and any(
-            (spec := specs.get(calls[cid].name)) is not None and spec.execution_mode == "sequential"
+        in_order = runs_in_order([
+            spec.execution_mode if (spec := specs.get(calls[cid].name)) is not None else None
             for cid in call_ids
-        )
+        ])
         groups = [call_ids] if in_order else [[cid] for cid in call_ids]
         for group in groups:
             scope = trio.CancelScope()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 import attrs
@@ -182,6 +182,14 @@ def active_on_registration(exposure: Exposure) -> bool:
     (``set_active_tools``, ``activate``; codemode and deferred ones also by a tool, such as
     the search tool)."""
     return exposure in ("direct", "model-only")
+
+
+def runs_in_order(modes: Sequence[ExecutionMode | None]) -> bool:
+    """Whether the calls of a batch that are allowed to run (their tools' execution modes,
+    ``None`` for a tool no longer registered) run one after another in one task: a
+    ``sequential`` tool among several makes the whole batch sequential. The calls the gate
+    stopped do not count: they never run. The engine and the replay both decide it here."""
+    return len(modes) > 1 and "sequential" in modes
 
 
 def may_call(exposure: Exposure, active: bool, origin: Origin) -> bool:

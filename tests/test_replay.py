@@ -51,6 +51,7 @@ from events.types import (
     ApprovalRequested,
     ApprovalResolved,
     AssistantMessage,
+    PolicyDecided,
     SessionSettings,
     SessionStarted,
     ToolCallRequested,
@@ -376,6 +377,51 @@ def test_a_log_cut_where_a_write_ended_replays_without_divergence(
 
     report: ReplayReport = virtual(again)
     assert report.ok, explain(report)
+
+
+async def test_a_session_grant_between_siblings_replays_when_a_refused_sequential_tool_was_asked_beside_them(
+) -> None:
+    """A ``sequential`` tool the gate refused never runs, so its siblings run at once; the
+    second sibling's nested call got a session-wide grant the first's then used. The replay
+    runs them at once too, and the first's nested call waits for that grant again."""
+    second_asked = trio.Event()
+
+    @tool(input_schema={"type": "object"})
+    async def shaped(call: Any, ctx: Any) -> ToolResult:
+        return ToolResult(content=[text("shaped")])
+
+    @tool(input_schema={"type": "object"}, execution_mode="sequential")
+    async def in_order(call: Any, ctx: Any) -> ToolResult:
+        return ToolResult(content=[text("never runs")])
+
+    @tool(input_schema={"type": "object"})
+    async def first(call: Any, ctx: Any) -> ToolResult:
+        await second_asked.wait()  # so the grant comes from the second's nested call
+        return ToolResult(content=[text((await ctx.execute_tool("shaped", {})).result.content[0].text)])
+
+    @tool(input_schema={"type": "object"})
+    async def second(call: Any, ctx: Any) -> ToolResult:
+        outcome = await ctx.execute_tool("shaped", {})
+        second_asked.set()
+        return ToolResult(content=[text(outcome.result.content[0].text)])
+
+    async def approver(request: ApprovalRequest) -> ApprovalAnswer:
+        if request.name == "in_order":
+            return ApprovalAnswer(granted=False)
+        return ApprovalAnswer(granted=True, scope="session" if request.name == "shaped" else "once")
+
+    records = await record_session(
+        [shaped, in_order, first, second],
+        [[faux_tool_call("in_order", {}), faux_tool_call("first", {}),
+          faux_tool_call("second", {})], faux_text("done")],
+        approver=approver)
+    decided = {r.event.call_id: r.event.decision for r in records
+               if isinstance(r.event, PolicyDecided)}
+    assert decided["1.2/0"] == "ask" and decided["1.1/0"] == "allow"  # the grant, used
+    # trio picks either sibling first at random: every replay must wait for the grant
+    for _ in range(20):
+        report = await redrive(records)
+        assert report.ok, explain(report)
 
 
 # -- pauses, cancellations, concurrency --------------------------------------------------------

@@ -23,6 +23,7 @@ from events.models import SystemPromptSet
 from events.stores import MemoryStore
 from events.types import (
     ActiveToolsSet,
+    ExecutionMode,
     Record,
     ToolRegistered,
     ToolsActivated,
@@ -36,7 +37,7 @@ from ..policy import PolicyRules
 from ..reducers import LogInconsistency, fold
 from ..registry import Registry
 from ..session import PromptResult, Session
-from ..tools import ToolSpec
+from ..tools import ToolSpec, runs_in_order
 from .answers import (
     RecordedApprover,
     RecordedModel,
@@ -48,7 +49,14 @@ from .answers import (
 from .compare import Divergence, compare_calls, compare_tools, compare_transcripts
 from .hosts import ReplayedHosts
 from .reading import read_log
-from .recorded import RecordedSession, RecordedTurn, ReplayError, SessionAction, Waiter
+from .recorded import (
+    RecordedSession,
+    RecordedTurn,
+    ReplayError,
+    SessionAction,
+    Waiter,
+    turn_of,
+)
 from .report import ReplayReport, ToolMode
 from .stubs import RecordedTools
 from .watch import Watch
@@ -167,7 +175,7 @@ class _Replay:
         self.progress = progress
         self.watch = Watch(book, self.concurrent)
         self.timeouts: dict[str, float | None] = {}
-        self.modes: dict[str, str] = {}
+        self.modes: dict[str, ExecutionMode] = {}
         self.stubs = RecordedTools(book, self.watch, self.timeouts)
         self.found: list[Divergence] = []
         self.notes: list[str] = []
@@ -210,14 +218,14 @@ class _Replay:
         return spec
 
     def concurrent(self, turn: int) -> bool:
-        """Whether the batch of ``turn`` can run its calls at once with today's declarations
-        (none of its tools is ``sequential``)."""
-        for prompt in self.book.prompts:
-            for recorded in prompt.turns:
-                if recorded.message.turn == turn:
-                    return all(self.modes.get(call.name) != "sequential"
-                               for call in recorded.message.tool_calls)
-        return True
+        """Whether the batch of ``turn`` runs its calls at once with today's declarations:
+        decided as the engine decides it (:func:`~engine.tools.runs_in_order`), over the calls
+        the log shows running (a call the gate stopped never ran, so a ``sequential`` tool
+        refused does not make its siblings wait for each other)."""
+        ran = [call for call in self.book.calls.values()
+               if call.parent_id is None and call.started and not from_host(call.call_id)
+               and turn_of(call.call_id) == turn]
+        return not runs_in_order([self.modes.get(call.name) for call in ran])
 
     async def apply(self, actions: Sequence[SessionAction]) -> None:
         """Replay session changes: a tool registered, the active tools set or added to, the
