@@ -22,13 +22,13 @@ from typing import NoReturn
 
 from events.errors import LogError
 
-from . import demo, fork, replay, show, verify
+from . import demo, fork, otel, replay, show, verify
 from ..console import VisibleConsole
 from ._common import PROG, UsageError, error_line
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (demo, show, fork, verify, replay)
+COMMANDS = (demo, show, fork, verify, replay, otel)
 
 
 class _Parser(argparse.ArgumentParser):
