@@ -29,25 +29,30 @@ its records. What crosses the bridge:
 loop share one guest run: the first to open starts it, the last to close ends it (a host
 loop must not stop under a live guest run). A guest run per call is impossible (a session's
 nursery lives across calls); one per session would allow only one open session per loop.
-The cost of the choice: opening the first session on an idle loop starts trio (about a
-millisecond: ``python -m benchmarks.hosts``), and while trio waits for a timeout it parks one
-worker thread in its I/O wait, as guest mode does.
+The cost of the choice: opening the first session on an idle loop starts trio (a few
+milliseconds: ``python -m benchmarks.hosts``), and while trio waits for a timeout it parks
+one worker thread in its I/O wait, as guest mode does. The bridge is :mod:`engine.guest`.
 
 The objects the session is given (model, tools, handlers, approver) run in trio tasks: they
 must be trio code, or code that works under both (httpx, anyio, the official SDK clients
 with their async HTTP client). A tool that needs the host's asyncio resources (a database
 pool) awaits them through :func:`from_asyncio`.
 """
-
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import functools
-import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import asynccontextmanager
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import trio
 
@@ -56,6 +61,15 @@ from events.types import Record, ToolSnapshot
 
 from . import session as trio_session
 from .approvals import ApprovalRequest
+from .guest import (
+    CANCELLED,
+    Bridge,
+    Job,
+    acquire,
+    from_asyncio,
+    release,
+    wait_through_cancellation,
+)
 from .handlers import ToolCallHandler, ToolResultHandler
 from .reducers import CallView, Projection, TranscriptView
 from .session import PromptResult
@@ -66,180 +80,12 @@ __all__ = ["Session", "from_asyncio"]
 T = TypeVar("T")
 
 
-class _Cancelled:
-    """The outcome of a job whose own cancel scope (the asyncio caller's cancellation) ended
-    it."""
-
-
-_CANCELLED = _Cancelled()
-
-
-class _Job(Generic[T]):
-    """One call from asyncio into trio: ``fn`` in a trio task, under a cancel scope the
-    asyncio side cancels, its outcome delivered to an asyncio future (on the loop's thread:
-    guest ticks run as the loop's callbacks)."""
-
-    def __init__(self, fn: Callable[[], Awaitable[T]], future: asyncio.Future[Any]) -> None:
-        self.fn = fn
-        self.future = future
-        self.scope = trio.CancelScope()
-
-    def fail(self, exc: BaseException) -> None:
-        if not self.future.done():
-            self.future.set_exception(exc)
-
-    async def run(self) -> None:
-        try:
-            with self.scope:
-                value: Any = await self.fn()
-            if self.scope.cancelled_caught:
-                value = _CANCELLED
-        except trio.Cancelled:
-            # cancelled from outside the job (the session's block is closing): the caller
-            # sees a cancellation, and trio's own goes on
-            self.fail(asyncio.CancelledError())
-            raise
-        except BaseException as exc:  # the caller's error, not the bridge's
-            self.fail(exc)
-        else:
-            if not self.future.done():
-                self.future.set_result(value)
-
-
-class _Bridge:
-    """The guest run on one asyncio loop: started by the first session opened on it, ended
-    by the last one closed."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.users = 0
-        #: the last session closed: a session opened now waits for this run to end
-        self.closing = False
-        self.token: trio.lowlevel.TrioToken | None = None
-        self.nursery: trio.Nursery | None = None
-        self.ready: asyncio.Future[None] = loop.create_future()
-        self.finished: asyncio.Future[None] = loop.create_future()
-        self.stop: trio.Event | None = None
-
-    def start(self) -> None:
-        trio.lowlevel.start_guest_run(
-            self._main,
-            run_sync_soon_threadsafe=self.loop.call_soon_threadsafe,
-            run_sync_soon_not_threadsafe=self.loop.call_soon,
-            done_callback=self._done,
-            host_uses_signal_set_wakeup_fd=True,  # asyncio's loop does
-        )
-
-    async def _main(self) -> None:
-        self.stop = trio.Event()
-        self.token = trio.lowlevel.current_trio_token()
-        async with trio.open_nursery() as nursery:
-            self.nursery = nursery
-            self.ready.set_result(None)
-            await self.stop.wait()
-        self.nursery = None
-
-    def _done(self, outcome: Any) -> None:
-        if _bridges.get(self.loop) is self:
-            del _bridges[self.loop]
-        try:
-            outcome.unwrap()
-        except BaseException as exc:
-            if not self.ready.done():
-                self.ready.set_exception(exc)
-            self.finished.set_exception(exc)
-        else:
-            self.finished.set_result(None)
-
-    def spawn(self, fn: Callable[[], Awaitable[None]], nursery: trio.Nursery | None = None,
-              context: contextvars.Context | None = None,
-              on_error: Callable[[BaseException], None] | None = None) -> None:
-        """Start ``fn`` in a task of ``nursery`` (the bridge's by default), in ``context``
-        (the caller's, copied, by default). Callable from asyncio code."""
-        assert self.token is not None
-        context = context if context is not None else contextvars.copy_context()
-
-        def start() -> None:
-            target = nursery if nursery is not None else self.nursery
-            try:
-                if target is None:
-                    raise RuntimeError("the session is closed")
-                context.run(target.start_soon, fn)
-            except RuntimeError as exc:  # a closed nursery: tell the caller, not trio
-                if on_error is None:
-                    raise
-                on_error(exc)
-
-        self.token.run_sync_soon(start)
-
-    def soon(self, fn: Callable[[], object]) -> None:
-        """Run ``fn`` in trio soon (waking it if it waits): how asyncio code sets a trio
-        event or cancels a trio scope."""
-        assert self.token is not None
-        self.token.run_sync_soon(fn)
-
-
-_bridges: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Bridge] = (
-    weakref.WeakKeyDictionary())
-
-
-async def _acquire() -> _Bridge:
-    loop = asyncio.get_running_loop()
-    while (bridge := _bridges.get(loop)) is not None and bridge.closing:
-        await asyncio.shield(bridge.finished)  # the last one is ending: start anew after it
-    if bridge is None:
-        bridge = _Bridge(loop)
-        _bridges[loop] = bridge
-        try:
-            bridge.start()
-        except RuntimeError as exc:
-            del _bridges[loop]
-            raise RuntimeError(
-                f"engine.aio could not start trio on this asyncio loop ({exc}): another trio "
-                f"run is active on this thread; use engine.Session directly inside trio"
-            ) from exc
-    bridge.users += 1
-    try:
-        await asyncio.shield(bridge.ready)
-    except BaseException:
-        await _release(bridge)
-        raise
-    return bridge
-
-
-async def _release(bridge: _Bridge) -> None:
-    bridge.users -= 1
-    if bridge.users:
-        return
-    bridge.closing = True
-    if bridge.ready.done() and not bridge.ready.exception():
-        assert bridge.stop is not None
-        bridge.soon(bridge.stop.set)
-    await _wait_through_cancellation(bridge.finished)
-
-
-async def _wait_through_cancellation(future: asyncio.Future[T]) -> T:
-    """Wait for ``future``, which the trio side resolves, through any cancellation of the
-    waiting task; the cancellation is raised after, unless the future failed."""
-    cancelled: asyncio.CancelledError | None = None
-    while not future.done():
-        try:
-            await asyncio.shield(future)
-        except asyncio.CancelledError as exc:
-            if future.done():
-                break
-            cancelled = exc
-    if cancelled is not None and not future.exception():
-        raise cancelled
-    return future.result()
-
-
 class Session:
     """:class:`engine.Session`, driven from asyncio. Open it with :meth:`Session.open`; the
     reading side (``state``, ``transcript``, ``calls``, ``records``, ``pending_approvals()``)
     is the trio session's, the calls that run the session are awaited from asyncio."""
 
-    def __init__(self, bridge: _Bridge, session: trio_session.Session,
+    def __init__(self, bridge: Bridge, session: trio_session.Session,
                  calls: trio.Nursery) -> None:
         self._bridge = bridge
         self._session = session
@@ -253,7 +99,7 @@ class Session:
 
         When the block ends, a call another asyncio task still awaits is cancelled (as
         when a trio host's block ends), and the session closes as under trio."""
-        bridge = await _acquire()
+        bridge = await acquire()
         try:
             loop = bridge.loop
             opened: asyncio.Future[Session] = loop.create_future()
@@ -261,6 +107,7 @@ class Session:
             close = trio.Event()
 
             async def own() -> None:
+                """The trio task that holds the session open until ``close``."""
                 try:
                     async with trio_session.Session.open(store, **options) as session:
                         async with trio.open_nursery() as calls:
@@ -268,24 +115,21 @@ class Session:
                             await close.wait()
                             calls.cancel_scope.cancel()
                 except BaseException as exc:
-                    if not opened.done():
-                        opened.set_exception(exc)
-                    elif not closed.done():
-                        closed.set_exception(exc)
+                    (closed if opened.done() else opened).set_exception(exc)
                     if isinstance(exc, trio.Cancelled):
                         raise
-                if not closed.done():
-                    closed.set_result(None)
+                finally:
+                    if not closed.done():
+                        closed.set_result(None)
 
             bridge.spawn(own)
-            session = await _wait_through_cancellation(opened)
             try:
-                yield session
+                yield await wait_through_cancellation(opened)
             finally:
                 bridge.soon(close.set)
-                await _wait_through_cancellation(closed)
+                await wait_through_cancellation(closed)
         finally:
-            await _release(bridge)
+            await release(bridge)
 
     async def _run(self, fn: Callable[[], Awaitable[T]], *, within: bool = True) -> T:
         """Run ``fn`` in a trio task, in a copy of this task's context; cancelling this task
@@ -293,7 +137,7 @@ class Session:
         the session's end cancels it) or of the bridge's (a follower, that the end of the
         session ends)."""
         future: asyncio.Future[Any] = self._bridge.loop.create_future()
-        job: _Job[T] = _Job(fn, future)
+        job: Job[T] = Job(fn, future)
         self._bridge.spawn(job.run, self._calls if within else None, on_error=job.fail)
         try:
             value = await asyncio.shield(future)
@@ -301,9 +145,9 @@ class Session:
             if future.done():  # the trio side answered as the cancellation came
                 raise
             self._bridge.soon(job.scope.cancel)
-            await _wait_through_cancellation(future)
+            await wait_through_cancellation(future)
             raise
-        if value is _CANCELLED:  # cancelled by this task's cancellation: unreachable above
+        if value is CANCELLED:  # cancelled by this task's cancellation: unreachable above
             raise asyncio.CancelledError()
         result: T = value
         return result
@@ -408,26 +252,3 @@ class Session:
         finally:
             if isinstance(records, AsyncGenerator):
                 await records.aclose()
-
-
-async def from_asyncio(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
-    """Await an asyncio coroutine function from trio code running on the host's loop (a
-    tool, a handler or an approver of an :mod:`engine.aio` session): ``async_fn(*args)``
-    runs as an asyncio task, in a copy of this task's context, and its result or exception
-    comes back. Cancelling the trio side cancels the asyncio task and waits for it to end.
-    """
-    loop = asyncio.get_running_loop()  # the host's: guest ticks run as its callbacks
-    token = trio.lowlevel.current_trio_token()
-    done = trio.Event()
-    coroutine: Any = async_fn(*args)
-    task = loop.create_task(coroutine, context=contextvars.copy_context())
-    task.add_done_callback(lambda _: token.run_sync_soon(done.set))
-    try:
-        await done.wait()
-    except trio.Cancelled:
-        task.cancel()
-        with trio.CancelScope(shield=True):
-            await done.wait()
-        raise
-    result: T = task.result()
-    return result

@@ -291,3 +291,37 @@ def test_following_from_asyncio_sees_every_record_until_the_session_closes() -> 
         assert followed == list(records)
 
     asyncio.run(main())
+
+
+def test_cancelled_while_opening_the_session_closes_it_and_ends_the_guest_run() -> None:
+    async def open_and_wait() -> None:
+        async with Session.open(MemoryStore(), model=FauxModel([])):
+            await asyncio.Event().wait()
+
+    async def main() -> None:
+        for passes in range(12):  # cancelled at each wait of the opening in turn, then after
+            opening = asyncio.create_task(open_and_wait())
+            for _ in range(passes):
+                await asyncio.sleep(0)
+            opening.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await opening
+        async with Session.open(MemoryStore(), model=FauxModel([faux_text("hi")])) as session:
+            assert (await session.prompt("still works?")).text == "hi"
+
+    asyncio.run(main())
+    asyncio.run(main())  # the first loop's guest run ended: another loop starts its own
+
+
+def test_the_end_of_the_block_cancels_a_prompt_another_task_awaits() -> None:
+    async def main() -> None:
+        store = MemoryStore()
+        async with Session.open(store, model=FauxModel([faux_tool_call("hang", {})]),
+                                tools=[hang], session_id="s", create=True) as session:
+            prompt = asyncio.create_task(session.prompt("go"))
+            await wait_for_bodies(session, 1)
+        with pytest.raises(asyncio.CancelledError):
+            await prompt
+        assert session.calls["1.0"].status == "cancelled"
+
+    asyncio.run(main())
