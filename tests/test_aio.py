@@ -325,3 +325,15 @@ def test_the_end_of_the_block_cancels_a_prompt_another_task_awaits() -> None:
         assert session.calls["1.0"].status == "cancelled"
 
     asyncio.run(main())
+
+
+def test_anyio_on_its_asyncio_backend_hosts_a_session_too() -> None:
+    import anyio
+
+    async def main() -> str:
+        async with Session.open(MemoryStore(), tools=[echo], model=FauxModel(
+                [faux_tool_call("echo", {"word": "any"}), faux_text("io")])) as session:
+            with anyio.fail_after(60):
+                return (await session.prompt("go")).text
+
+    assert anyio.run(main, backend="asyncio") == "io"
