@@ -35,7 +35,6 @@ published with OpenTelemetry semantic conventions v1.41 (:data:`SEMCONV_VERSION`
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from typing import Any, Protocol
 
