@@ -22,13 +22,13 @@ from typing import NoReturn
 
 from events.errors import LogError
 
-from . import copy, db, demo, fork, replay, serve, show, tail, verify
+from . import copy, db, demo, fork, otel, replay, serve, show, tail, verify
 from ..console import VisibleConsole
 from ._common import PROG, UsageError, error_line
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (demo, show, tail, fork, copy, verify, replay, db, serve)
+COMMANDS = (demo, show, tail, fork, copy, verify, replay, db, serve, otel)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,105 @@
+"""``toolledger export-otel``: a recorded session's spans, with their original times.
+
+The spans are the ones :func:`engine.otel.trace_session` makes live, built by the same table
+(:data:`engine.otel.SPAN_RULES`) from the log, each starting and ending at its records'
+times: a session that ran before tracing was switched on can be traced after the fact. The
+SDK makes them (the ``otel-export`` extra); ``--json`` writes them to a file as the SDK's
+JSON, ``--otlp-endpoint`` sends them to a collector through OTLP over HTTP, which also needs
+``opentelemetry-exporter-otlp-proto-http``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.text import Text
+
+from ..visible import visible
+from ._common import UsageError, fold_sessions, read_sessions
+
+__all__ = ["add_parser", "run"]
+
+OTLP_EXPORTER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Declare the command and its options."""
+    export = commands.add_parser(
+        "export-otel",
+        help="the OpenTelemetry spans of the sessions of a JSONL log, at their recorded times",
+        description=(
+            "Build each session's spans from its records (invoke_agent per prompt, "
+            "execute_tool per call, by the OpenTelemetry GenAI conventions), each with the "
+            "start and end times its records carry, and write them to a JSON file or send "
+            "them to an OTLP/HTTP endpoint. Arguments and results are left out unless "
+            "--capture-content is given. The log is only read."
+        ),
+    )
+    export.add_argument("log", metavar="LOG", help="path of the JSONL log file")
+    export.add_argument("--session", metavar="ID",
+                        help="only this session (its full id, or a prefix that names one)")
+    target = export.add_mutually_exclusive_group(required=True)
+    target.add_argument("--json", metavar="FILE", help="write the spans to FILE, as a JSON list")
+    target.add_argument("--otlp-endpoint", metavar="URL",
+                        help="send the spans to this OTLP/HTTP traces endpoint "
+                             "(e.g. http://localhost:4318/v1/traces)")
+    export.add_argument("--capture-content", action="store_true",
+                        help="record the calls' arguments and results on their spans")
+    export.add_argument("--service-name", metavar="NAME", default="toolledger",
+                        help="the service.name of the spans' resource (default: toolledger)")
+    export.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, console: Console) -> int:
+    """Build the spans of the log's sessions and write or send them."""
+    try:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
+
+        from ..otel import SCOPE, SEMCONV_VERSION, spans_from_records
+    except ImportError as exc:
+        raise UsageError(f"export-otel needs OpenTelemetry's SDK ({exc}): install "
+                         f"toolledger[otel-export]") from exc
+    sessions = read_sessions(args.log, args.session)
+    fold_sessions(args.log, sessions)  # an inconsistent log is refused, naming the record
+    exporter: SpanExporter
+    if args.json is not None:
+        exporter = InMemorySpanExporter()
+    else:
+        exporter = _otlp_exporter(args.otlp_endpoint)
+    provider = TracerProvider(resource=Resource.create({"service.name": args.service_name}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer(SCOPE, schema_url=f"https://opentelemetry.io/schemas/"
+                                                   f"{SEMCONV_VERSION}")
+    for records in sessions.values():
+        spans_from_records(records, tracer, capture_content=args.capture_content)
+    provider.shutdown()  # flushes
+    where = args.json if args.json is not None else args.otlp_endpoint
+    if isinstance(exporter, InMemorySpanExporter):
+        spans = exporter.get_finished_spans()
+        with open(args.json, "w", encoding="utf-8") as file:
+            json.dump([json.loads(span.to_json(indent=None)) for span in spans], file, indent=1)
+        count = len(spans)
+        console.print(Text(f"{count} spans from {len(sessions)} sessions written to "
+                           f"{visible(where, newlines=False)}"), soft_wrap=True)
+    else:
+        console.print(Text(f"spans from {len(sessions)} sessions sent to "
+                           f"{visible(where, newlines=False)}"), soft_wrap=True)
+    return 0
+
+
+def _otlp_exporter(endpoint: str) -> Any:
+    try:
+        module = __import__(OTLP_EXPORTER, fromlist=["OTLPSpanExporter"])
+    except ImportError as exc:
+        raise UsageError("--otlp-endpoint needs OpenTelemetry's OTLP exporter: install "
+                         "opentelemetry-exporter-otlp-proto-http (or write the spans to a "
+                         "file with --json FILE)") from exc
+    return module.OTLPSpanExporter(endpoint=endpoint)

@@ -1,0 +1,385 @@
+"""OpenTelemetry spans from a session's records, by the GenAI semantic conventions.
+
+The spans are made from the log, not from hooks in the engine: :data:`SPAN_RULES` is one
+table from record types to what they do to a span (start it, add an event, end it), and the
+same :class:`SpanBuilder` feeds on a live session's records (:func:`trace_session`) or on a
+log read after the fact (``toolledger export-otel``). Every record carries its time, so a
+span starts and ends at the times its records were made, live or not, and a session that ran
+before tracing was switched on can still be traced.
+
+The spans (docs/hosts.md, "Tracing"):
+
+- ``invoke_agent`` (or ``invoke_agent {agent_name}``), one per prompt: from the user's
+  message to the assistant's message without tool calls. A prompt that paused for approval
+  or stopped at ``max_turns`` ends at the record before the next user message, or the last
+  record when the session closes.
+- ``execute_tool {name}``, one per call, a child of its prompt's span, or of its parent
+  call's span for a nested call: from its request to its terminal record, with the gating
+  steps (rewritten, policy, approval asked and answered, body started) as span events.
+  ``error.type`` is set explicitly: the failure's kind (``timeout``, ``interrupted``, ...),
+  or the exception's type for a body that raised, ``cancelled``, ``blocked``, ``denied``, or
+  ``tool_error`` for a result the tool marked as an error; the status is then ``ERROR``.
+  (A span that trio's ``Cancelled`` passed through would have neither: it is a
+  ``BaseException``, which ``use_span`` does not record. The records say what happened.)
+- ``chat {model}`` per model turn comes from the model-turn records, when the log has them.
+
+Arguments and results are recorded (``gen_ai.tool.call.arguments`` and
+``gen_ai.tool.call.result``, as JSON text) only with ``capture_content=True``: they may hold
+anything a user or a tool wrote.
+
+The attribute names are written out here, not imported from
+``opentelemetry-semantic-conventions``: the GenAI conventions are still "Development" and that
+package marks its incubating names deprecated as they move. Followed: the GenAI conventions as
+published with OpenTelemetry semantic conventions v1.41 (:data:`SEMCONV_VERSION`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
+from typing import Any, Protocol
+
+from events.codec import converter
+from events.types import (
+    ApprovalRequested,
+    ApprovalResolved,
+    AssistantMessage,
+    PolicyDecided,
+    Record,
+    ToolCallBlocked,
+    ToolCallCancelled,
+    ToolCallCompleted,
+    ToolCallDenied,
+    ToolCallFailed,
+    ToolCallRequested,
+    ToolCallRewritten,
+    ToolExecutionStarted,
+    ToolRegistered,
+    UserMessage,
+)
+
+try:
+    from opentelemetry import trace
+    from opentelemetry.context import Context, get_current
+    from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+except ImportError as exc:  # pragma: no cover - the extra is installed in the tests
+    raise ImportError("engine.otel needs OpenTelemetry's API: install toolledger[otel] "
+                      "(opentelemetry-api)") from exc
+
+from .nested import canonical
+
+__all__ = ["SEMCONV_VERSION", "SPAN_RULES", "SpanBuilder", "trace_session"]
+
+#: The version of the OpenTelemetry semantic conventions whose GenAI spans these follow.
+SEMCONV_VERSION = "1.41.0"
+#: The instrumentation scope the spans are made under.
+SCOPE = "toolledger"
+
+# the attribute names, hard-coded (see the module's docstring)
+OPERATION_NAME = "gen_ai.operation.name"
+CONVERSATION_ID = "gen_ai.conversation.id"
+AGENT_NAME = "gen_ai.agent.name"
+PROVIDER_NAME = "gen_ai.provider.name"
+TOOL_NAME = "gen_ai.tool.name"
+TOOL_CALL_ID = "gen_ai.tool.call.id"
+TOOL_TYPE = "gen_ai.tool.type"
+TOOL_DESCRIPTION = "gen_ai.tool.description"
+TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+ERROR_TYPE = "error.type"
+
+
+def _ns(seconds: float) -> int:
+    return int(round(seconds * 1e9))
+
+
+def _json_text(value: Any) -> str:
+    return canonical(value)
+
+
+class _Pending:
+    """A span as the records describe it so far, made an OpenTelemetry span on demand."""
+
+    def __init__(self, name: str, start: int, parent: str | None,
+                 attributes: dict[str, Any]) -> None:
+        self.name = name
+        self.start = start
+        self.parent = parent
+        self.attributes = attributes
+        self.events: list[tuple[str, dict[str, Any], int]] = []
+        self.span: Span | None = None
+
+
+class SpanBuilder:
+    """Turns a session's records, in order, into spans (:data:`SPAN_RULES`).
+
+    ``emit=False`` in :meth:`feed` reads a record only to know what is open (the history
+    before live tracing began): a span that starts and ends there is never made; one still
+    open when emitting begins is made then, with its recorded start time and events.
+    """
+
+    def __init__(self, tracer: Tracer, *, capture_content: bool = False,
+                 agent_name: str | None = None, provider_name: str | None = None,
+                 context: Context | None = None) -> None:
+        self.tracer = tracer
+        self.capture_content = capture_content
+        self.agent_name = agent_name
+        self.provider_name = provider_name
+        self.context = context
+        self.emitting = True
+        self.prompt: str | None = None  # the key of the open invoke_agent span
+        self.prompts = 0
+        self.last_time = 0
+        self.descriptions: dict[str, str] = {}
+        self.open: dict[str, _Pending] = {}
+
+    def feed(self, record: Record, *, emit: bool = True) -> None:
+        """Apply ``record`` to the spans."""
+        self.emitting = emit
+        rule = SPAN_RULES.get(type(record.event))
+        if rule is not None:
+            rule(self, record)
+        self.last_time = _ns(record.time)
+
+    def close(self) -> None:
+        """End every span still open (the session closed), at the last record's time."""
+        for key in list(self.open):
+            self.end(key, self.last_time)
+
+    # -- what the rules do ------------------------------------------------------------------
+
+    def start(self, key: str, name: str, record: Record, parent: str | None,
+              attributes: dict[str, Any]) -> None:
+        """Open the span ``key``, a child of ``parent`` (a key) or of the builder's context."""
+        self.open[key] = _Pending(name, _ns(record.time), parent, attributes)
+        if self.emitting:
+            self._made(key)
+
+    def event(self, key: str | None, name: str, record: Record,
+              attributes: dict[str, Any] | None = None) -> None:
+        """Add a span event to the open span ``key``."""
+        pending = self.open.get(key) if key is not None else None
+        if pending is None:
+            return
+        at = _ns(record.time)
+        attributes = attributes or {}
+        if pending.span is not None:
+            pending.span.add_event(name, attributes, timestamp=at)
+        else:
+            pending.events.append((name, attributes, at))
+
+    def set(self, key: str, attributes: dict[str, Any]) -> None:
+        """Set attributes on the open span ``key``."""
+        pending = self.open.get(key)
+        if pending is None:
+            return
+        pending.attributes.update(attributes)
+        if pending.span is not None:
+            pending.span.set_attributes(attributes)
+
+    def end(self, key: str, at: int, error_type: str | None = None,
+            description: str | None = None) -> None:
+        """End the span ``key`` at ``at`` (ns), as an error of ``error_type`` if given."""
+        pending = self.open.pop(key, None)
+        if pending is None:
+            return
+        if pending.span is None and not self.emitting:
+            return  # began and ended before tracing did
+        span = pending.span if pending.span is not None else self._made(key, pending)
+        if error_type is not None:
+            span.set_attribute(ERROR_TYPE, error_type)
+            span.set_status(Status(StatusCode.ERROR, description))
+        span.end(end_time=at)
+
+    def _made(self, key: str, pending: _Pending | None = None) -> Span:
+        pending = pending if pending is not None else self.open[key]
+        if pending.span is not None:
+            return pending.span
+        context = self.context
+        if pending.parent is not None and (parent := self.open.get(pending.parent)):
+            context = trace.set_span_in_context(self._made(pending.parent, parent), context)
+        span = self.tracer.start_span(pending.name, context=context, kind=SpanKind.INTERNAL,
+                                      attributes=pending.attributes, start_time=pending.start)
+        for name, attributes, at in pending.events:
+            span.add_event(name, attributes, timestamp=at)
+        pending.events.clear()
+        pending.span = span
+        return span
+
+
+# -- the table: what each record does to the spans ----------------------------------------
+
+
+def _user_message(builder: SpanBuilder, record: Record) -> None:
+    if builder.prompt is not None:  # the last prompt paused or stopped at max_turns
+        builder.end(builder.prompt, builder.last_time)
+    builder.prompts += 1
+    builder.prompt = f"prompt {builder.prompts}"
+    attributes: dict[str, Any] = {OPERATION_NAME: "invoke_agent",
+                                  CONVERSATION_ID: record.session_id}
+    if builder.agent_name is not None:
+        attributes[AGENT_NAME] = builder.agent_name
+    if builder.provider_name is not None:
+        attributes[PROVIDER_NAME] = builder.provider_name
+    name = f"invoke_agent {builder.agent_name}" if builder.agent_name else "invoke_agent"
+    builder.start(builder.prompt, name, record, None, attributes)
+
+
+def _assistant_message(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, AssistantMessage)
+    if not event.tool_calls and builder.prompt is not None:
+        builder.end(builder.prompt, _ns(record.time))
+        builder.prompt = None
+
+
+def _tool_registered(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ToolRegistered)
+    builder.descriptions[event.spec.name] = event.spec.description
+
+
+def _call_requested(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ToolCallRequested)
+    attributes: dict[str, Any] = {OPERATION_NAME: "execute_tool", TOOL_NAME: event.name,
+                                  TOOL_CALL_ID: event.call_id, TOOL_TYPE: "function"}
+    if description := builder.descriptions.get(event.name):
+        attributes[TOOL_DESCRIPTION] = description
+    if builder.capture_content:
+        attributes[TOOL_CALL_ARGUMENTS] = _json_text(event.arguments)
+    parent = f"call {event.parent_id}" if event.parent_id is not None else builder.prompt
+    builder.start(f"call {event.call_id}", f"execute_tool {event.name}", record, parent,
+                  attributes)
+
+
+def _call_rewritten(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ToolCallRewritten)
+    builder.event(f"call {event.call_id}", "rewritten", record, {"by": event.by})
+    if builder.capture_content:
+        builder.set(f"call {event.call_id}", {TOOL_CALL_ARGUMENTS: _json_text(event.arguments)})
+
+
+def _policy_decided(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, PolicyDecided)
+    builder.event(f"call {event.call_id}", "policy_decided", record,
+                  {"decision": event.decision})
+
+
+def _approval_requested(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ApprovalRequested)
+    builder.event(f"call {event.call_id}", "approval_requested", record)
+
+
+def _approval_resolved(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ApprovalResolved)
+    builder.event(f"call {event.call_id}", "approval_resolved", record,
+                  {"granted": event.granted, "scope": event.scope})
+
+
+def _execution_started(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ToolExecutionStarted)
+    builder.event(f"call {event.call_id}", "execution_started", record)
+
+
+def _ended(error_type: Callable[[Any], str | None]) -> Callable[[SpanBuilder, Record], None]:
+    """The rule of a terminal event: end the call's span, an error of ``error_type(event)``."""
+
+    def rule(builder: SpanBuilder, record: Record) -> None:
+        event = record.event
+        key = f"call {event.call_id}"  # type: ignore[union-attr]
+        result = getattr(event, "result", None)
+        if builder.capture_content and result is not None:
+            builder.set(key, {TOOL_CALL_RESULT: _json_text(_result_json(result))})
+        kind = error_type(event)
+        builder.end(key, _ns(record.time), kind,
+                    getattr(event, "message", None) or getattr(event, "reason", None))
+
+    return rule
+
+
+def _result_json(result: Any) -> Any:
+    return converter.unstructure(result)  # the codec knows how values look as JSON
+
+
+def _failed_type(event: ToolCallFailed) -> str:
+    if event.kind == "raised" and event.error is not None:
+        return event.error.type  # the exception's name, as the conventions suggest
+    return event.kind
+
+
+#: What each record type does to the spans: the one table, live and from a log. Record types
+#: not listed (session start, active tools, progress, ...) make no span.
+SPAN_RULES: dict[type[Any], Callable[[SpanBuilder, Record], None]] = {
+    UserMessage: _user_message,
+    AssistantMessage: _assistant_message,
+    ToolRegistered: _tool_registered,
+    ToolCallRequested: _call_requested,
+    ToolCallRewritten: _call_rewritten,
+    PolicyDecided: _policy_decided,
+    ApprovalRequested: _approval_requested,
+    ApprovalResolved: _approval_resolved,
+    ToolExecutionStarted: _execution_started,
+    ToolCallCompleted: _ended(lambda event: "tool_error" if event.result.is_error else None),
+    ToolCallFailed: _ended(_failed_type),
+    ToolCallBlocked: _ended(lambda event: "blocked"),
+    ToolCallDenied: _ended(lambda event: "denied"),
+    ToolCallCancelled: _ended(lambda event: "cancelled"),
+}
+
+
+def spans_from_records(records: Iterable[Record], tracer: Tracer, **options: Any) -> None:
+    """Make the spans of a recorded session (``records`` in order), each with its recorded
+    start and end times; spans still open at the end end at the last record's time."""
+    builder = SpanBuilder(tracer, **options)
+    for record in records:
+        builder.feed(record)
+    builder.close()
+
+
+class _Followed(Protocol):
+    @property
+    def records(self) -> Any: ...
+
+    def follow(self, after: int = 0) -> AsyncIterator[Record]: ...
+
+
+def trace_session(session: _Followed, *, tracer_provider: Any = None,
+                  capture_content: bool = False, agent_name: str | None = None,
+                  provider_name: str | None = None) -> Coroutine[Any, Any, None]:
+    """Emit the spans of ``session`` (an :class:`engine.Session` or an
+    :class:`engine.aio.Session`) as its records are made, until it closes::
+
+        async with trio.open_nursery() as nursery:
+            async with Session.open(store, model=model, tools=tools) as session:
+                nursery.start_soon(trace_session, session)
+                await session.prompt("...")
+
+    Run it in a task that outlives the session's block (a trio nursery around the block,
+    or an asyncio task): it ends when the session closes, ending the spans still open.
+    The spans are children of the OpenTelemetry context current where it is called (a web
+    request's span, say). It traces the records made from the moment it is called (not
+    awaited: ``start_soon`` and ``create_task`` call it at once); records made before make
+    no span, except that a prompt or call still open then is traced from its recorded
+    start.
+    """
+    tracer = trace.get_tracer(SCOPE, tracer_provider=tracer_provider,
+                              schema_url=f"https://opentelemetry.io/schemas/{SEMCONV_VERSION}")
+    builder = SpanBuilder(tracer, capture_content=capture_content, agent_name=agent_name,
+                          provider_name=provider_name, context=get_current())
+    history = session.records
+    return _trace(session, builder, history)
+
+
+async def _trace(session: _Followed, builder: SpanBuilder, history: Sequence[Record]) -> None:
+    for record in history:
+        builder.feed(record, emit=False)
+    try:
+        async for record in session.follow(len(history)):
+            builder.feed(record)
+    finally:
+        builder.close()

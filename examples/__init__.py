@@ -1,0 +1,1 @@
+"""Examples of hosts for toolledger sessions (docs/hosts.md); not part of the package."""
