@@ -79,7 +79,7 @@ async def test_concurrent_readers_see_whole_batches_in_order(
     kind = request.node.callspec.params["store"]
     others = [reopen(kind, tmp_path) for _ in range(2)] if kind in SHARED else []
     readers = [store, *others]
-    seen: list[list[int]] = []
+    last_reads: list[list[int]] = []  # each reader task's read begun after the last append
     written = trio.Event()
 
     async def read_until_done(reader: EventStore) -> None:
@@ -89,8 +89,8 @@ async def test_concurrent_readers_see_whole_batches_in_order(
             seqs = [r.seq for r in records]
             assert seqs == list(range(1, len(seqs) + 1))  # a prefix, nothing missing
             assert len(seqs) % 4 == 0  # whole batches only
-            seen.append(seqs)
             if done:
+                last_reads.append(seqs)
                 return
             await trio.lowlevel.checkpoint()
 
@@ -103,7 +103,8 @@ async def test_concurrent_readers_see_whole_batches_in_order(
                 await store.append("s", recs("s", 4 * batch + 1, 4 * batch + 4), 4 * batch)
                 await trio.lowlevel.checkpoint()
             written.set()
-        assert all(len(s) == 100 for s in seen[-2 * len(readers):])
+        assert len(last_reads) == 2 * len(readers)
+        assert all(len(s) == 100 for s in last_reads)
         for other in others:
             assert await other.last_seq("s") == 100
             assert await other.sessions() == ["s"]
