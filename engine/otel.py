@@ -21,7 +21,11 @@ The spans (docs/hosts.md, "Tracing"):
   ``tool_error`` for a result the tool marked as an error; the status is then ``ERROR``.
   (A span that trio's ``Cancelled`` passed through would have neither: it is a
   ``BaseException``, which ``use_span`` does not record. The records say what happened.)
-- ``chat {model}`` per model turn comes from the model-turn records, when the log has them.
+- ``chat {model}`` per model turn, a child of its prompt's span (``CLIENT``: the model is
+  asked over the network): from the request (``model_requested``) to its answer
+  (``model_responded``) or failure (``model_failed``, whose ``kind`` is the ``error.type``),
+  with the request's model, provider and settings, and the answer's model, id, finish reason
+  and token usage.
 
 Arguments and results are recorded (``gen_ai.tool.call.arguments`` and
 ``gen_ai.tool.call.result``, as JSON text) only with ``capture_content=True``: they may hold
@@ -43,6 +47,9 @@ from events.types import (
     ApprovalRequested,
     ApprovalResolved,
     AssistantMessage,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
     PolicyDecided,
     Record,
     ToolCallBlocked,
@@ -86,6 +93,29 @@ TOOL_DESCRIPTION = "gen_ai.tool.description"
 TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
 TOOL_CALL_RESULT = "gen_ai.tool.call.result"
 ERROR_TYPE = "error.type"
+REQUEST_MODEL = "gen_ai.request.model"
+RESPONSE_MODEL = "gen_ai.response.model"
+RESPONSE_ID = "gen_ai.response.id"
+RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+
+#: A model's settings (as its adapter sends them) that have a ``gen_ai.request.*`` attribute:
+#: the providers' names for the same parameter map to the one attribute.
+REQUEST_SETTINGS = {
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+    "top_k": "gen_ai.request.top_k",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "max_completion_tokens": "gen_ai.request.max_tokens",
+    "max_output_tokens": "gen_ai.request.max_tokens",
+    "frequency_penalty": "gen_ai.request.frequency_penalty",
+    "presence_penalty": "gen_ai.request.presence_penalty",
+    "seed": "gen_ai.request.seed",
+    "stop": "gen_ai.request.stop_sequences",
+    "stop_sequences": "gen_ai.request.stop_sequences",
+}
 
 
 def _ns(seconds: float) -> int:
@@ -100,11 +130,12 @@ class _Pending:
     """A span as the records describe it so far, made an OpenTelemetry span on demand."""
 
     def __init__(self, name: str, start: int, parent: str | None,
-                 attributes: dict[str, Any]) -> None:
+                 attributes: dict[str, Any], kind: SpanKind) -> None:
         self.name = name
         self.start = start
         self.parent = parent
         self.attributes = attributes
+        self.kind = kind
         self.events: list[tuple[str, dict[str, Any], int]] = []
         self.span: Span | None = None
 
@@ -148,9 +179,9 @@ class SpanBuilder:
     # -- what the rules do ------------------------------------------------------------------
 
     def start(self, key: str, name: str, record: Record, parent: str | None,
-              attributes: dict[str, Any]) -> None:
+              attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL) -> None:
         """Open the span ``key``, a child of ``parent`` (a key) or of the builder's context."""
-        self.open[key] = _Pending(name, _ns(record.time), parent, attributes)
+        self.open[key] = _Pending(name, _ns(record.time), parent, attributes, kind)
         if self.emitting:
             self._made(key)
 
@@ -197,7 +228,7 @@ class SpanBuilder:
         context = self.context
         if pending.parent is not None and (parent := self.open.get(pending.parent)):
             context = trace.set_span_in_context(self._made(pending.parent, parent), context)
-        span = self.tracer.start_span(pending.name, context=context, kind=SpanKind.INTERNAL,
+        span = self.tracer.start_span(pending.name, context=context, kind=pending.kind,
                                       attributes=pending.attributes, start_time=pending.start)
         for name, attributes, at in pending.events:
             span.add_event(name, attributes, timestamp=at)
@@ -230,6 +261,57 @@ def _assistant_message(builder: SpanBuilder, record: Record) -> None:
     if not event.tool_calls and builder.prompt is not None:
         builder.end(builder.prompt, _ns(record.time))
         builder.prompt = None
+
+
+def _model_requested(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ModelRequested)
+    attributes: dict[str, Any] = {OPERATION_NAME: "chat", PROVIDER_NAME: event.provider,
+                                  REQUEST_MODEL: event.model,
+                                  CONVERSATION_ID: record.session_id}
+    for setting, value in event.settings.items():
+        if (name := REQUEST_SETTINGS.get(setting)) and (value := _attribute(value)) is not None:
+            attributes[name] = value
+    builder.start(f"turn {event.turn}", f"chat {event.model}", record, builder.prompt,
+                  attributes, SpanKind.CLIENT)
+
+
+def _attribute(value: Any) -> Any:
+    """``value`` as a span attribute (a number, or a list of strings: one stop sequence is a
+    list of one), or ``None`` when it is neither."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
+    return None
+
+
+def _model_responded(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ModelResponded)
+    attributes: dict[str, Any] = {RESPONSE_FINISH_REASONS: [event.stop_reason]}
+    if event.model is not None:
+        attributes[RESPONSE_MODEL] = event.model
+    if event.response_id is not None:
+        attributes[RESPONSE_ID] = event.response_id
+    if (usage := event.usage) is not None:
+        for name, tokens in ((USAGE_INPUT_TOKENS, usage.input_tokens),
+                             (USAGE_OUTPUT_TOKENS, usage.output_tokens),
+                             (USAGE_CACHE_READ_INPUT_TOKENS, usage.cached_tokens)):
+            if tokens is not None:
+                attributes[name] = tokens
+    builder.set(f"turn {event.turn}", attributes)
+    builder.end(f"turn {event.turn}", _ns(record.time))
+
+
+def _model_failed(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ModelFailed)
+    if event.response_id is not None:
+        builder.set(f"turn {event.turn}", {RESPONSE_ID: event.response_id})
+    builder.end(f"turn {event.turn}", _ns(record.time), event.kind, event.error.message)
 
 
 def _tool_registered(builder: SpanBuilder, record: Record) -> None:
@@ -317,6 +399,9 @@ def _failed_type(event: ToolCallFailed) -> str:
 SPAN_RULES: dict[type[Any], Callable[[SpanBuilder, Record], None]] = {
     UserMessage: _user_message,
     AssistantMessage: _assistant_message,
+    ModelRequested: _model_requested,
+    ModelResponded: _model_responded,
+    ModelFailed: _model_failed,
     ToolRegistered: _tool_registered,
     ToolCallRequested: _call_requested,
     ToolCallRewritten: _call_rewritten,
