@@ -31,7 +31,7 @@ Arguments and results are recorded (``gen_ai.tool.call.arguments`` and
 ``gen_ai.tool.call.result``, as JSON text) only with ``capture_content=True``: they may hold
 anything a user or a tool wrote.
 
-The attribute names are written out here, not imported from
+The attribute names are written out (:mod:`engine.genai`), not imported from
 ``opentelemetry-semantic-conventions``: the GenAI conventions are still "Development" and that
 package marks its incubating names deprecated as they move. Followed: the GenAI conventions as
 published with OpenTelemetry semantic conventions v1.41 (:data:`SEMCONV_VERSION`).
@@ -72,51 +72,32 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in the t
     raise ImportError("engine.otel needs OpenTelemetry's API: install toolledger[otel] "
                       "(opentelemetry-api)") from exc
 
+from .genai import (
+    AGENT_NAME,
+    CONVERSATION_ID,
+    ERROR_TYPE,
+    OPERATION_NAME,
+    PROVIDER_NAME,
+    REQUEST_MODEL,
+    RESPONSE_FINISH_REASONS,
+    RESPONSE_ID,
+    RESPONSE_MODEL,
+    SEMCONV_VERSION,
+    TOOL_CALL_ARGUMENTS,
+    TOOL_CALL_ID,
+    TOOL_CALL_RESULT,
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    TOOL_TYPE,
+    request_attributes,
+    usage_attributes,
+)
 from .nested import canonical
 
 __all__ = ["SEMCONV_VERSION", "SPAN_RULES", "SpanBuilder", "trace_session"]
 
-#: The version of the OpenTelemetry semantic conventions whose GenAI spans these follow.
-SEMCONV_VERSION = "1.41.0"
 #: The instrumentation scope the spans are made under.
 SCOPE = "toolledger"
-
-# the attribute names, hard-coded (see the module's docstring)
-OPERATION_NAME = "gen_ai.operation.name"
-CONVERSATION_ID = "gen_ai.conversation.id"
-AGENT_NAME = "gen_ai.agent.name"
-PROVIDER_NAME = "gen_ai.provider.name"
-TOOL_NAME = "gen_ai.tool.name"
-TOOL_CALL_ID = "gen_ai.tool.call.id"
-TOOL_TYPE = "gen_ai.tool.type"
-TOOL_DESCRIPTION = "gen_ai.tool.description"
-TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
-TOOL_CALL_RESULT = "gen_ai.tool.call.result"
-ERROR_TYPE = "error.type"
-REQUEST_MODEL = "gen_ai.request.model"
-RESPONSE_MODEL = "gen_ai.response.model"
-RESPONSE_ID = "gen_ai.response.id"
-RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
-USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
-USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
-USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
-
-#: A model's settings (as its adapter sends them) that have a ``gen_ai.request.*`` attribute:
-#: the providers' names for the same parameter map to the one attribute.
-REQUEST_SETTINGS = {
-    "temperature": "gen_ai.request.temperature",
-    "top_p": "gen_ai.request.top_p",
-    "top_k": "gen_ai.request.top_k",
-    "max_tokens": "gen_ai.request.max_tokens",
-    "max_completion_tokens": "gen_ai.request.max_tokens",
-    "max_output_tokens": "gen_ai.request.max_tokens",
-    "frequency_penalty": "gen_ai.request.frequency_penalty",
-    "presence_penalty": "gen_ai.request.presence_penalty",
-    "seed": "gen_ai.request.seed",
-    "stop": "gen_ai.request.stop_sequences",
-    "stop_sequences": "gen_ai.request.stop_sequences",
-}
-
 
 def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
@@ -269,23 +250,9 @@ def _model_requested(builder: SpanBuilder, record: Record) -> None:
     attributes: dict[str, Any] = {OPERATION_NAME: "chat", PROVIDER_NAME: event.provider,
                                   REQUEST_MODEL: event.model,
                                   CONVERSATION_ID: record.session_id}
-    for setting, value in event.settings.items():
-        if (name := REQUEST_SETTINGS.get(setting)) and (value := _attribute(value)) is not None:
-            attributes[name] = value
+    attributes.update(request_attributes(event.settings))
     builder.start(f"turn {event.turn}", f"chat {event.model}", record, builder.prompt,
                   attributes, SpanKind.CLIENT)
-
-
-def _attribute(value: Any) -> Any:
-    """``value`` as a span attribute (a number, or a list of strings: one stop sequence is a
-    list of one), or ``None`` when it is neither."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return value
-    return None
 
 
 def _model_responded(builder: SpanBuilder, record: Record) -> None:
@@ -296,12 +263,8 @@ def _model_responded(builder: SpanBuilder, record: Record) -> None:
         attributes[RESPONSE_MODEL] = event.model
     if event.response_id is not None:
         attributes[RESPONSE_ID] = event.response_id
-    if (usage := event.usage) is not None:
-        for name, tokens in ((USAGE_INPUT_TOKENS, usage.input_tokens),
-                             (USAGE_OUTPUT_TOKENS, usage.output_tokens),
-                             (USAGE_CACHE_READ_INPUT_TOKENS, usage.cached_tokens)):
-            if tokens is not None:
-                attributes[name] = tokens
+    if event.usage is not None:
+        attributes.update(usage_attributes(event.usage))
     builder.set(f"turn {event.turn}", attributes)
     builder.end(f"turn {event.turn}", _ns(record.time))
 
