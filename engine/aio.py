@@ -11,8 +11,10 @@ reads (``session.transcript``, ``session.calls``) need no lock.
 
 :class:`Session` mirrors :class:`engine.Session`: ``async with Session.open(store, ...)``
 opens it, ``await session.prompt(text)``, ``resume()``, ``resolve_approval()``,
-``set_active_tools()``, ``register()``; ``async for record in session.follow()`` follows
-its records. What crosses the bridge:
+``call_tool()``, ``resume_call()``, ``set_active_tools()``, ``activate()``,
+``set_system_prompt()``, ``register()``; ``async for record in session.follow()`` follows
+its records, and ``async with session.deltas() as stream`` a streaming model's deltas. What
+crosses the bridge:
 
 - **Cancellation, inward.** Each call runs in a trio task under its own cancel scope.
   Cancelling the asyncio task that awaits it cancels that scope, then waits (whatever more
@@ -61,6 +63,7 @@ from events.types import Record, ToolSnapshot
 
 from . import session as trio_session
 from .approvals import ApprovalRequest
+from .context import CallOutcome
 from .guest import (
     CANCELLED,
     Bridge,
@@ -71,6 +74,7 @@ from .guest import (
     wait_through_cancellation,
 )
 from .handlers import ToolCallHandler, ToolResultHandler
+from .models import ModelDelta
 from .reducers import CallView, Projection, TranscriptView
 from .session import PromptResult
 from .tools import ToolSpec
@@ -219,10 +223,28 @@ class Session:
         await self._run(lambda: self._session.resolve_approval(
             call_id, granted, scope, arguments=arguments, reason=reason))
 
+    async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+        """:meth:`engine.Session.call_tool`, awaited from asyncio: a host call, governed and
+        recorded like a model's. Cancelling the awaiting task ends the call as cancelled."""
+        return await self._run(lambda: self._session.call_tool(name, arguments))
+
+    async def resume_call(self, call_id: str) -> CallOutcome:
+        """:meth:`engine.Session.resume_call`, awaited from asyncio."""
+        return await self._run(lambda: self._session.resume_call(call_id))
+
     async def set_active_tools(self, names: Iterable[str]) -> None:
         """:meth:`engine.Session.set_active_tools`, awaited from asyncio."""
-        wanted = list(names)
+        wanted = _names(names)
         await self._run(lambda: self._session.set_active_tools(wanted))
+
+    async def activate(self, names: Iterable[str]) -> None:
+        """:meth:`engine.Session.activate`, awaited from asyncio."""
+        wanted = _names(names)
+        await self._run(lambda: self._session.activate(wanted))
+
+    async def set_system_prompt(self, text: str | None) -> None:
+        """:meth:`engine.Session.set_system_prompt`, awaited from asyncio."""
+        await self._run(lambda: self._session.set_system_prompt(text))
 
     async def register(self, spec: ToolSpec) -> None:
         """:meth:`engine.Session.register`, awaited from asyncio."""
@@ -241,6 +263,43 @@ class Session:
             if not await self._run(functools.partial(self._next_record, index), within=False):
                 return
 
+    @asynccontextmanager
+    async def deltas(self) -> AsyncIterator[AsyncIterator[ModelDelta]]:
+        """:meth:`engine.Session.deltas`, from asyncio: the pieces of the model's messages as
+        they stream in, published while the block is open::
+
+            async with session.deltas() as stream:
+                async for delta in stream:
+                    print(delta.text, end="")
+
+        A trio task holds the subscription for the block and hands each delta to an asyncio
+        queue (publishing still never waits); iteration ends when the session closes, and
+        leaving the block ends the subscription."""
+        queue: asyncio.Queue[ModelDelta | None] = asyncio.Queue()
+        subscribed: asyncio.Future[None] = self._bridge.loop.create_future()
+
+        async def forward() -> None:
+            try:
+                async with self._session.deltas() as stream:
+                    subscribed.set_result(None)
+                    async for delta in stream:
+                        queue.put_nowait(delta)
+            finally:
+                queue.put_nowait(None)  # the end, however it came
+
+        future: asyncio.Future[Any] = self._bridge.loop.create_future()
+        job: Job[None] = Job(forward, future)
+        self._bridge.spawn(job.run, on_error=job.fail)
+        try:
+            await asyncio.wait((subscribed, future), return_when=asyncio.FIRST_COMPLETED)
+            if not subscribed.done():
+                future.result()  # it could not subscribe: why
+            yield _drained(queue)
+        finally:
+            if not future.done():  # still subscribed (else the run may have ended)
+                self._bridge.soon(job.scope.cancel)
+            await wait_through_cancellation(future)
+
     async def _next_record(self, index: int) -> bool:
         """Wait in trio until the session holds a record past ``index`` (``True``) or has
         closed (``False``)."""
@@ -252,3 +311,14 @@ class Session:
         finally:
             if isinstance(records, AsyncGenerator):
                 await records.aclose()
+
+
+def _names(names: Iterable[str]) -> Iterable[str]:
+    """``names`` as a list, taken in the caller's task; one string stays one string, for the
+    trio session to refuse with its message."""
+    return names if isinstance(names, str) else list(names)
+
+
+async def _drained(queue: asyncio.Queue[ModelDelta | None]) -> AsyncIterator[ModelDelta]:
+    while (delta := await queue.get()) is not None:
+        yield delta

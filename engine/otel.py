@@ -21,13 +21,17 @@ The spans (docs/hosts.md, "Tracing"):
   ``tool_error`` for a result the tool marked as an error; the status is then ``ERROR``.
   (A span that trio's ``Cancelled`` passed through would have neither: it is a
   ``BaseException``, which ``use_span`` does not record. The records say what happened.)
-- ``chat {model}`` per model turn comes from the model-turn records, when the log has them.
+- ``chat {model}`` per model turn, a child of its prompt's span (``CLIENT``: the model is
+  asked over the network): from the request (``model_requested``) to its answer
+  (``model_responded``) or failure (``model_failed``, whose ``kind`` is the ``error.type``),
+  with the request's model, provider and settings, and the answer's model, id, finish reason
+  and token usage.
 
 Arguments and results are recorded (``gen_ai.tool.call.arguments`` and
 ``gen_ai.tool.call.result``, as JSON text) only with ``capture_content=True``: they may hold
 anything a user or a tool wrote.
 
-The attribute names are written out here, not imported from
+The attribute names are written out (:mod:`engine.genai`), not imported from
 ``opentelemetry-semantic-conventions``: the GenAI conventions are still "Development" and that
 package marks its incubating names deprecated as they move. Followed: the GenAI conventions as
 published with OpenTelemetry semantic conventions v1.41 (:data:`SEMCONV_VERSION`).
@@ -43,6 +47,9 @@ from events.types import (
     ApprovalRequested,
     ApprovalResolved,
     AssistantMessage,
+    ModelFailed,
+    ModelRequested,
+    ModelResponded,
     PolicyDecided,
     Record,
     ToolCallBlocked,
@@ -65,28 +72,32 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in the t
     raise ImportError("engine.otel needs OpenTelemetry's API: install toolledger[otel] "
                       "(opentelemetry-api)") from exc
 
+from .genai import (
+    AGENT_NAME,
+    CONVERSATION_ID,
+    ERROR_TYPE,
+    OPERATION_NAME,
+    PROVIDER_NAME,
+    REQUEST_MODEL,
+    RESPONSE_FINISH_REASONS,
+    RESPONSE_ID,
+    RESPONSE_MODEL,
+    SEMCONV_VERSION,
+    TOOL_CALL_ARGUMENTS,
+    TOOL_CALL_ID,
+    TOOL_CALL_RESULT,
+    TOOL_DESCRIPTION,
+    TOOL_NAME,
+    TOOL_TYPE,
+    request_attributes,
+    usage_attributes,
+)
 from .nested import canonical
 
 __all__ = ["SEMCONV_VERSION", "SPAN_RULES", "SpanBuilder", "trace_session"]
 
-#: The version of the OpenTelemetry semantic conventions whose GenAI spans these follow.
-SEMCONV_VERSION = "1.41.0"
 #: The instrumentation scope the spans are made under.
 SCOPE = "toolledger"
-
-# the attribute names, hard-coded (see the module's docstring)
-OPERATION_NAME = "gen_ai.operation.name"
-CONVERSATION_ID = "gen_ai.conversation.id"
-AGENT_NAME = "gen_ai.agent.name"
-PROVIDER_NAME = "gen_ai.provider.name"
-TOOL_NAME = "gen_ai.tool.name"
-TOOL_CALL_ID = "gen_ai.tool.call.id"
-TOOL_TYPE = "gen_ai.tool.type"
-TOOL_DESCRIPTION = "gen_ai.tool.description"
-TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
-TOOL_CALL_RESULT = "gen_ai.tool.call.result"
-ERROR_TYPE = "error.type"
-
 
 def _ns(seconds: float) -> int:
     return int(round(seconds * 1e9))
@@ -100,11 +111,12 @@ class _Pending:
     """A span as the records describe it so far, made an OpenTelemetry span on demand."""
 
     def __init__(self, name: str, start: int, parent: str | None,
-                 attributes: dict[str, Any]) -> None:
+                 attributes: dict[str, Any], kind: SpanKind) -> None:
         self.name = name
         self.start = start
         self.parent = parent
         self.attributes = attributes
+        self.kind = kind
         self.events: list[tuple[str, dict[str, Any], int]] = []
         self.span: Span | None = None
 
@@ -148,9 +160,9 @@ class SpanBuilder:
     # -- what the rules do ------------------------------------------------------------------
 
     def start(self, key: str, name: str, record: Record, parent: str | None,
-              attributes: dict[str, Any]) -> None:
+              attributes: dict[str, Any], kind: SpanKind = SpanKind.INTERNAL) -> None:
         """Open the span ``key``, a child of ``parent`` (a key) or of the builder's context."""
-        self.open[key] = _Pending(name, _ns(record.time), parent, attributes)
+        self.open[key] = _Pending(name, _ns(record.time), parent, attributes, kind)
         if self.emitting:
             self._made(key)
 
@@ -197,7 +209,7 @@ class SpanBuilder:
         context = self.context
         if pending.parent is not None and (parent := self.open.get(pending.parent)):
             context = trace.set_span_in_context(self._made(pending.parent, parent), context)
-        span = self.tracer.start_span(pending.name, context=context, kind=SpanKind.INTERNAL,
+        span = self.tracer.start_span(pending.name, context=context, kind=pending.kind,
                                       attributes=pending.attributes, start_time=pending.start)
         for name, attributes, at in pending.events:
             span.add_event(name, attributes, timestamp=at)
@@ -230,6 +242,39 @@ def _assistant_message(builder: SpanBuilder, record: Record) -> None:
     if not event.tool_calls and builder.prompt is not None:
         builder.end(builder.prompt, _ns(record.time))
         builder.prompt = None
+
+
+def _model_requested(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ModelRequested)
+    attributes: dict[str, Any] = {OPERATION_NAME: "chat", PROVIDER_NAME: event.provider,
+                                  REQUEST_MODEL: event.model,
+                                  CONVERSATION_ID: record.session_id}
+    attributes.update(request_attributes(event.settings))
+    builder.start(f"turn {event.turn}", f"chat {event.model}", record, builder.prompt,
+                  attributes, SpanKind.CLIENT)
+
+
+def _model_responded(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ModelResponded)
+    attributes: dict[str, Any] = {RESPONSE_FINISH_REASONS: [event.stop_reason]}
+    if event.model is not None:
+        attributes[RESPONSE_MODEL] = event.model
+    if event.response_id is not None:
+        attributes[RESPONSE_ID] = event.response_id
+    if event.usage is not None:
+        attributes.update(usage_attributes(event.usage))
+    builder.set(f"turn {event.turn}", attributes)
+    builder.end(f"turn {event.turn}", _ns(record.time))
+
+
+def _model_failed(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ModelFailed)
+    if event.response_id is not None:
+        builder.set(f"turn {event.turn}", {RESPONSE_ID: event.response_id})
+    builder.end(f"turn {event.turn}", _ns(record.time), event.kind, event.error.message)
 
 
 def _tool_registered(builder: SpanBuilder, record: Record) -> None:
@@ -317,6 +362,9 @@ def _failed_type(event: ToolCallFailed) -> str:
 SPAN_RULES: dict[type[Any], Callable[[SpanBuilder, Record], None]] = {
     UserMessage: _user_message,
     AssistantMessage: _assistant_message,
+    ModelRequested: _model_requested,
+    ModelResponded: _model_responded,
+    ModelFailed: _model_failed,
     ToolRegistered: _tool_registered,
     ToolCallRequested: _call_requested,
     ToolCallRewritten: _call_rewritten,

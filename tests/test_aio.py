@@ -9,7 +9,9 @@ errors outward (the same object), and the asyncio caller's context variables.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import json
 from typing import Any
 
 import pytest
@@ -337,3 +339,97 @@ def test_anyio_on_its_asyncio_backend_hosts_a_session_too() -> None:
                 return (await session.prompt("go")).text
 
     assert anyio.run(main, backend="asyncio") == "io"
+
+
+@tool(input_schema={"type": "object"}, annotations=SAFE, exposure="deferred")
+async def later_tool(call: Any, ctx: Any) -> ToolResult:
+    """Declared only once activated."""
+    return ToolResult(content=[text("found")])
+
+
+def test_a_host_call_from_asyncio_is_governed_recorded_and_sees_the_callers_context() -> None:
+    async def main() -> None:
+        async with Session.open(MemoryStore(), model=FauxModel([]),
+                                tools=[echo, hang]) as session:
+            REQUEST_ID.set("r7")
+            outcome = await session.call_tool("echo", {"word": "hi"})
+            assert outcome.call_id == "h0"
+            assert outcome.content[0].text == "hi r7"  # type: ignore[union-attr]
+            assert session.calls["h0"].status == "completed"
+            assert await session.resume_call("h0") == outcome  # the recorded outcome
+            refused = await session.call_tool("echo", {"word": 3})
+            assert refused.is_error and session.calls["h1"].status == "failed"
+
+            # cancelling the awaiting task ends the host call as cancelled, recorded
+            call = asyncio.create_task(session.call_tool("hang", {}))
+            await wait_for_bodies(session, 2)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            assert session.calls["h2"].status == "cancelled"
+            assert not session.transcript  # host calls add nothing to the transcript
+
+    asyncio.run(main())
+
+
+def test_activate_and_the_system_prompt_from_asyncio_reach_the_models_next_request() -> None:
+    async def main() -> None:
+        model = FauxModel([faux_text("one"), faux_text("two")])
+        async with Session.open(MemoryStore(), model=model, tools=[echo, later_tool],
+                                system_prompt="Be brief.") as session:
+            assert [tool.name for tool in session.declared_tools()] == ["echo"]
+            await session.prompt("first")
+            await session.activate(["later_tool"])
+            await session.set_system_prompt("Be thorough.")
+            await session.prompt("second")
+            with pytest.raises(ValueError, match="no tool named 'nope'"):
+                await session.activate(["nope"])
+            with pytest.raises(TypeError, match="not one string"):
+                await session.activate("later_tool")
+        first, second = model.requests
+        assert (first.system, [tool.name for tool in first.tools]) == ("Be brief.", ["echo"])
+        assert (second.system, [tool.name for tool in second.tools]) == (
+            "Be thorough.", ["echo", "later_tool"])
+
+    asyncio.run(main())
+
+
+def test_a_streamed_turns_deltas_reach_an_asyncio_subscriber() -> None:
+    async def main() -> None:
+        model = FauxModel([faux_tool_call("echo", {"word": "w"}), faux_text("all done")],
+                          stream=True)
+        async with Session.open(MemoryStore(), model=model, tools=[echo]) as session:
+            async with session.deltas() as stream:
+                async def read() -> list[Any]:
+                    return [delta async for delta in stream]
+
+                reader = asyncio.create_task(read())
+                await session.prompt("go")
+                assert not reader.done()  # it reads until the session closes
+            # leaving the block ends the subscription; the reader saw what was published
+            deltas = await reader
+        arguments = [d for d in deltas if d.kind == "arguments"]
+        assert {(d.turn, d.name) for d in arguments} == {(1, "echo")}
+        assert json.loads("".join(d.text for d in arguments)) == {"word": "w"}
+        texts = [d for d in deltas if d.kind == "text"]
+        assert {d.turn for d in texts} == {2} and "".join(d.text for d in texts) == "all done"
+        assert deltas == arguments + texts  # in the order they were published
+
+    asyncio.run(main())
+
+
+def test_a_delta_subscribers_iteration_ends_when_the_session_closes() -> None:
+    async def main() -> None:
+        async with contextlib.AsyncExitStack() as outlasting:
+            model = FauxModel([faux_text("x")], stream=True)
+            async with Session.open(MemoryStore(), model=model) as session:
+                stream = await outlasting.enter_async_context(session.deltas())
+
+                async def read() -> list[Any]:
+                    return [delta async for delta in stream]
+
+                reader = asyncio.create_task(read())
+                await session.prompt("go")
+            assert [delta.text for delta in await reader] == ["x"]
+
+    asyncio.run(main())

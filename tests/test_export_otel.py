@@ -64,10 +64,11 @@ def test_the_json_file_holds_the_sessions_spans_at_their_recorded_times(
 ) -> None:
     out = tmp_path / "spans.json"
     assert main(["export-otel", str(log), "--json", str(out)]) == 0
-    assert "4 spans from 1 sessions written to" in capsys.readouterr().out
-    spans = {span["name"]: span for span in json.loads(out.read_text())}
-    assert sorted(spans) == ["execute_tool inner", "execute_tool outer", "execute_tool slow",
-                             "invoke_agent"]
+    assert "6 spans from 1 sessions written to" in capsys.readouterr().out
+    everything = json.loads(out.read_text())
+    spans = {span["name"]: span for span in everything}
+    assert sorted(spans) == ["chat faux", "execute_tool inner", "execute_tool outer",
+                             "execute_tool slow", "invoke_agent"]
     agent, outer_span = spans["invoke_agent"], spans["execute_tool outer"]
     assert outer_span["parent_id"] == agent["context"]["span_id"]
     assert spans["execute_tool inner"]["parent_id"] == outer_span["context"]["span_id"]
@@ -82,6 +83,21 @@ def test_the_json_file_holds_the_sessions_spans_at_their_recorded_times(
     assert agent["start_time"] == ns_to_iso_str(int(round(user["time"] * 1e9)))
     assert spans["execute_tool slow"]["end_time"] == ns_to_iso_str(
         int(round(failed["time"] * 1e9)))
+
+    # a chat span per model turn, under the prompt's span, from its request to its answer
+    turns = sorted((span for span in everything if span["name"] == "chat faux"),
+                   key=lambda span: span["start_time"])
+    assert [turn["parent_id"] for turn in turns] == [agent["context"]["span_id"]] * 2
+    assert turns[0]["kind"] == "SpanKind.CLIENT"
+    assert turns[0]["attributes"]["gen_ai.operation.name"] == "chat"
+    assert turns[0]["attributes"]["gen_ai.provider.name"] == "faux"
+    assert turns[0]["attributes"]["gen_ai.response.finish_reasons"] == ["stop"]
+    requested = [line["time"] for line in lines if line["type"] == "model_requested"]
+    responded = [line["time"] for line in lines if line["type"] == "model_responded"]
+    assert [turn["start_time"] for turn in turns] == [
+        ns_to_iso_str(int(round(time * 1e9))) for time in requested]
+    assert [turn["end_time"] for turn in turns] == [
+        ns_to_iso_str(int(round(time * 1e9))) for time in responded]
 
 
 def test_capture_content_puts_arguments_on_the_spans(log: Path, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ tool failures and refusals as error results, and an unknown tool as a protocol e
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import trio.testing
 from mcp import Client, MCPError, StdioServerParameters
 
 from engine import LATER, Annotations, ApprovalRequest, Session, ToolResult, text, tool
+from engine.aio import Session as AioSession
 from engine.mcp import mcp_server
 from engine.models import FauxModel
 from events import JsonlStore, MemoryStore
@@ -229,3 +231,18 @@ def test_toolledger_serve_says_what_is_wrong_with_its_target(
     assert main(["serve", target]) == 1
     err = capsys.readouterr().err
     assert err.startswith("toolledger: error: ") and says in err and err.count("\n") == 1
+
+
+def test_an_asyncio_host_serves_an_engine_aio_session() -> None:
+    async def main() -> None:
+        async with AioSession.open(MemoryStore(), model=FauxModel([]), tools=TOOLS) as session:
+            async with Client(mcp_server(session)) as client:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+                assert listed == {"stat", "explode", "wipe", "later_tool"}
+                done = await client.call_tool("stat", {"path": "a"})
+                assert done.structured_content == {"size": 3} and not done.is_error
+                denied = await client.call_tool("wipe", {})
+                assert denied.is_error and "not approved" in denied.content[0].text
+            assert [session.calls[f"h{n}"].status for n in range(2)] == ["completed", "denied"]
+
+    asyncio.run(main())

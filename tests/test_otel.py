@@ -8,19 +8,28 @@ import functools
 import json
 from typing import Any
 
+import pytest
 import trio
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 
 from conftest import counting_clock
 from engine import Annotations, Session, ToolResult, text, tool
 from engine.aio import Session as AioSession
-from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.models import (
+    FauxModel,
+    ModelError,
+    ModelInfo,
+    ModelMessage,
+    faux_text,
+    faux_tool_call,
+)
 from engine.otel import SpanBuilder, spans_from_records, trace_session
 from events import MemoryStore
-from events.types import ToolExecutionStarted
+from events.models import ModelFailed, ModelRequested, ModelResponded, Usage
+from events.types import ModelToolCall, Record, ToolExecutionStarted
 
 SAFE = Annotations(read_only=True, open_world=False)
 
@@ -93,13 +102,22 @@ async def run_scene(provider: TracerProvider, **options: Any) -> tuple[Any, ...]
 
 
 def by_name(spans: Any) -> dict[str, ReadableSpan]:
+    """The spans by name, chat spans left out (:func:`chats`)."""
     named = {}
     for span in spans:
+        if span.name.startswith("chat "):
+            continue
         key = span.name if span.name != "execute_tool inner" else (
             f"execute_tool inner {span.attributes['gen_ai.tool.call.id']}")
         key = key if key not in named else f"{key} 2"
         named[key] = span
     return named
+
+
+def chats(spans: Any) -> list[ReadableSpan]:
+    """The chat spans, in the order they started."""
+    return sorted((span for span in spans if span.name.startswith("chat ")),
+                  key=lambda span: span.start_time)
 
 
 async def test_a_prompt_makes_an_invoke_agent_span_with_an_execute_tool_span_per_call(
@@ -132,6 +150,105 @@ async def test_a_prompt_makes_an_invoke_agent_span_with_an_execute_tool_span_per
         "UserMessage")].time * 1e9)
     assert [event.name for event in outer_span.events] == ["policy_decided",
                                                             "execution_started"]
+
+
+async def test_each_model_turn_is_a_chat_span_under_its_prompts_span(
+    autojump_clock: Any,
+) -> None:
+    spans, provider = exporter()
+    records = await run_scene(provider)
+    finished = spans.get_finished_spans()
+    named, turns = by_name(finished), chats(finished)
+    # two turns in the first prompt; the second prompt's first turn, then it was cancelled
+    assert [span.name for span in turns] == ["chat faux"] * 3
+    first, second = named["invoke_agent"], named["invoke_agent 2"]
+    assert [span.parent.span_id for span in turns if span.parent] == [
+        first.context.span_id, first.context.span_id, second.context.span_id]
+    assert all(span.kind is SpanKind.CLIENT for span in turns)
+    assert dict(turns[0].attributes or {}) == {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "faux",
+        "gen_ai.request.model": "faux", "gen_ai.conversation.id": records[0].session_id,
+        "gen_ai.response.finish_reasons": ("stop",)}
+    assert turns[0].status.status_code is StatusCode.UNSET
+    # from the request's record to the answer's
+    requested = [r.time for r in records if isinstance(r.event, ModelRequested)]
+    responded = [r.time for r in records if isinstance(r.event, ModelResponded)]
+    assert [span.start_time for span in turns] == [int(round(t * 1e9)) for t in requested]
+    assert [span.end_time for span in turns] == [int(round(t * 1e9)) for t in responded]
+    # the turn's span ends before its calls start
+    assert (turns[0].end_time or 0) <= (named["execute_tool outer"].start_time or 0)
+
+
+def usage_and_failure() -> FauxModel:
+    """A turn that answers with its usage, then one the provider refuses (429), then the
+    answer the host's resume got."""
+
+    def rate_limited(request: Any) -> ModelMessage:
+        raise ModelError("rate_limited", "Rate limit reached", status=429,
+                         request_id="req_2")
+
+    model = FauxModel([
+        ModelMessage(tool_calls=[ModelToolCall(id="c1", name="inner", arguments={"n": 1})],
+                     stop_reason="tool_calls", model="gpt-test-2025", response_id="resp_1",
+                     usage=Usage(input_tokens=120, output_tokens=7, cached_tokens=100)),
+        rate_limited,
+        ModelMessage(text="done", model="gpt-test-2025", response_id="resp_3"),
+    ])
+    model.info = ModelInfo(provider="openai", model="gpt-test", api="chat", settings={
+        "temperature": 0.2, "max_completion_tokens": 256, "stop": "END", "user": "u1"})
+    return model
+
+
+async def run_usage_and_failure(provider: TracerProvider) -> tuple[Record, ...]:
+    async with trio.open_nursery() as tracing:
+        async with Session.open(MemoryStore(), model=usage_and_failure(), tools=[inner],
+                                clock=counting_clock()) as session:
+            tracing.start_soon(functools.partial(trace_session, session,
+                                                 tracer_provider=provider))
+            with pytest.raises(ModelError):
+                await session.prompt("go")
+            await session.resume()
+            return tuple(session.records)
+
+
+async def test_a_chat_span_has_the_answers_model_id_and_usage(autojump_clock: Any) -> None:
+    spans, provider = exporter()
+    await run_usage_and_failure(provider)
+    answered = chats(spans.get_finished_spans())[0]
+    assert answered.name == "chat gpt-test"
+    attributes = dict(answered.attributes or {})
+    del attributes["gen_ai.conversation.id"]
+    assert attributes == {
+        "gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": "gpt-test", "gen_ai.request.temperature": 0.2,
+        "gen_ai.request.max_tokens": 256, "gen_ai.request.stop_sequences": ("END",),
+        "gen_ai.response.model": "gpt-test-2025", "gen_ai.response.id": "resp_1",
+        "gen_ai.response.finish_reasons": ("tool_calls",),
+        "gen_ai.usage.input_tokens": 120, "gen_ai.usage.output_tokens": 7,
+        "gen_ai.usage.cache_read.input_tokens": 100}
+
+
+async def test_a_failed_turn_is_a_chat_span_with_its_error_type(autojump_clock: Any) -> None:
+    spans, provider = exporter()
+    records = await run_usage_and_failure(provider)
+    finished = spans.get_finished_spans()
+    answered, failed, retried = chats(finished)
+    assert failed.attributes["error.type"] == "rate_limited"  # type: ignore[index]
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.status.description == "Rate limit reached"
+    assert "gen_ai.response.id" not in (failed.attributes or {})
+    failed_at = next(r.time for r in records if isinstance(r.event, ModelFailed))
+    assert failed.end_time == int(round(failed_at * 1e9))
+    # the resumed turn asks again: its own span, under the same (paused, resumed) prompt
+    assert retried.attributes["gen_ai.response.id"] == "resp_3"  # type: ignore[index]
+    assert retried.status.status_code is StatusCode.UNSET
+    agent = by_name(finished)["invoke_agent"]
+    assert {span.parent.span_id for span in (answered, failed, retried) if span.parent} == {
+        agent.context.span_id}
+
+    later, later_provider = exporter()
+    spans_from_records(records, later_provider.get_tracer("t"))
+    assert shape(later.get_finished_spans()) == shape(finished)
 
 
 async def test_a_timeout_and_a_cancellation_set_error_type_explicitly(
@@ -201,7 +318,7 @@ def test_records_before_tracing_began_make_no_span_unless_still_open() -> None:
             builder.close()
 
     trio.run(main)
-    assert [span.name for span in spans.get_finished_spans()] == ["invoke_agent"]
+    assert [span.name for span in spans.get_finished_spans()] == ["chat faux", "invoke_agent"]
 
 
 def test_an_asyncio_host_traces_its_session_from_an_asyncio_task() -> None:
@@ -216,4 +333,5 @@ def test_an_asyncio_host_traces_its_session_from_an_asyncio_task() -> None:
 
     asyncio.run(main())
     assert sorted(span.name for span in spans.get_finished_spans()) == [
-        "execute_tool inner", "execute_tool inner", "execute_tool outer", "invoke_agent"]
+        "chat faux", "chat faux", "execute_tool inner", "execute_tool inner",
+        "execute_tool outer", "invoke_agent"]

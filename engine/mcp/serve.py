@@ -18,32 +18,46 @@ MCP client sees what the log holds:
   host answers (:meth:`engine.Session.resolve_approval`); cancelling the request (the client
   gave up) ends the call as cancelled.
 
-Calls run concurrently, each in the server's task for its request.
+Calls run concurrently, each in the server's task for its request. The session is a trio
+:class:`engine.Session`, or an :class:`engine.aio.Session` when the server runs on an asyncio
+loop (an ASGI app's ``streamable_http_app()``, say): the server needs only the session's state
+and its ``call_tool``.
 """
 
 from __future__ import annotations
 
 from importlib import metadata
-from typing import Any
+from typing import Any, Protocol
 
 from events.types import ToolSnapshot
 
-from ..session import Session
+from ..context import CallOutcome
+from ..reducers import Projection
 from ..tools import may_call
 from ._sdk import mcp, mcp_types
 from .formats import result_to_mcp, tool_to_mcp
 
-__all__ = ["listed_tools", "mcp_server", "serve_stdio"]
+__all__ = ["Served", "listed_tools", "mcp_server", "serve_stdio"]
 
 
-def listed_tools(session: Session) -> tuple[ToolSnapshot, ...]:
+class Served(Protocol):
+    """What serving needs of a session: :class:`engine.Session` and
+    :class:`engine.aio.Session` both have it."""
+
+    @property
+    def state(self) -> Projection: ...
+
+    async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome: ...
+
+
+def listed_tools(session: Served) -> tuple[ToolSnapshot, ...]:
     """The tools an MCP client is offered now: the ones the host may call, in registration
     order."""
     return tuple(snapshot for snapshot in session.state.tools.values()
                  if _offered(session, snapshot))
 
 
-def _offered(session: Session, snapshot: ToolSnapshot | None) -> bool:
+def _offered(session: Served, snapshot: ToolSnapshot | None) -> bool:
     return snapshot is not None and may_call(
         snapshot.exposure, snapshot.name in session.state.active_tools, "host")
 
@@ -55,7 +69,7 @@ def _version() -> str:
         return "0"
 
 
-def mcp_server(session: Session, *, name: str = "toolledger", version: str | None = None,
+def mcp_server(session: Served, *, name: str = "toolledger", version: str | None = None,
                instructions: str | None = None) -> mcp.server.Server[Any]:
     """An MCP ``Server`` (the SDK's low-level one) that serves ``session``'s tools.
 
@@ -89,7 +103,7 @@ def mcp_server(session: Session, *, name: str = "toolledger", version: str | Non
                              on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def serve_stdio(session: Session, **options: Any) -> None:
+async def serve_stdio(session: Served, **options: Any) -> None:
     """Serve ``session``'s tools over this process's stdin and stdout until the client closes
     them; ``options`` go to :func:`mcp_server`."""
     server = mcp_server(session, **options)
