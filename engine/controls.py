@@ -27,7 +27,7 @@ from events.types import (
 from . import hostcalls
 from .approvals import ApprovalAnswer, ApprovalRequest
 from .batch import Batch
-from .calls import resolve
+from .gate import resolve
 from .context import CallOutcome
 from .deltas import Deltas, DeltaStream
 from .environment import Environment
