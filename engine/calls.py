@@ -19,10 +19,10 @@ order", and its comments use the same step numbers:
    every other ending, written by the step that decides it).
 
 Steps 2 to 5, everything decided before a body may run, are :mod:`engine.gate`'s (and are
-exported here too); steps 6 to 8 are here. Each step records what it decides and returns; :func:`advance` calls the next one from the
-state the log is in (which event may follow which is :mod:`engine.lifecycle`'s, and the
-recorder enforces it). Whatever escapes (a cancellation above all) first closes the call and
-its nested calls, shielded, then propagates.
+exported here too); steps 6 to 8 are here. Each step records what it decides and returns;
+:func:`advance` calls the next one from the state the log is in (which event may follow which
+is :mod:`engine.lifecycle`'s, and the recorder enforces it). Whatever escapes (a cancellation
+above all) first closes the call and its nested calls, shielded, then propagates.
 
 Every function takes what it uses: the session's fixed setup (an
 :class:`~engine.environment.Environment`), its :class:`~engine.recorder.Recorder` (which holds
