@@ -7,21 +7,22 @@ order", and its comments use the same step numbers:
 
 1. ``tool_call_requested`` is recorded by the caller (:mod:`engine.batch` for the model's
    calls, :mod:`engine.context` for ``ctx.execute_tool``);
-2. availability and the arguments (:func:`gate`);
-3. the ``tool_call`` handlers (:func:`gate`);
-4. the policy (:func:`gate`);
-5. the approver, if the policy said ask (:func:`ask`; the host may answer later:
-   :func:`resolve`);
+2. availability and the arguments (:func:`~engine.gate.gate`);
+3. the ``tool_call`` handlers (:func:`~engine.gate.gate`);
+4. the policy (:func:`~engine.gate.gate`);
+5. the approver, if the policy said ask (:func:`~engine.gate.ask`; the host may answer later:
+   :func:`~engine.gate.resolve`);
 6. ``tool_execution_started``, the body under the tool's timeout, the output check
    (:func:`execute`);
 7. the ``tool_result`` handlers (:func:`execute`);
 8. the one terminal event (:func:`execute` for a completed call; :mod:`engine.endings` for
    every other ending, written by the step that decides it).
 
-Each step records what it decides and returns; :func:`advance` calls the next one from the
-state the log is in (which event may follow which is :mod:`engine.lifecycle`'s, and the
-recorder enforces it). Whatever escapes (a cancellation above all) first closes the call and
-its nested calls, shielded, then propagates.
+Steps 2 to 5, everything decided before a body may run, are :mod:`engine.gate`'s (and are
+exported here too); steps 6 to 8 are here. Each step records what it decides and returns;
+:func:`advance` calls the next one from the state the log is in (which event may follow which
+is :mod:`engine.lifecycle`'s, and the recorder enforces it). Whatever escapes (a cancellation
+above all) first closes the call and its nested calls, shielded, then propagates.
 
 Every function takes what it uses: the session's fixed setup (an
 :class:`~engine.environment.Environment`), its :class:`~engine.recorder.Recorder` (which holds
@@ -36,30 +37,24 @@ from typing import Any
 
 import trio
 
-from events.results import ErrorInfo, ToolResult, error_result
+from events.results import ToolResult, error_result
 from events.types import (
-    Annotations,
-    ApprovalRequested,
-    ApprovalResolved,
-    FailureDetail,
-    PolicyDecided,
     ResultHandlerFailed,
     ToolCallCompleted,
     ToolCallDenied,
-    ToolCallRewritten,
     ToolExecutionStarted,
     ToolRegistered,
 )
 
-from .approvals import LATER, ApprovalAnswer, ApprovalRequest, as_answer
 from .context import ToolContext
-from .endings import block, close_open, deny, fail
+from .endings import close_open, deny, fail
 from .environment import Environment
-from .handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResultDraft, handler_name
+from .gate import ask, gate, resolve
+from .handlers import ResultPatch, ToolResultDraft, handler_name
 from .inflight import InFlight
-from .jsonvalues import copy_json, ensure_json, own_result
+from .jsonvalues import copy_json, own_result
 from .lifecycle import CallState
-from .limits import admit, not_json, oversized, result_size
+from .limits import result_size
 from .outputs import (
     Failure,
     InvalidOutput,
@@ -69,10 +64,10 @@ from .outputs import (
     error_info,
     text_limit,
 )
-from .policy import decide, deny_rule
+from .policy import deny_rule
 from .recorder import Recorder
-from .refusals import APPROVER_FAILED, denied_result, not_approved_result
-from .tools import ToolCall, ToolSpec, may_call
+from .refusals import denied_result, not_approved_result
+from .tools import ToolCall
 from .views import LiveCall
 
 __all__ = ["advance", "ask", "execute", "gate", "resolve"]
@@ -126,169 +121,6 @@ async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call
                 close_open(recorder, call_id, reason)
                 await recorder.flush()
         raise
-
-
-# -- 2.-4. the gate -----------------------------------------------------------------------------
-
-async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
-    """Steps 2-4 for a requested call: end it, or record the policy's decision on it."""
-    call_id, name = view.call_id, view.name
-    projection = recorder.projection
-    # 2. availability, depth, size, the input schema
-    spec = env.registry.specs.get(name)
-    if spec is None or not may_call(spec.exposure, name in projection.active_tools, view.origin):
-        why = "no tool has that name" if spec is None else (
-            f"its exposure {spec.exposure!r} does not let a {view.origin} call use it now"
-        )
-        fail(recorder, call_id, "unavailable", f"Tool {name} is not available: {why}",
-             text=f"Tool {name} is not available")
-        return
-    if call_id.count("/") > env.max_depth:
-        fail(recorder, call_id, "depth_limit",
-             f"nested calls may go {env.max_depth} deep; {call_id} is deeper",
-             detail=FailureDetail(limit=env.max_depth))
-        return
-    arguments = view.arguments
-    if (size := oversized(arguments)) is not None:
-        fail(recorder, call_id, "too_large", f"{name} was not run: its arguments take {size} "
-             f"bytes, over the limit of {env.limits.max_argument_bytes}",
-             detail=FailureDetail(limit=env.limits.max_argument_bytes, size=size))
-        return
-    if (unread := not_json(arguments)) is not None:  # a model's, recorded as a marker
-        fail(recorder, call_id, "invalid_arguments",
-             f"Invalid arguments for {name}: not JSON ({unread[0]})", detail=unread[1])
-        return
-    if not _valid_arguments(env, recorder, call_id, spec, arguments, after=None):
-        return
-
-    # 3. the tool_call handlers, in registration order: the first block wins
-    for handler in env.call_handlers:
-        draft = ToolCallDraft(call_id=call_id, name=name, arguments=copy_json(arguments),
-                              origin=view.origin, parent_id=view.parent_id)
-        by = handler_name(handler)
-        try:
-            verdict = handler(draft)
-            if verdict is not None and not isinstance(verdict, (Block, Rewrite)) and (
-                inspect.isawaitable(verdict)
-            ):
-                verdict = await verdict
-        except Exception as exc:  # fail closed; the model is told no more than that
-            block(recorder, view, f"the tool_call handler {by} failed ({describe(exc)})", by,
-                  error=error_info(exc, text_limit(env.limits)))
-            return
-        if (problem := _unusable(env, verdict)) is not None:  # fail closed too
-            block(recorder, view, f"a tool_call handler {problem}", by)
-            return
-        if verdict is None:
-            continue
-        if isinstance(verdict, Block):
-            block(recorder, view, verdict.reason, by)
-            return
-        arguments = copy_json(verdict.arguments)
-        recorder.record(ToolCallRewritten(call_id=call_id, arguments=arguments, by=by))
-        if not _valid_arguments(env, recorder, call_id, spec, arguments, after=by):
-            return
-
-    # 4. the policy, on the final arguments
-    decision = decide(name, spec.annotations, rules=env.rules,
-                      session_grants=projection.session_grants)
-    recorder.record(PolicyDecided(call_id=call_id, decision=decision.decision,
-                                  reason=decision.reason, rule=decision.rule))
-    if decision.decision == "deny":
-        deny(recorder, view, decision.reason, "policy", denied_result(name, decision.reason),
-             rule=decision.rule)
-
-
-def _unusable(env: Environment, verdict: Any) -> str | None:
-    """What is wrong with a ``tool_call`` handler's answer (words the model may read), or
-    ``None`` if the gate can use it."""
-    if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
-        return f"returned a {type(verdict).__name__}, not None, a Block or a Rewrite"
-    if isinstance(verdict, Rewrite):
-        try:
-            ensure_json(verdict.arguments)
-        except Exception as exc:
-            return f"rewrote the arguments to a value that is not JSON ({describe(exc)})"
-        if oversized(admit(verdict.arguments, env.limits)) is not None:
-            return "rewrote the arguments over the size limit"
-    return None
-
-
-def _valid_arguments(env: Environment, recorder: Recorder, call_id: str, spec: ToolSpec,
-                     arguments: Any, *, after: str | None) -> bool:
-    """Whether the arguments fit the input schema; if not, the call fails saying why."""
-    problem = env.registry.inputs[spec.name].violation(arguments)
-    if problem is None:
-        return True
-    where = f" (after the rewrite by {after})" if after else ""
-    fail(recorder, call_id, "invalid_arguments",
-         f"Invalid arguments for {spec.name}{where}: {problem}")
-    return False
-
-
-# -- 5. approval --------------------------------------------------------------------------------
-
-async def ask(env: Environment, recorder: Recorder, inflight: InFlight, view: LiveCall) -> None:
-    """Step 5: ask the approver about a call the policy said ask for. An answer is recorded
-    at once (:func:`resolve`); :data:`~engine.approvals.LATER` leaves the request pending in
-    the log, for ``session.resolve_approval``."""
-    call_id = view.call_id
-    reason = view.policy.reason if view.policy is not None else "the policy asks"
-    recorder.record(ApprovalRequested(call_id=call_id, reason=reason))
-    await recorder.flush()
-    # the tool may be missing from this process (a session reopened without it): the approver
-    # reads the hints the log recorded, and the call fails "unavailable" if it would run
-    known = env.registry.specs.get(view.name) or recorder.projection.tools.get(view.name)
-    request = ApprovalRequest(call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
-                              reason=reason,
-                              annotations=known.annotations if known else Annotations(),
-                              origin=view.origin, parent_id=view.parent_id)
-    inflight.ask(call_id)  # not pending for the host while its approver decides
-    error = None
-    try:
-        reply = await env.approver(request)
-        if reply is LATER:
-            return
-        answer = as_answer(reply)
-        if answer.granted and answer.arguments is not None:
-            ensure_json(answer.arguments)
-    except Exception as exc:  # refuses; the model is told no more than that
-        answer = ApprovalAnswer(granted=False, reason=f"{APPROVER_FAILED} ({describe(exc)})")
-        error = error_info(exc, text_limit(env.limits))
-    finally:
-        inflight.asked(call_id)
-    resolve(env, recorder, call_id, answer, error=error)
-
-
-def resolve(env: Environment, recorder: Recorder, call_id: str, answer: ApprovalAnswer, *,
-            error: ErrorInfo | None = None, later: bool = False) -> None:
-    """Record the answer to a pending approval: the approver's edit (a rewrite, validated
-    again), the resolution, and the denial if it refuses (with its reason for the model;
-    ``error``: the approver raised). The one place answers are written, whether the approver
-    gave them or the host did ``later``, at a pause (recorded: a replay answers "later" there
-    too)."""
-    view = recorder.projection.live_calls[call_id]
-    edited = answer.granted and answer.arguments is not None
-    size = oversized(admit(answer.arguments, env.limits)) if edited else None
-    if edited and size is None:
-        recorder.record(ToolCallRewritten(
-            call_id=call_id, arguments=copy_json(answer.arguments), by="approver"))
-    recorder.record(ApprovalResolved(call_id=call_id, granted=answer.granted,
-                                     scope=answer.scope, reason=answer.reason,
-                                     later=later))
-    if not answer.granted:
-        deny(recorder, view, answer.reason or "the approver refused", "approver",
-             not_approved_result(view.name, answer.reason, failed=error is not None),
-             error=error)
-        return
-    if size is not None:  # the edit is not recorded: the call ends instead
-        fail(recorder, call_id, "too_large", f"{view.name} was not run: the approver's edited "
-             f"arguments take {size} bytes, over the limit of {env.limits.max_argument_bytes}",
-             detail=FailureDetail(limit=env.limits.max_argument_bytes, size=size))
-        return
-    spec = env.registry.specs.get(view.name)
-    if edited and spec is not None:
-        _valid_arguments(env, recorder, call_id, spec, answer.arguments, after="approver")
 
 
 # -- 6.-8. the body, the result handlers, the terminal event -----------------------------------

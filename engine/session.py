@@ -5,7 +5,9 @@ user's message, ask the model, record its answer, settle its tool calls as a bat
 (:mod:`engine.batch`), repeat until a message without calls or ``max_turns``. The model, the
 ``tool_call`` handlers and the approver run in that task, so they see the caller's context
 variables; the tool bodies run in tasks of the session's nursery that inherit a copy of them.
-The rules of one call live in :mod:`engine.calls`, which event may follow which in
+What the host reads and changes besides prompting (views, tools, handlers, its own calls,
+answers to approvals) is :class:`~engine.controls.SessionControls`, which the session is built
+on. The rules of one call live in :mod:`engine.calls`, which event may follow which in
 :mod:`engine.lifecycle`, the session's fixed setup in :mod:`engine.environment`, and what this
 process is doing about its calls in :mod:`engine.inflight`.
 
@@ -18,8 +20,8 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import attrs
@@ -29,38 +31,24 @@ from events.errors import SessionNotFound
 from events.models import SystemPromptSet
 from events.stores import EventStore
 from events.types import (
-    ActiveToolsSet,
-    Annotations,
     AssistantMessage,
     ModelToolCall,
-    Record,
     SessionSettings,
     SessionStarted,
-    ToolRegistered,
-    ToolSnapshot,
-    ToolsActivated,
     UserMessage,
 )
 
+from .approvals import ApprovalRequest, Approver, deny_all
 from .asking import ask_model, kept_content
-from .approvals import ApprovalAnswer, ApprovalRequest, Approver, deny_all
-from .batch import Batch
-from . import hostcalls
-from .calls import resolve
-from .context import CallOutcome
-from .deltas import Deltas, DeltaStream
+from .controls import SessionControls
 from .environment import Environment
-from .handlers import ToolCallHandler, ToolResultHandler
-from .inflight import InFlight
-from .jsonvalues import copy_json, ensure_json, own_json
-from .lifecycle import CallState
+from .jsonvalues import own_json
 from .limits import Limits, admit, clip_name, not_json_marker
 from .models import Model
 from .policy import PolicyRules
 from .recorder import Recorder
-from .reducers import CallView, Projection, TranscriptView, fold
+from .reducers import fold
 from .registry import Registry
-from .renamed import warn_renamed
 from .tools import ToolSpec
 
 __all__ = ["PromptResult", "Session"]
@@ -101,17 +89,12 @@ def _interrupt(group: BaseExceptionGroup[Any]) -> BaseException | None:
             return inner
     return None
 
-
-class Session:
+class Session(SessionControls):
     """One agent session over one log stream. Open it with :meth:`Session.open`."""
 
     def __init__(self, env: Environment, recorder: Recorder, model: Model) -> None:
-        self._env = env
-        self._recorder = recorder
-        self._inflight = InFlight()
-        self._batch = Batch(recorder, self._inflight)
+        super().__init__(env, recorder)
         self._model = model
-        self._deltas = Deltas()
         self._prompting = False
         #: the last prompt or resume returned "paused": resume() comes first
         self._paused = False
@@ -225,176 +208,13 @@ class Session:
         finally:
             claim.release()  # after the last flush, and after the session's tasks ended
 
-    # -- what the host reads ----------------------------------------------------------------
-
-    @property
-    def session_id(self) -> str:
-        """This session's id in the store."""
-        return self._recorder.session_id
-
-    @property
-    def state(self) -> Projection:
-        """The session's derived state (read-only views): equal to a fold of its log."""
-        return self._recorder.projection
-
-    @property
-    def transcript(self) -> TranscriptView:
-        """What the model saw: messages and one result per top-level call, nothing nested."""
-        return self._recorder.projection.transcript
-
-    @property
-    def calls(self) -> Mapping[str, CallView]:
-        """The call tree: every call by id, nested ones included (see ``CallView.parent_id``
-        and ``session.state.children(call_id)``)."""
-        return self._recorder.projection.calls
+    # -- the loop -------------------------------------------------------------------------------
 
     @property
     def paused(self) -> bool:
         """Whether the last prompt or resume returned ``"paused"`` and no :meth:`resume` has
         finished its batch since: :meth:`prompt` is refused until one has."""
         return self._paused
-
-    @property
-    def records(self) -> Sequence[Record]:
-        """The session's log as recorded so far (read-only)."""
-        return tuple(self._recorder.history)
-
-    def follow(self, after: int = 0) -> AsyncIterator[Record]:
-        """Iterate over the session's records (``seq > after``), live, until it closes.
-
-        A slow follower reads at its own pace and misses nothing; it never slows the session.
-        Each record comes as the session records it, before it is written. To watch a session
-        from another process, follow its store instead: ``store.follow(session_id)``, or
-        ``toolledger tail LOG --session ID --follow`` (it sees what is stored, by anyone).
-        """
-        return self._recorder.follow(after)
-
-    def deltas(self) -> AbstractAsyncContextManager[DeltaStream]:
-        """Subscribe to the pieces of the model's messages as they stream in, live::
-
-            async with session.deltas() as stream:
-                async for delta in stream:  # ModelDelta: text, or a call's arguments
-                    print(delta.text, end="")
-
-        Deltas are never written to the log (the whole message is recorded once, when it is
-        complete); a subscriber gets those published while its block is open, and its
-        iteration ends when the session closes. Only a model that streams sends any
-        (docs/models.md, "Streaming").
-        """
-        return self._deltas.subscribe()
-
-    # -- what the host changes ----------------------------------------------------------------
-
-    def on_tool_call(self, handler: ToolCallHandler) -> ToolCallHandler:
-        """Add a ``tool_call`` handler (runs in registration order). Usable as a decorator."""
-        env = self._env
-        self._env = env.evolve(call_handlers=(*env.call_handlers, handler))
-        return handler
-
-    def on_tool_result(self, handler: ToolResultHandler) -> ToolResultHandler:
-        """Add a ``tool_result`` handler (chained in registration order). Usable as a decorator."""
-        env = self._env
-        self._env = env.evolve(result_handlers=(*env.result_handlers, handler))
-        return handler
-
-    async def register(self, spec: ToolSpec) -> None:
-        """Register another tool (or a new version of one) while the session is open."""
-        self._register(spec)  # checked before anything changes
-        await self._recorder.flush()
-
-    def _register(self, spec: ToolSpec) -> None:
-        self._env = self._env.evolve(registry=self._env.registry.with_spec(spec))
-        self._record_tool(spec)
-
-    def _record_tool(self, spec: ToolSpec) -> None:
-        """Record the tool's snapshot unless the session's state has it so already."""
-        snapshot = spec.snapshot()
-        if self.state.tools.get(spec.name) != snapshot:
-            self._recorder.record(ToolRegistered(spec=snapshot))
-
-    async def set_system_prompt(self, text: str | None) -> None:
-        """Replace the system prompt the model gets from the next request on (``None``: none).
-        Recorded; a prompt equal to the current one records nothing."""
-        if text is not None and not isinstance(text, str):
-            raise TypeError(f"a system prompt is a string or None, not {type(text).__name__}")
-        if text != self.state.system_prompt:
-            self._recorder.record(SystemPromptSet(text=text))
-            await self._recorder.flush()
-
-    async def set_active_tools(self, names: Iterable[str]) -> None:
-        """Replace the set of active tools: the ones declared to the model from its next
-        request on. Any registered tool may be named, hidden ones included (this, and
-        :meth:`activate`, is the only way a hidden tool becomes active); an unknown name is an
-        error and nothing changes."""
-        wanted = self._registered("set_active_tools", names)
-        self._recorder.record(ActiveToolsSet(names=wanted))
-        await self._recorder.flush()
-
-    async def activate(self, names: Iterable[str]) -> None:
-        """Add tools to the active set, keeping the ones already there (recorded as
-        ``tools_activated``): :meth:`set_active_tools` without reading ``state.active_tools``
-        first. Any registered tool may be named, hidden ones included; an unknown name is an
-        error and nothing changes; naming only active tools records nothing."""
-        wanted = self._registered("activate", names)
-        active = self.state.active_tools
-        if added := tuple(name for name in wanted if name not in active):
-            self._recorder.record(ToolsActivated(names=added))
-            await self._recorder.flush()
-
-    def _registered(self, caller: str, names: Iterable[str]) -> tuple[str, ...]:
-        if isinstance(names, str):
-            raise TypeError(f"{caller}() takes a list of tool names, not one string")
-        wanted = tuple(dict.fromkeys(names))
-        specs = self._env.registry.specs
-        if unknown := [name for name in wanted if name not in specs]:
-            raise ValueError(
-                f"{caller}: no tool named {unknown[0]!r} is registered "
-                f"(registered: {', '.join(sorted(specs)) or 'none'})"
-            )
-        return wanted
-
-    def declared_tools(self) -> tuple[ToolSnapshot, ...]:
-        """The tools declared to the model now: the active ones, in registration order."""
-        return self.state.declared_tools
-
-    # -- the host's own calls ----------------------------------------------------------------
-
-    async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome:
-        """Run a tool for the host: a call of origin ``"host"``, in this task.
-
-        It takes the path a model's call takes (availability for a host call, input
-        validation, the ``tool_call`` handlers, the policy, the approver, the body, the
-        output check, the ``tool_result`` handlers) and is recorded the same way, under the
-        id ``"h{n}"`` (``n`` counts the session's host calls from 0), but it adds nothing to
-        the transcript. Like ``ctx.execute_tool`` it never raises for a tool failure: unknown
-        tool, invalid arguments, blocked, denied, raised, invalid output all come back as an
-        outcome with ``is_error=True``. Host calls may run concurrently with each other and
-        with a prompt; the prompt does not wait for them.
-
-        If the approver answers "later", this waits until the host answers the request
-        (``resolve_approval(outcome's call id, ...)``, from another task; the id is in
-        :meth:`pending_approvals`). Cancelling it ends the call as cancelled. If the session
-        closes while it runs, it raises ``RuntimeError`` and the call stays open in the log, as
-        if the process had stopped: :meth:`resume_call` takes it up in a reopened session.
-        """
-        self._check_open()
-        return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
-                                         arguments)
-
-    async def resume_call(self, call_id: str) -> CallOutcome:
-        """Carry a host call on from where the log says it is, and return its outcome: the
-        recorded one if it has ended, else it goes on as in :meth:`call_tool` (an approval
-        answered since goes on; a pending one is waited for; a body interrupted by a stopped
-        process runs again if its tool is idempotent, else the call ends "interrupted")."""
-        self._check_open()
-        return await hostcalls.resume_call(self._env, self._recorder, self._inflight, call_id)
-
-    def _check_open(self) -> None:
-        if not self._batch.attached:
-            raise RuntimeError("the session is closed: open it again with Session.open() to "
-                               "call its tools")
-
-    # -- the loop -------------------------------------------------------------------------------
 
     async def prompt(self, text: str) -> PromptResult:
         """Send the user's ``text`` and run the agent loop, in this task, until the model stops
@@ -425,72 +245,6 @@ class Session:
             return await self._loop()
         finally:
             await self._leave()
-
-    async def resolve_approval(
-        self,
-        call_id: str,
-        granted: bool | None = None,
-        scope: Literal["once", "session"] = "once",
-        *,
-        arguments: Any = None,
-        reason: str | None = None,
-        approved: bool | None = None,
-    ) -> None:
-        """Answer a pending approval by the engine's call id: once per request.
-
-        ``granted`` is the answer, the word :class:`ApprovalAnswer` and the recorded
-        ``ApprovalResolved`` use (``approved=`` is its deprecated spelling).
-        ``scope="session"`` also answers later calls of the tool (never one already resolved).
-        ``arguments`` edits the call's arguments: recorded as a rewrite by the approver and
-        validated again. A nested call or a host call waiting in this process goes on at once;
-        a model's call runs at the next :meth:`resume` (a host call after a restart: at
-        :meth:`resume_call`).
-        """
-        if approved is not None:
-            if granted is not None:
-                raise TypeError("resolve_approval() takes granted= or its old name approved=, "
-                                "not both")
-            warn_renamed("resolve_approval(approved=...)", "resolve_approval(granted=...)")
-            granted = approved
-        if granted is None:
-            raise TypeError("resolve_approval() needs the answer: granted=True or False")
-        answer = ApprovalAnswer(granted=granted, scope=scope, arguments=arguments,
-                                reason=reason)
-        state = self.state
-        view = state.live_calls.get(call_id)
-        if self._inflight.asking(call_id):
-            raise ValueError(f"call {call_id}: its approver is still deciding; answer a "
-                             f"request only once it is pending (session.pending_approvals())")
-        if view is None or view.state is not CallState.AWAITING:
-            status = "unknown" if view is None else view.status
-            raise ValueError(
-                f"call {call_id} is not waiting for an approval (it is {status}); "
-                f"pending: {', '.join(state.pending_approvals) or 'none'}"
-            )
-        if answer.granted and answer.arguments is not None:
-            ensure_json(answer.arguments)
-        resolve(self._env, self._recorder, call_id, answer, later=True)
-        self._inflight.unpark(call_id)  # a nested call or a host call waiting here goes on
-        await self._recorder.flush()
-
-    def pending_approvals(self) -> tuple[ApprovalRequest, ...]:
-        """The approval requests waiting for an answer, in the order they were asked (not
-        those whose approver is deciding right now)."""
-        state = self.state
-        requests = []
-        for call_id in state.pending_approvals:
-            if self._inflight.asking(call_id):
-                continue
-            view = state.calls[call_id]
-            snapshot = state.tools.get(view.name)
-            requests.append(ApprovalRequest(
-                call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
-                reason=view.policy.reason if view.policy is not None else "",
-                annotations=snapshot.annotations if snapshot is not None else Annotations(),
-                origin=view.origin, parent_id=view.parent_id,
-            ))
-        return tuple(requests)
-
     def _why_paused(self) -> str:
         pending = self.state.pending_approvals
         if pending:

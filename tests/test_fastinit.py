@@ -16,12 +16,15 @@ import engine.context
 import engine.models.protocol
 import engine.tools
 import engine.views
+import events.callevents
+import events.sessionevents
 import events.types
 from events.fastinit import REFERENCE_INITS, fast_init
 
 from tests.strategies import values_of
 
-MODULES = (events.types, engine.views, engine.tools, engine.models.protocol, engine.context)
+MODULES = (events.types, events.callevents, events.sessionevents, engine.views, engine.tools,
+           engine.models.protocol, engine.context)
 
 
 def fast_classes() -> list[type]:

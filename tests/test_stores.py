@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import events.stores.jsonl as jsonl_module
+import events.stores.jsonlindex as jsonlindex_module
 from events.codec import encode_line
 from events.errors import ConflictError, CorruptLogError
 from events.stores import JsonlStore, read_jsonl
@@ -221,7 +222,7 @@ async def test_failed_write_is_rolled_back(path: Path, monkeypatch: pytest.Monke
             os.write(fd, data[: len(data) // 2])
             raise OSError(28, "No space left on device")
 
-        monkeypatch.setattr(jsonl_module, "_write_all", half_then_fail)
+        monkeypatch.setattr(jsonl_module, "write_all", half_then_fail)
         with pytest.raises(OSError):
             await store.append("s", recs("s", 2, 4), expected_seq=1)
         monkeypatch.undo()
@@ -255,8 +256,9 @@ async def test_opening_and_a_first_read_decode_each_line_once(
         decoded.append(raw)
         return real(name, line, raw)
 
-    monkeypatch.setattr(jsonl_module, "decode_stored", counting)
-    monkeypatch.setattr(jsonl_module, "_KEEP_DECODED", keep)  # 300 bytes: only a few kept
+    monkeypatch.setattr(jsonl_module, "decode_stored", counting)  # reads
+    monkeypatch.setattr(jsonlindex_module, "decode_stored", counting)  # the opening scan
+    monkeypatch.setattr(jsonlindex_module, "_KEEP_DECODED", keep)  # 300 bytes: only a few kept
     with JsonlStore(path) as store:
         assert len(decoded) == 10
         assert await store.read("a", after=2) == recs("a", 3, 8)

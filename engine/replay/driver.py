@@ -6,7 +6,8 @@ results, or the live ones), and sends each recorded user message as a ``prompt()
 answers from the log turn by turn; the approver by call id; the handlers and the policy are the
 ones the log shows, unless today's are given: that is the point of a replay, to ask today's
 handlers and policy about yesterday's calls. At a pause it answers what the host answered
-then and resumes. Then it compares the two logs (:mod:`engine.replay.compare`).
+then and resumes. Then it compares the two logs (:mod:`engine.replay.judging`, over
+:mod:`engine.replay.compare`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from ..approvals import ApprovalRequest
 from ..callids import from_host
 from ..handlers import ToolCallHandler, ToolResultHandler
 from ..policy import PolicyRules
-from ..reducers import LogInconsistency, fold
 from ..registry import Registry
 from ..session import PromptResult, Session
 from ..tools import ToolSpec, runs_in_order
@@ -46,8 +46,9 @@ from .answers import (
     recorded_result_handlers,
     sequencing_handler,
 )
-from .compare import Divergence, compare_calls, compare_tools, compare_transcripts
+from .compare import Divergence
 from .hosts import ReplayedHosts
+from .judging import draw_up
 from .reading import read_log
 from .recorded import (
     RecordedSession,
@@ -60,7 +61,6 @@ from .recorded import (
 from .report import ReplayReport, ToolMode
 from .stubs import RecordedTools
 from .watch import Watch
-from .wording import in_todays_words
 
 __all__ = ["Progress", "ReplaySetup", "redrive"]
 
@@ -304,7 +304,9 @@ class _Replay:
                                          now=f"the replay stopped: {_describe(exc)}"))
         if self.progress is not None:
             self.progress(len(book.records), len(book.records))
-        return self.report(await store.read(book.session_id))
+        replayed = await store.read(book.session_id)
+        return draw_up(book, replayed, tool_mode=self.tool_mode, found=self.found,
+                       notes=self.notes)
 
     async def _follow(self, session: Session) -> None:
         async for record in session.follow():
@@ -373,42 +375,6 @@ class _Replay:
 
         await self.watch.until(due)
         scope.cancel()
-
-    # -- comparing --------------------------------------------------------------------------
-
-    def report(self, replayed: Sequence[Record]) -> ReplayReport:
-        book = self.book
-        recorded = in_todays_words(book.records)  # an older engine's wording is no divergence
-        cut = book.cut_turn
-        if cut is not None:
-            self.notes.append(
-                f"the log ends in the middle of turn {cut} (the session paused, or its process "
-                f"stopped): where the replay carried that turn's calls further, only what the "
-                f"log holds is compared")
-        unregistered = {d.subject for d in self.found if d.scope == "tool" and d.kind == "error"}
-        divergences = [*self.found,
-                       *(d for d in compare_tools(book.records, replayed)
-                         if d.subject not in unregistered),
-                       *compare_calls(recorded, replayed, cut_turn=cut)]
-        recorded_transcript = fold(recorded).transcript
-        try:
-            replayed_transcript = fold(replayed).transcript
-        except LogInconsistency as exc:  # an engine bug: say so, compare what can be
-            divergences.append(Divergence(scope="session", kind="error", subject="replay",
-                                          now=f"the replayed log is inconsistent: {exc}"))
-            replayed_transcript = fold(()).transcript
-        divergences.extend(compare_transcripts(recorded_transcript, replayed_transcript,
-                                               open_ended=cut is not None))
-        call_ids = {getattr(r.event, "call_id", None) for r in (*book.records, *replayed)}
-        call_ids.discard(None)
-        order = {"tool": 0, "call": 1, "transcript": 2, "session": 3}
-        divergences.sort(key=lambda d: order[d.scope])
-        return ReplayReport(
-            session_id=book.session_id, tool_mode=self.tool_mode,
-            divergences=tuple(divergences), notes=tuple(self.notes),
-            records=len(book.records), calls=len(call_ids),
-            transcript_entries=len(recorded_transcript), replayed=tuple(replayed),
-        )
 
 
 def _describe(exc: BaseException) -> str:

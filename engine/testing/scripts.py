@@ -17,14 +17,17 @@ plans and parallel batches (sometimes with a duplicated model call id, or cut of
         run = trio.run(run_script, script, MyStore(), clock=MockClock(autojump_threshold=0))
         assert run.stored_records == run.live_records
 
+What a script is made of, and the live objects a run builds from it, are
+:mod:`engine.testing.scriptdata` (every name of it is exported here too); this module draws
+scripts and runs them.
+
 A run is a function of the script: the clock and the session id are injected, nothing in a
 tool reads a clock or a random source, and Hypothesis seeds trio's scheduler.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 import trio
@@ -34,34 +37,25 @@ from hypothesis import strategies as st
 from events.stores import EventStore, MemoryStore
 from events.types import Annotations, Record
 
-from ..approvals import ApprovalAnswer, ApprovalRequest
 from ..callids import from_host
-from ..context import CallOutcome
-from ..handlers import (
-    Block,
-    ResultPatch,
-    Rewrite,
-    ToolCallDraft,
-    ToolCallHandler,
-    ToolResultDraft,
-    ToolResultHandler,
-)
-from ..models import (
-    FauxModel,
-    FauxStep,
-    ModelMessage,
-    ModelRequest,
-    faux_message,
-    faux_text,
-    faux_tool_call,
-)
 from ..policy import PolicyRules
 from ..session import Session
-from ..tools import ToolSpec
 from .arguments import weighted
-from .catalogue import INT_TOOLS, NOT_JSON, TOOL_NAMES, UNKNOWN_TOOL, NestRecord, catalogue_tools
+from .catalogue import INT_TOOLS, NOT_JSON, TOOL_NAMES, UNKNOWN_TOOL
+from .scriptdata import (
+    ANSWERS,
+    GRANTING,
+    Answer,
+    CallHandlerSpec,
+    ResultHandlerSpec,
+    ScriptedSession,
+    SessionScript,
+    TurnSpec,
+    make_call_handler,
+    make_result_handler,
+)
 from .strategies import stop_reasons
-from .tools import BodyRuns, counting_clock
+from .tools import counting_clock
 
 __all__ = [
     "ANSWERS",
@@ -90,68 +84,8 @@ __all__ = [
 #: the session id :func:`run_script` gives every session
 SCRIPT_SESSION_ID = "scripted-session"
 
-Answer = Literal["grant", "grant_session", "deny", "deny_session", "raise", "edit", "edit_bad"]
-ANSWERS: tuple[Answer, ...] = (
-    "grant", "grant_session", "deny", "deny_session", "raise", "edit", "edit_bad",
-)
-#: the approver's answers that grant the call
-GRANTING: frozenset[str] = frozenset({"grant", "grant_session", "edit", "edit_bad"})
 #: virtual seconds after an assistant message at which the host may cancel its prompt
 CANCEL_DELAYS: tuple[float, ...] = (0.0, 0.5, 2.0, 4.5)
-
-
-# -- the data a script is made of ----------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class CallHandlerSpec:
-    """A ``tool_call`` handler: ``block``, ``rewrite`` (``bump`` n, or ``break`` the
-    arguments), ``raise`` for the tools in ``names``, or ``pass`` (async, does nothing)."""
-
-    kind: Literal["block", "rewrite", "raise", "pass"]
-    names: frozenset[str] = frozenset()
-    mode: Literal["bump", "break"] = "bump"
-
-
-@attrs.frozen(kw_only=True)
-class ResultHandlerSpec:
-    """A ``tool_result`` handler: ``patch`` (replace the content) or ``raise`` for ``names``."""
-
-    kind: Literal["patch", "raise"]
-    names: frozenset[str] = frozenset()
-
-
-@attrs.frozen(kw_only=True)
-class TurnSpec:
-    """One assistant message: its calls as ``(name, arguments)``; no calls ends the prompt.
-
-    ``cancel_after``: the host cancels the prompt this many virtual seconds after the model
-    sent this message (the cancellation lands wherever the session then is)."""
-
-    calls: tuple[tuple[str, Any], ...] = ()
-    duplicate_ids: bool = False
-    stop_reason: str = "stop"  # the provider's word; one that means cut off fails the calls
-    cancel_after: float | None = None
-
-
-@attrs.frozen(kw_only=True)
-class SessionScript:
-    """Everything that decides a scripted session, as plain (printable, shrinkable) data."""
-
-    annotations: Mapping[str, Annotations]
-    rules: PolicyRules
-    answers: Mapping[str, Answer]
-    call_handlers: tuple[CallHandlerSpec, ...]
-    result_handlers: tuple[ResultHandlerSpec, ...]
-    turns: tuple[TurnSpec, ...]
-    max_depth: int = 8
-    #: calls the host makes (``session.call_tool``), each in a task of its own, beside the
-    #: prompts
-    host_calls: tuple[tuple[str, Any], ...] = ()
-
-    def build(self) -> ScriptedSession:
-        """Fresh tools, handlers, approver and model for one run of this script."""
-        return ScriptedSession(self)
 
 
 # -- strategies --------------------------------------------------------------------------------
@@ -241,134 +175,7 @@ def session_scripts(
     )
 
 
-# -- building and running ------------------------------------------------------------------------
-
-
-def make_call_handler(index: int, spec: CallHandlerSpec) -> ToolCallHandler:
-    """The ``tool_call`` handler ``spec`` describes; ``index`` names it in the log
-    (``"{kind}_handler_{index}"``)."""
-    if spec.kind == "pass":
-        async def passes(draft: ToolCallDraft) -> None:
-            await trio.lowlevel.checkpoint()
-            return None
-        return passes
-
-    def handler(draft: ToolCallDraft) -> Block | Rewrite | None:
-        if draft.name not in spec.names:
-            return None
-        if spec.kind == "block":
-            return Block(reason=f"handler {index} blocks {draft.name}")
-        if spec.kind == "raise":
-            raise ValueError(f"handler {index} crashed on {draft.name}")
-        arguments = draft.arguments
-        if not (isinstance(arguments, dict) and isinstance(arguments.get("n"), int)):
-            return None
-        if spec.mode == "break":
-            return Rewrite(arguments={"n": "broken"})
-        return Rewrite(arguments={"n": arguments["n"] + 10})
-
-    handler.__qualname__ = f"{spec.kind}_handler_{index}"
-    return handler
-
-
-def make_result_handler(spec: ResultHandlerSpec) -> ToolResultHandler:
-    """The ``tool_result`` handler ``spec`` describes (named ``"{kind}_result_handler"``)."""
-    def handler(draft: ToolResultDraft) -> ResultPatch | None:
-        if draft.name not in spec.names:
-            return None
-        if spec.kind == "raise":
-            raise KeyError(f"result handler crashed on {draft.name}")
-        return ResultPatch(content=[f"patched {draft.call_id}"])
-
-    handler.__qualname__ = f"{spec.kind}_result_handler"
-    return handler
-
-
-class ScriptedSession:
-    """The live objects of one run: tools, handlers, approver, model, and what they saw."""
-
-    def __init__(self, script: SessionScript) -> None:
-        self.script = script
-        #: body runs per engine call id
-        self.body_runs = BodyRuns()
-        self._nest = NestRecord()
-        #: the call ids the approver was asked about, in order
-        self.approver_asked: list[str] = []
-        #: what ``session.call_tool`` gave the host, by call id
-        self.host_outcomes: dict[str, CallOutcome] = {}
-        #: the host's cancel scope around the prompt that runs now (set by :func:`run_script`)
-        self.scope: trio.CancelScope | None = None
-        self.tools: list[ToolSpec] = catalogue_tools(script.annotations, self.body_runs,
-                                                     record=self._nest)
-        self.call_handlers = [make_call_handler(i, s) for i, s in enumerate(script.call_handlers)]
-        self.result_handlers = [make_result_handler(s) for s in script.result_handlers]
-        self.model = FauxModel(self._steps())
-
-    @property
-    def body_arguments(self) -> Mapping[str, Any]:
-        """The arguments each body run received, by call id."""
-        return self.body_runs.arguments
-
-    @property
-    def nested_outcomes(self) -> Mapping[str, Any]:
-        """What ``ctx.execute_tool`` gave back to ``nest``, by the nested call's id."""
-        return self._nest.outcomes
-
-    @property
-    def nested_raised(self) -> list[BaseException]:
-        """Exceptions ``ctx.execute_tool`` raised other than cancellation (must stay empty)."""
-        return self._nest.raised
-
-    async def approver(self, request: ApprovalRequest) -> bool | ApprovalAnswer:
-        """Answers by tool name, as the script says."""
-        self.approver_asked.append(request.call_id)
-        answer = self.expected_answer(request.name)
-        if answer == "raise":
-            raise RuntimeError(f"the approver crashed on {request.name}")
-        if answer == "grant":
-            return True
-        if answer == "deny":
-            return False
-        if answer in ("edit", "edit_bad"):
-            edited = {"n": 7} if answer == "edit" else {"n": "seven"}
-            return ApprovalAnswer(granted=True, arguments=edited, reason=answer)
-        return ApprovalAnswer(granted=answer == "grant_session", scope="session",
-                              reason=f"{answer} for {request.name}")
-
-    async def call_host(self, session: Session, name: str, arguments: Any) -> None:
-        """One host call of the script; its outcome goes to :attr:`host_outcomes`."""
-        outcome = await session.call_tool(name, arguments)
-        self.host_outcomes[outcome.call_id] = outcome
-
-    def expected_answer(self, name: str) -> Answer:
-        """What the approver answers about ``name``."""
-        return self.script.answers.get(name, "deny")
-
-    def _steps(self) -> list[FauxStep]:
-        steps: list[FauxStep] = []
-        for index, turn in enumerate(self.script.turns):
-            if not turn.calls:
-                steps.append(faux_text(f"pause {index}"))
-                continue
-            blocks = [
-                faux_tool_call(name, arguments,
-                               id="dup" if turn.duplicate_ids and i < 2 else f"t{index}_{i}")
-                for i, (name, arguments) in enumerate(turn.calls)
-            ]
-            message = faux_message(blocks, stop_reason=turn.stop_reason)
-            if turn.cancel_after is None:
-                steps.append(message)
-            else:
-                steps.append(self._cancelling(message, turn.cancel_after))
-        steps.append(faux_text("done"))
-        return steps
-
-    def _cancelling(self, message: ModelMessage, delay: float) -> FauxStep:
-        def step(request: ModelRequest) -> ModelMessage:
-            if self.scope is not None:
-                self.scope.deadline = min(self.scope.deadline, trio.current_time() + delay)
-            return message
-        return step
+# -- running -----------------------------------------------------------------------------------
 
 
 @attrs.frozen(kw_only=True)

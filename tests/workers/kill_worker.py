@@ -173,7 +173,7 @@ class AckingStore(JsonlStore):
 
 def tear_at(batch: int, fd: int) -> None:
     """Make the ``batch``-th write of this process stop half-way and wait to be killed."""
-    whole = jsonl._write_all
+    whole = jsonl.write_all
     writes = 0
 
     def write_all(file: int, data: bytes) -> None:
@@ -187,7 +187,7 @@ def tear_at(batch: int, fd: int) -> None:
         while True:
             signal.pause()
 
-    jsonl._write_all = write_all  # type: ignore[assignment]
+    jsonl.write_all = write_all  # type: ignore[assignment]
 
 
 async def write(log: str, seed: int, tear: int = 0, fd: int = 1) -> None:

@@ -1,0 +1,250 @@
+"""The events of one tool call, from its request to the one terminal event that ends it.
+
+A call is asked for (:class:`ToolCallRequested`), maybe rewritten by a handler, decided by the
+policy, put to the approver, started, and ended by exactly one of :data:`TERMINAL_EVENTS`.
+Which event may follow which is the transition table in :mod:`engine.lifecycle`. Each carries
+the engine's ``call_id``. The classes made on every call are built by
+:func:`~events.fastinit.fast_init` (see :mod:`events.types`). Re-exported by
+:mod:`events.types`, the whole catalogue; import them from there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+import attrs
+
+from .fastinit import fast_init
+from .results import ErrorInfo, FailureDetail, ToolResult
+
+__all__ = [
+    "TERMINAL_EVENTS",
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "CallEvent",
+    "Decision",
+    "FailureKind",
+    "Origin",
+    "PolicyDecided",
+    "ResultHandlerFailed",
+    "Scope",
+    "TerminalEvent",
+    "ToolCallBlocked",
+    "ToolCallCancelled",
+    "ToolCallCompleted",
+    "ToolCallDenied",
+    "ToolCallFailed",
+    "ToolCallRequested",
+    "ToolCallRewritten",
+    "ToolExecutionStarted",
+    "ToolProgress",
+]
+
+#: Who asked for a call: the model (a tool call in its message), a running tool
+#: (``ctx.execute_tool``), or the host (``session.call_tool``).
+Origin = Literal["model", "nested", "host"]
+Decision = Literal["allow", "deny", "ask"]
+Scope = Literal["once", "session"]
+FailureKind = Literal[
+    "unavailable",  # unknown tool, or one the caller may not call (exposure)
+    "invalid_arguments",  # input schema violation, before or after a rewrite
+    "duplicate_call_id",  # two calls with one model id in one message: unpairable
+    "truncated",  # the message stopped for length: arguments may be cut short
+    "depth_limit",  # nested calls too deep
+    "raised",  # the tool body raised
+    "timeout",  # the tool's timeout passed
+    "invalid_output",  # output schema violation, or no structured content where required
+    "not_serialisable",  # the result is not JSON
+    "interrupted",  # the process stopped while a non-idempotent body ran
+    "mismatch",  # a body run again asked a tool for other arguments than its first run did
+    "too_large",  # arguments or result over the session's size limits
+]
+
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ToolCallRequested:
+    """A call was asked for: by the model, by the host (``origin="host"``, no transcript
+    entry), or by a running tool (``parent_id`` set)."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    origin: Origin = "model"
+    parent_id: str | None = None
+    model_call_id: str | None = None
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ToolCallRewritten:
+    """A ``tool_call`` handler (or the approver) replaced the arguments."""
+
+    call_id: str
+    arguments: Any
+    by: str
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class PolicyDecided:
+    """The approval policy judged the final arguments. ``rule`` is the host's name pattern
+    that decided, if one did (``None``: a session-wide answer or the annotation rule);
+    logs written before it was recorded read as ``None``."""
+
+    call_id: str
+    decision: Decision
+    reason: str
+    rule: str | None = None
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ApprovalRequested:
+    """The policy said ask: the approver was asked."""
+
+    call_id: str
+    reason: str
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ApprovalResolved:
+    """The approver answered, for this call only or for every later call of the tool.
+    ``later``: the approver said "later" and the host answered at a pause
+    (``session.resolve_approval``); ``None`` in logs written before it was recorded."""
+
+    call_id: str
+    granted: bool
+    scope: Scope = "once"
+    reason: str | None = None
+    later: bool | None = None
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ToolExecutionStarted:
+    """The tool body is about to run. Recorded (and stored) before any side effect."""
+
+    call_id: str
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ToolProgress:
+    """A progress update the running tool reported."""
+
+    call_id: str
+    message: str | None = None
+    data: Any = None
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ResultHandlerFailed:
+    """A ``tool_result`` handler raised; it was skipped and the chain went on."""
+
+    call_id: str
+    handler: str
+    error: ErrorInfo
+
+
+# -- terminal events: exactly one per call ------------------------------------------------
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ToolCallCompleted:
+    """The body returned. ``result`` is what the model sees (after result handlers);
+    ``returned`` is what the tool returned, when a handler changed it."""
+
+    call_id: str
+    result: ToolResult
+    returned: ToolResult | None = None
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ToolCallFailed:
+    """The call ended in an error the engine produced; ``kind`` says which, ``detail`` the
+    data behind the message where a program needs it (:class:`FailureDetail`)."""
+
+    call_id: str
+    kind: FailureKind
+    message: str
+    result: ToolResult
+    error: ErrorInfo | None = None
+    returned: ToolResult | None = None
+    detail: FailureDetail | None = None
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ToolCallBlocked:
+    """A ``tool_call`` handler blocked the call (or raised, which blocks: fail closed).
+
+    ``error``: the handler raised; its exception, which the model is not shown."""
+
+    call_id: str
+    reason: str
+    by: str
+    result: ToolResult
+    error: ErrorInfo | None = None
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ToolCallDenied:
+    """The policy denied the call, or the approver refused it. ``rule`` is the deny rule
+    that matched, if one did: when the call was judged, or when its body was about to run
+    (a deny rule is checked again then, whatever the log had decided).
+
+    ``error``: the approver raised (which refuses); its exception, which the model is not
+    shown."""
+
+    call_id: str
+    reason: str
+    by: Literal["policy", "approver"]
+    result: ToolResult
+    rule: str | None = None
+    error: ErrorInfo | None = None
+
+
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class ToolCallCancelled:
+    """The call was cancelled (its session, its batch or its parent was)."""
+
+    call_id: str
+    reason: str
+    result: ToolResult
+
+
+CallEvent = Union[
+    ToolCallRequested,
+    ToolCallRewritten,
+    PolicyDecided,
+    ApprovalRequested,
+    ApprovalResolved,
+    ToolExecutionStarted,
+    ToolProgress,
+    ResultHandlerFailed,
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallBlocked,
+    ToolCallDenied,
+    ToolCallCancelled,
+]
+TerminalEvent = Union[
+    ToolCallCompleted, ToolCallFailed, ToolCallBlocked, ToolCallDenied, ToolCallCancelled
+]
+TERMINAL_EVENTS: tuple[type[Any], ...] = (
+    ToolCallCompleted,
+    ToolCallFailed,
+    ToolCallBlocked,
+    ToolCallDenied,
+    ToolCallCancelled,
+)
+
+

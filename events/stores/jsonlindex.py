@@ -1,0 +1,228 @@
+"""The index of a JSON Lines log: the scan that reads its lines into where each session's are.
+
+:class:`~events.stores.JsonlStore` is built on :class:`JsonlIndex`. The index is what the
+store knows about its file: for each session the offset, length and line number of every
+record, and the session's head (the hash its next line chains onto). It is filled by one scan
+that reads complete lines past what it has indexed, checks each (its JSON, its seq, with a
+key its link in the session's hash chain: see :mod:`events.stores.jsonl`) and adds it, or
+stops at a torn last line. The same scan opens the file and, later, catches up with what
+other processes appended; a store's own appends add their lines without reading them back.
+Here the file is only read (and, when the caller may repair it, a torn last line cut off or
+a missing newline restored); appending, reading records out and claiming sessions are the
+store's.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from array import array
+
+from ..errors import CorruptLogError, UnverifiedRecordError
+from ..integrity import GENESIS, LinkError, check_link
+from ..types import Record
+from .jsonlines import check_seq, decode_stored, file_lines, is_torn
+from .locks import locked_elsewhere, try_lock
+
+__all__ = ["JsonlIndex", "SessionIndex", "file_size", "write_all"]
+
+# Bytes of lines whose records an unkeyed store keeps from its opening scan for each session's
+# first read; a larger file's later lines are decoded again when read.
+_KEEP_DECODED = 16 << 20
+
+
+class SessionIndex:
+    """Where a session's lines are: entry ``i`` is the line of seq ``i + 1``.
+
+    Arrays of machine ints (24 bytes a record), not decoded records: memory stays small for
+    big logs, and :meth:`JsonlStore.read` decodes only what it is asked for (beyond the
+    bounded records an unkeyed store keeps from its opening scan for a first read).
+    """
+
+    def __init__(self) -> None:
+        self.offsets = array("q")  # byte offset of the line
+        self.lengths = array("q")  # its length, newline included
+        self.lines = array("q")  # its 1-based line number, for error messages
+        self.head = GENESIS  # the hash of the last line; GENESIS if it has none
+
+
+class JsonlIndex:
+    """What a :class:`~events.stores.JsonlStore` knows of its file, and the scan that keeps
+    it current: per session, where its lines are and its head.
+
+    The index changes only under the file's lock (:meth:`_refresh_locked`), all at once per
+    line, so after a :class:`~events.errors.CorruptLogError` it still describes the valid
+    prefix. The store opens the file and sets ``_fd``; this class never writes a record.
+    """
+
+    def __init__(self, path: str, *, durable: bool, key: bytes | None, read_only: bool) -> None:
+        self.path = path
+        self.durable = durable
+        self.read_only = read_only
+        self._key = key
+        self._verified = 0  # lines verified with the key, for the hint of a first mismatch
+        #: The bytes of the last torn line this store cut off (``b""`` if none): by opening,
+        #: or by an append finding one left by a writer that crashed since.
+        self.dropped_tail: bytes = b""
+        self._index: dict[str, SessionIndex] = {}
+        self._size = 0  # bytes indexed: the end of the last complete line
+        self._lines = 0  # complete lines indexed
+        # the session of the last line, if a read-only store indexed it without its newline
+        self._open_line: str | None = None
+        # Without a key: the records the opening scan decoded, each session's from its seq 1,
+        # kept for the session's first read so that it decodes no line twice (see _keep).
+        self._decoded: dict[str, list[Record]] = {}
+        self._keep = 0 if key is not None else _KEEP_DECODED
+        self._fd = -1
+        self._holding = 0  # appends of this store that hold the lock across an await
+
+    def _ensure_open(self) -> int:
+        if self._fd < 0:
+            raise ValueError(f"the JsonlStore for {self.path} is closed")
+        return self._fd
+
+    def _last_seq(self, session_id: str) -> int:
+        index = self._index.get(session_id)
+        return len(index.offsets) if index is not None else 0
+
+    def _refresh(self, fd: int) -> None:
+        """Index what other processes appended, if the file changed size. Blocking: for the
+        synchronous methods (:meth:`head`); the ``async`` ones use :meth:`_catch_up`."""
+        if file_size(fd) != self._size:
+            if not try_lock(fd, fcntl.LOCK_SH):
+                if self._holding:  # our own append, in flight: the index is whole without it
+                    return
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            try:
+                self._refresh_locked(fd, repair=False)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    async def _catch_up(self) -> int:
+        """:meth:`_refresh`, waiting for the lock off the loop if another holder has it;
+        returns the store's descriptor."""
+        fd = self._ensure_open()
+        if file_size(fd) == self._size:
+            return fd
+        if try_lock(fd, fcntl.LOCK_SH):
+            try:
+                self._refresh_locked(fd, repair=False)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            return fd
+        async with locked_elsewhere(self.path, fd, fcntl.LOCK_SH):
+            fd = self._ensure_open()  # it may have been closed while we waited
+            self._refresh_locked(fd, repair=False)
+        return fd
+
+    def _refresh_locked(self, fd: int, *, repair: bool) -> None:
+        """Index the complete lines past ``self._size``; the caller holds a lock.
+
+        Lines are committed one by one, so after a :class:`CorruptLogError` the index still
+        describes the valid prefix, and the next call meets the same bad line again. A last
+        line without its newline is repaired only with ``repair`` (the caller holds
+        ``LOCK_EX`` on a writable file): a torn one is cut off, a whole record gets its newline
+        back. Otherwise a read-only store indexes a whole record as it is, and a writable one
+        leaves it for its next append (which must not write after it before it ends).
+        """
+        size = file_size(fd)
+        if size < self._size:
+            raise CorruptLogError(
+                self.path,
+                self._lines,
+                f"the file shrank to {size} bytes, below the {self._size} already read: "
+                f"something other than an append changed it",
+            )
+        if size == self._size:
+            return
+        if self._open_line is not None:  # the file grew: a writer restored that newline first
+            if os.pread(fd, 1, self._size) != b"\n":
+                raise CorruptLogError(
+                    self.path,
+                    self._lines,
+                    "the last line, a whole record read without its newline, was continued by "
+                    "other bytes: something other than an append changed it",
+                )
+            self._index[self._open_line].lengths[-1] += 1
+            self._size += 1
+            self._open_line = None
+        with open(fd, "rb", closefd=False) as file:
+            for offset, raw in file_lines(file, self._size):
+                line = self._lines + 1
+                if not raw.endswith(b"\n") and is_torn(self.path, line, raw):
+                    if repair:
+                        os.ftruncate(fd, offset)
+                        if self.durable:
+                            os.fsync(fd)
+                        self.dropped_tail = raw
+                    return
+                record, digest = decode_stored(self.path, line, raw)
+                session_id = record.session_id
+                index = self._index.get(session_id)
+                check_seq(self.path, line, record, len(index.offsets) if index is not None else 0)
+                if self._key is not None:
+                    digest = self._check_link(line, raw, record, digest,
+                                              index.head if index is not None else GENESIS)
+                    self._verified += 1
+                if not raw.endswith(b"\n"):  # a whole record that lacks only its newline
+                    if not repair and not self.read_only:
+                        return
+                    if repair:
+                        write_all(fd, b"\n")
+                        if self.durable:
+                            os.fsync(fd)
+                        raw += b"\n"
+                    else:
+                        self._open_line = session_id
+                if index is None:
+                    index = self._index[session_id] = SessionIndex()
+                length = len(raw)
+                index.offsets.append(offset)
+                index.lengths.append(length)
+                index.lines.append(line)
+                index.head = digest or GENESIS
+                self._lines = line
+                self._size = offset + length
+                if self._keep >= length:
+                    self._keep -= length
+                    self._decoded.setdefault(session_id, []).append(record)
+                else:
+                    self._keep = 0  # each session's kept records stay a prefix of its lines
+
+    def _check_link(
+        self, line: int, raw: bytes, record: Record, digest: str | None, prev: str
+    ) -> str:
+        """The line's hash, if it links to ``prev`` with the store's key; else
+        :class:`UnverifiedRecordError` naming it."""
+        assert self._key is not None
+        body = raw[:-1] if raw.endswith(b"\n") else raw
+        try:
+            verified = check_link(body, record.version, digest, prev, self._key,
+                                  first=self._verified == 0)
+        except LinkError as exc:
+            raise UnverifiedRecordError(self.path, line, exc.problem, session_id=record.session_id,
+                                        seq=record.seq, hint=exc.hint) from None
+        assert verified is not None  # with a key, check_link refuses an unchained record
+        return verified
+
+
+
+def file_size(fd: int) -> int:
+    """The file's size: its end, found by ``lseek`` (a quarter of what ``fstat`` costs in
+    Python, which builds a whole stat result). The store's descriptor appends and reads with
+    ``pread`` or seeks first, so where its offset is left does not matter."""
+    return os.lseek(fd, 0, os.SEEK_END)
+
+
+
+
+def write_all(fd: int, data: bytes) -> None:
+    written = os.write(fd, data)
+    if written == len(data):
+        return
+    view = memoryview(data)[written:]
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
