@@ -4,6 +4,7 @@ and several processes append to one database without losing or repeating a recor
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sqlite3
 import subprocess
@@ -164,3 +165,28 @@ def test_processes_appending_concurrently_stay_consistent(tmp_path: Path) -> Non
                 assert [r.seq for r in await store.read(f"w{n}")] == list(range(1, 26))
 
     trio.run(check)
+
+
+def _open_and_close(path: str, barrier: Any, results: Any) -> None:
+    barrier.wait()  # every process opens the new file at the same moment
+    try:
+        SqliteStore(path).close()
+        results.put(None)
+    except Exception as exc:  # reported to the test, which names it
+        results.put(repr(exc))
+
+
+def test_processes_opening_a_new_database_at_once_all_open_it(tmp_path: Path) -> None:
+    # switching a new file to WAL takes a lock SQLite's busy handler does not wait for
+    context = multiprocessing.get_context("fork")
+    for attempt in range(100):
+        path = str(tmp_path / f"new-{attempt}.db")
+        barrier, results = context.Barrier(6), context.Queue()
+        processes = [context.Process(target=_open_and_close, args=(path, barrier, results))
+                     for _ in range(6)]
+        for process in processes:
+            process.start()
+        errors = [error for error in (results.get(timeout=60) for _ in processes) if error]
+        for process in processes:
+            process.join()
+        assert errors == [], f"attempt {attempt}: {errors[0]}"

@@ -32,6 +32,7 @@ from __future__ import annotations
 import errno
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from urllib.parse import quote
 
@@ -67,7 +68,7 @@ def _connect(
                                isolation_level=None, check_same_thread=False)
     conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
-        conn.execute("PRAGMA journal_mode=WAL")
+        _use_wal(conn, timeout)
         conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         if not waits:
             conn.execute("PRAGMA busy_timeout=0")
@@ -75,6 +76,23 @@ def _connect(
         conn.close()
         raise
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
+    """Put the database in WAL mode (a no-op once it is: the mode is kept in the file).
+
+    Switching needs a lock SQLite does not wait for with its busy handler: several processes
+    opening a new database at once get ``SQLITE_BUSY`` at once. So the switch is tried again,
+    briefly, until ``timeout`` has passed, as a busy handler would have."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.001)
 
 
 class SqliteStore(InlineStore):
