@@ -98,9 +98,11 @@ class Batch:
             ):
                 # 6.-8. here: nothing this call does can wait for the host (no tool can be
                 # asked about, and it has no recorded nested calls), so the prompt never has to
-                # return while it runs, and it saves two trips through the scheduler
+                # return while it runs, and it saves two trips through the scheduler. Nothing
+                # runs between its end and the loop's next flush (before the model is asked,
+                # or as the prompt returns): its end is written with that one
                 inflight.hand_over(runnable, None)
-                await self._run(env, runnable)
+                await self._run(env, runnable, write_ends=False)
             elif runnable:
                 self._start(env, runnable)  # 6.-8., in tasks of the session's
             await inflight.settled()
@@ -160,7 +162,7 @@ class Batch:
         :meth:`cancel` cancels."""
         try:
             with scope:
-                await self._run(env, call_ids)
+                await self._run(env, call_ids, write_ends=True)
         except BaseException as exc:
             # not the call's result (that is recorded): it reaches the session's nursery, as
             # from any task, and the prompt stops (settle)
@@ -168,8 +170,10 @@ class Batch:
                 self._inflight.escape()
             raise
 
-    async def _run(self, env: Environment, call_ids: list[str]) -> None:
-        """Run ``call_ids`` one after another in this task (one call, or a sequential batch)."""
+    async def _run(self, env: Environment, call_ids: list[str], *, write_ends: bool) -> None:
+        """Run ``call_ids`` one after another in this task (one call, or a sequential batch).
+        With ``write_ends``, each call's end is written as it ends (its siblings may run on
+        for long); else the caller's next flush writes it."""
         recorder, inflight = self._recorder, self._inflight
         try:
             for call_id in call_ids:
@@ -178,6 +182,8 @@ class Batch:
                 inflight.begin(call_id)
                 try:
                     await advance(env, recorder, inflight, call_id, wait=True)
+                    if write_ends:
+                        await recorder.flush()
                 finally:
                     inflight.end(call_id)
         finally:

@@ -75,7 +75,8 @@ __all__ = ["advance", "ask", "execute", "gate", "resolve"]
 
 async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call_id: str, *,
                   wait: bool, gate_only: bool = False) -> ToolResult | None:
-    """Take the call from where the log says it is to its end, and return its result.
+    """Take the call from where the log says it is to its end, and return its result. The
+    end is recorded; writing it is the caller's (:mod:`engine.recorder` says when).
 
     Returns ``None`` when it cannot go on yet: it waits for an approval and ``wait`` is false
     (a top-level call: the session pauses), or ``gate_only`` stops it once allowed (a batch
@@ -129,12 +130,13 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
                   view: LiveCall) -> ToolResult:
     """Run the body of an allowed call and end it. ``started`` is recorded and written before
     the body runs, also when the body runs again after a restart (an interrupted idempotent
-    call): no body runs without a fact in the log that says so."""
+    call): no body runs without a fact in the log that says so.
+
+    The end is recorded, not written: whoever hands the result on writes it first
+    (:mod:`engine.recorder` lists who, and when)."""
     call_id = view.call_id
     if not _may_run(env, recorder, view):  # a deny rule, or no such tool here: it ends unrun
         assert view.result is not None
-        if view.parent_id is None:
-            await recorder.flush()
         return view.result
     # 6. started (written first), the body under its timeout, the output check
     spec = env.registry.specs[view.name]
@@ -180,11 +182,6 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
         result = await _result_handlers(env, recorder, view, error_result(message))
         fail(recorder, call_id, kind, message, error=info, returned=raw, result=result,
              detail=detail)
-    if view.parent_id is None:
-        # A nested call's end is written with its parent's next flush (its next nested call,
-        # or its own end): its result goes to the parent, inside this process. A top-level
-        # call's result is written now, before the model or the host can see it.
-        await recorder.flush()
     return result
 
 

@@ -76,5 +76,5 @@ async def _carry(env: Environment, recorder: Recorder, inflight: InFlight,
         raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
                            f"it stays open in the log; reopen the session and call "
                            f"resume_call({call_id!r}) to finish it")
-    await recorder.flush()
+    await recorder.flush()  # the end, written before the host has the result
     return CallOutcome(call_id=call_id, result=own_result(ended))

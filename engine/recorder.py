@@ -4,10 +4,20 @@
 session's projection (which checks it against the lifecycle table) and queues it; nothing is
 written yet. :meth:`Recorder.flush` writes the queue to the store as one atomic batch. The
 runtime flushes before anything leaves the process (before a tool body runs, before an
-approver is asked, before the model is asked, when a top-level call or a prompt ends), so the
-log is ahead of every side effect: write-ahead, with one store round-trip per step instead of
-one per event. A nested call's end rides with its parent's next flush: its result stays in the
-process, with the parent.
+approver is asked, before the model is asked, before a host call returns, when a prompt
+ends), so the log is ahead of every side effect: write-ahead, with one store round-trip per
+step instead of one per event.
+
+A call's end is written by whoever hands its result on, when it does:
+
+- a nested call's with its parent's next flush (its result stays in the process, with the
+  parent);
+- a host call's before ``call_tool`` returns it (:mod:`engine.hostcalls`);
+- a model's call run in a task of its own as it ends (:mod:`engine.batch`): its siblings may
+  run on for long, and a result the log has lost would make it "interrupted" on resume;
+- a model's call the prompt's own task runs (a batch of one call that cannot wait for the
+  host) with the loop's next flush, before the model is asked (with ``model_requested``) or
+  as the prompt returns: nothing runs in between, so it saves a store round-trip a turn.
 
 A store that writes inline (:class:`~events.stores.base.InlineStore`: the memory and JSONL
 stores) is written through its ``append_nowait``: the write cannot be interrupted half-way, so

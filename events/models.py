@@ -13,7 +13,8 @@ The field names follow what OpenTelemetry's GenAI conventions ask of a ``chat`` 
 ``gen_ai.response.model`` on the answer), ``response_id`` (``gen_ai.response.id``),
 ``stop_reason`` (``gen_ai.response.finish_reasons``), ``usage`` (``gen_ai.usage.*``).
 
-Pure values, like every event: no I/O, no clock.
+Pure values, like every event: no I/O, no clock. The answer's records, made on every turn,
+are built by :func:`~events.fastinit.fast_init`, as a call's are.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, Literal
 
 import attrs
 
+from .fastinit import fast_init
 from .results import ErrorInfo
 
 __all__ = [
@@ -46,7 +48,8 @@ ModelFailureKind = Literal[
 ]
 
 
-@attrs.frozen(kw_only=True)
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class Usage:
     """Tokens one model turn used, as the provider counted them.
 
@@ -97,7 +100,8 @@ class ModelRequested:
     stream: bool = False
 
 
-@attrs.frozen(kw_only=True)
+@fast_init
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ModelResponded:
     """The model answered the request of ``turn``: the assistant message that follows.
 

@@ -311,13 +311,15 @@ def test_the_saved_peer_runs_render(capsys: pytest.CaptureFixture[str]) -> None:
     # docs/performance.md's "Peers" table is this run, rendered
     from benchmarks.peers.__main__ import main as peers_main
 
+    # (a run of one group, --group served, renders its rows alike)
     runs = sorted((ROOT / "benchmarks" / "runs" / "peers").glob("*.json"))
     assert runs
     for run in runs:
         assert peers_main(["--render", str(run), "--markdown"]) == 0
         table = capsys.readouterr().out
         assert table.startswith("toolledger and its peers: ")
-        assert "| tool path | toolledger ctx.execute_tool, JsonlStore |" in table
+        for row in json.loads(run.read_text(encoding="utf-8"))["rows"]:
+            assert f"| {row['group']} | {row['figure']['name']} |" in table
 
 
 def test_the_database_stores_are_timed_beside_the_jsonl_store(postgres_server: Any) -> None:

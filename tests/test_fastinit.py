@@ -17,14 +17,15 @@ import engine.models.protocol
 import engine.tools
 import engine.views
 import events.callevents
+import events.models
 import events.sessionevents
 import events.types
 from events.fastinit import REFERENCE_INITS, fast_init
 
 from tests.strategies import values_of
 
-MODULES = (events.types, events.callevents, events.sessionevents, engine.views, engine.tools,
-           engine.models.protocol, engine.context)
+MODULES = (events.types, events.callevents, events.sessionevents, events.models, engine.views,
+           engine.tools, engine.models.protocol, engine.context)
 
 
 def fast_classes() -> list[type]:
@@ -45,7 +46,7 @@ def test_the_classes_made_on_every_call_have_it() -> None:
     names = {cls.__name__ for cls in fast_classes()}
     assert {"Record", "ToolCallRequested", "PolicyDecided", "ToolExecutionStarted",
             "ToolCallCompleted", "AssistantMessage", "ModelToolCall", "ToolCall",
-            "ToolResultEntry", "CallView"} <= names
+            "ToolResultEntry", "CallView", "ModelResponded"} <= names
 
 
 @pytest.mark.parametrize("cls", fast_classes(), ids=lambda cls: cls.__name__)

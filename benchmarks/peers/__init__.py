@@ -33,7 +33,7 @@ import attrs
 from ..harness import Figure, Row, Settings, interleave, paired
 from .tool import ARGS, add
 
-__all__ = ["INSTALL", "PEERS", "Peer", "missing", "run", "versions"]
+__all__ = ["GROUPS", "INSTALL", "PEERS", "Peer", "missing", "run", "versions"]
 
 US = 1e6
 INSTALL = "pip install toolledger[bench]"
@@ -232,8 +232,19 @@ def served(settings: Settings, stacks: Sequence[str]) -> list[Row]:
     return rows
 
 
-def run(settings: Settings, only: Sequence[str] = ()) -> list[Row]:
-    """The rows of both groups for the stacks asked for (all by default) that are installed."""
+def run(settings: Settings, only: Sequence[str] = (), groups: Sequence[str] = ()) -> list[Row]:
+    """The rows of the groups asked for (all by default: :data:`GROUPS`) for the stacks asked
+    for (all by default) that are installed."""
     absent = set(missing(only))
     stacks = [name for name in STACKS if (not only or name in only) and name not in absent]
-    return tool_path(settings, stacks) + agent_loop(settings, stacks) + served(settings, stacks)
+    rows: list[Row] = []
+    for name, group in GROUPS.items():
+        if not groups or name in groups:
+            rows += group(settings, stacks)
+    return rows
+
+
+#: The groups, by the name ``--group`` takes.
+GROUPS: dict[str, Callable[[Settings, Sequence[str]], list[Row]]] = {
+    "tool-path": tool_path, "agent-loop": agent_loop, "served": served,
+}

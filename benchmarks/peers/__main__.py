@@ -1,9 +1,9 @@
 """Time ``add(a, b)`` through toolledger and its peers in one run, and print the ratios.
 
 ``python -m benchmarks.peers [--quick] [--json | --markdown] [--clock wall|cpu] [--repeat N]
-[--only STACK ...]``; ``--render RUN.json [--markdown]`` prints a saved run again. The peers
-come with the extra ``bench`` (``pip install toolledger[bench]``); those not installed are
-named on stderr and in the table's title, and the rest are timed.
+[--only STACK ...] [--group GROUP ...]``; ``--render RUN.json [--markdown]`` prints a saved
+run again. The peers come with the extra ``bench`` (``pip install toolledger[bench]``); those
+not installed are named on stderr and in the table's title, and the rest are timed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from rich.console import Console
 from ..__main__ import add_run_options, show
 from ..harness import Settings, row_from_json
 from ..report import machine, to_json
-from . import INSTALL, STACKS, missing, run, versions
+from . import GROUPS, INSTALL, STACKS, missing, run, versions
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     add_run_options(parser)
     parser.add_argument("--only", nargs="+", choices=STACKS, metavar="STACK", default=[],
                         help=f"time only these stacks: {', '.join(STACKS)}")
+    parser.add_argument("--group", nargs="+", choices=GROUPS, metavar="GROUP", default=[],
+                        help=f"run only these groups: {', '.join(GROUPS)}")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -38,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(quick=args.quick, repeat=args.repeat, clock_name=args.clock)
     started = time.perf_counter()
     with Console(stderr=True).status("timing toolledger and its peers…"):
-        rows = run(settings, args.only)
+        rows = run(settings, args.only, args.group)
     took = time.perf_counter() - started
     facts = {"quick": args.quick, "repeat": args.repeat, "clock": args.clock,
              "seconds": round(took, 1), "versions": versions(args.only), "missing": absent}
