@@ -64,7 +64,7 @@ def test_the_json_file_holds_the_sessions_spans_at_their_recorded_times(
 ) -> None:
     out = tmp_path / "spans.json"
     assert main(["export-otel", str(log), "--json", str(out)]) == 0
-    assert "6 spans from 1 sessions written to" in capsys.readouterr().out
+    assert "6 spans from 1 session written to" in capsys.readouterr().out
     everything = json.loads(out.read_text())
     spans = {span["name"]: span for span in everything}
     assert sorted(spans) == ["chat faux", "execute_tool inner", "execute_tool outer",

@@ -22,6 +22,7 @@ __all__ = [
     "PROG",
     "UsageError",
     "choose_session",
+    "counted",
     "error_line",
     "fold_sessions",
     "load_key",
@@ -39,6 +40,11 @@ LOG_HELP = ("the log: a JSONL file's path, or a store URL (sqlite:///runs.db, "
 
 class UsageError(Exception):
     """A mistake the user can fix; its message is printed as one line."""
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless one: ``"1 session"``, ``"3 sessions"``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def error_line(message: str, prog: str = PROG) -> str:

@@ -19,7 +19,7 @@ from events.integrity import SessionChain
 from events.stores.copying import CopyError, copy_session
 
 from ..visible import visible, visible_json
-from ._common import LOG_HELP, UsageError, choose_session, load_key, open_log, shown
+from ._common import LOG_HELP, UsageError, choose_session, counted, load_key, open_log, shown
 
 __all__ = ["add_parser", "run"]
 
@@ -87,6 +87,6 @@ def run(args: argparse.Namespace, console: Console) -> int:
             "copied ", (visible(chain.session_id, newlines=False), "bold"),
             f"  {chain.records} records, verified in {target}, head ", (chain.head or "", "cyan"),
         ), soft_wrap=True)
-    console.print(Text(f"{len(copied)} session{'s' if len(copied) != 1 else ''} copied from "
+    console.print(Text(f"{counted(len(copied), 'session')} copied from "
                        f"{source} to {target}", style="dim"), soft_wrap=True)
     return 0

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..visible import visible
-from ._common import UsageError, fold_sessions, read_sessions
+from ._common import UsageError, counted, fold_sessions, read_sessions
 
 __all__ = ["add_parser", "run"]
 
@@ -87,10 +87,10 @@ def run(args: argparse.Namespace, console: Console) -> int:
         with open(args.json, "w", encoding="utf-8") as file:
             json.dump([json.loads(span.to_json(indent=None)) for span in spans], file, indent=1)
         count = len(spans)
-        console.print(Text(f"{count} spans from {len(sessions)} sessions written to "
+        console.print(Text(f"{counted(count, 'span')} from {counted(len(sessions), 'session')} written to "
                            f"{visible(where, newlines=False)}"), soft_wrap=True)
     else:
-        console.print(Text(f"spans from {len(sessions)} sessions sent to "
+        console.print(Text(f"spans from {counted(len(sessions), 'session')} sent to "
                            f"{visible(where, newlines=False)}"), soft_wrap=True)
     return 0
 

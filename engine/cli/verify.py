@@ -26,7 +26,15 @@ from events.stores.jsonl import verify_jsonl
 from events.stores.urls import parse_store_url
 
 from ..visible import visible, visible_json
-from ._common import LOG_HELP, UsageError, choose_session, error_line, load_key, open_log
+from ._common import (
+    LOG_HELP,
+    UsageError,
+    choose_session,
+    counted,
+    error_line,
+    load_key,
+    open_log,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -123,8 +131,8 @@ def _print(path: str, report: VerifyReport, strict: bool, console: Console) -> N
     sessions = len(report.sessions)
     summary = Text.assemble(
         ("verified", "bold green"),
-        f"  {path}: {report.records} records in {sessions} "
-        f"session{'s' if sessions != 1 else ''}, {chain}",
+        f"  {path}: {counted(report.records, 'record')} in {counted(sessions, 'session')}, "
+        f"{chain}",
     )
     if strict and report.unchained:
         summary = Text.assemble(
@@ -134,8 +142,8 @@ def _print(path: str, report: VerifyReport, strict: bool, console: Console) -> N
     elif report.unchained and not report.chained:
         summary = Text.assemble(
             ("not chained", "bold yellow"),
-            f"  {path}: {report.records} records in {sessions} "
-            f"session{'s' if sessions != 1 else ''}, none of them chained",
+            f"  {path}: {counted(report.records, 'record')} in {counted(sessions, 'session')}, "
+            f"none of them chained",
         )
     console.print(summary, soft_wrap=True)
     if report.anchors:
