@@ -95,6 +95,7 @@ async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call
     calls = recorder.projection.live_calls
     try:
         while True:
+            env = env.newest  # each step reads the session's setup as it is now
             view = calls[call_id]
             state = view.state
             if state is CallState.CLOSED:  # 8. it has its terminal event
@@ -189,7 +190,9 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
         if not _valid_arguments(env, recorder, call_id, spec, arguments, after=by):
             return
 
-    # 4. the policy, on the final arguments
+    # 4. the policy, on the final arguments, with the tool's declarations as registered now
+    # (a handler that waited may have let the host register a new version)
+    spec = env.newest.registry.specs.get(name, spec)
     decision = decide(name, spec.annotations, rules=env.rules,
                       session_grants=projection.session_grants)
     recorder.record(PolicyDecided(call_id=call_id, decision=decision.decision,
