@@ -475,3 +475,31 @@ async def test_a_nested_call_is_gated_and_run_with_the_tool_registered_when_it_i
         assert decided.decision == "ask"
         assert asked == [("h0/0", DANGEROUS)]
         check_log(await store.read(session.session_id), state=session.state, closed=True)
+
+
+async def test_the_policy_judges_with_the_version_registered_while_a_handler_waited() -> None:
+    @tool(annotations=SAFE)
+    async def note(call: Any, ctx: Any) -> ToolResult:
+        """Read-only, at first."""
+        return ToolResult(content=[text("note")])
+
+    go_on = trio.Event()
+    waiting = trio.Event()
+
+    async def slow_guard(draft: ToolCallDraft) -> None:
+        waiting.set()
+        await go_on.wait()
+
+    store = MemoryStore()
+    async with Session.open(store, model=FauxModel([]), tools=[note],
+                            approver=approve_all) as session:
+        session.on_tool_call(slow_guard)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.call_tool, "note", {})
+            await waiting.wait()
+            await session.register(attrs.evolve(note, annotations=DANGEROUS))
+            go_on.set()
+        [decided] = [e for e in call_events(session.records, "h0")
+                     if isinstance(e, PolicyDecided)]
+        assert decided.decision == "ask"
+        check_log(await store.read(session.session_id), state=session.state, closed=True)
