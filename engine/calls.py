@@ -91,6 +91,7 @@ async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call
     calls = recorder.projection.live_calls
     try:
         while True:
+            env = env.newest  # each step reads the session's setup as it is now
             view = calls[call_id]
             state = view.state
             if state is CallState.CLOSED:  # 8. it has its terminal event

@@ -3,10 +3,14 @@
 An :class:`Environment` holds the session's setup — its tools, policy rules, limits, handlers,
 approver, nesting depth and clock — as one frozen value that is passed, explicitly, to what
 uses it. Nothing changes it in place: registering a tool or adding a handler makes a new
-environment (:meth:`Environment.evolve`), which the next batch and its calls use; a call that
-already runs keeps the environment it started with. What *changes* while calls run (which run
-here, which wait, who is asking) is :class:`engine.inflight.InFlight`'s, and what happened is
-the log's. Pure: no trio, no I/O.
+environment (:meth:`Environment.evolve`). Each step of a call reads the session's setup as
+it is when the step begins (:attr:`Environment.newest`): a call is gated with the tools and
+handlers registered when it is gated, and its body is the version registered when it starts,
+whether it is the first call of a new batch or a nested call of a body that started before the
+change (the log shows the new registration before the call, and the call follows the log). A
+step that has begun keeps what it read: a body that runs is not swapped for a newer version.
+What *changes* while calls run (which run here, which wait, who is asking) is
+:class:`engine.inflight.InFlight`'s, and what happened is the log's. Pure: no trio, no I/O.
 """
 
 from __future__ import annotations
@@ -26,6 +30,16 @@ from .registry import Registry
 __all__ = ["Environment"]
 
 
+class _Newest:
+    """The newest environment of one session's lineage (every :meth:`Environment.evolve` of
+    the first one shares it), so that an older one can tell what the session has now."""
+
+    __slots__ = ("env",)
+
+    def __init__(self) -> None:
+        self.env: Environment | None = None
+
+
 @attrs.frozen(kw_only=True)
 class Environment:
     """One session's setup, as the runtime reads it (see the module's docstring)."""
@@ -42,6 +56,7 @@ class Environment:
     #: whether the policy may ask about a call of some registered tool (session grants aside:
     #: they only ever turn an ask into an answer). If not, no call can wait for the host.
     may_ask: bool = attrs.field(init=False)
+    _newest: _Newest = attrs.field(factory=_Newest, alias="_newest", eq=False, repr=False)
 
     @may_ask.default
     def _may_ask(self) -> bool:
@@ -54,7 +69,17 @@ class Environment:
         if self.max_depth > MAX_CALL_DEPTH:
             raise ValueError(f"max_depth={self.max_depth} is deeper than nested calls can go: "
                              f"use at most {MAX_CALL_DEPTH} (engine.limits.MAX_CALL_DEPTH)")
+        self._newest.env = self  # made by evolve: the session's setup from now on
+
+    @property
+    def newest(self) -> Environment:
+        """The session's setup now: this environment, or the one its latest
+        :meth:`evolve` made (a tool registered, a handler added since)."""
+        newest = self._newest.env
+        assert newest is not None
+        return newest
 
     def evolve(self, **changes: Any) -> Environment:
-        """A copy with ``changes``: how a session changes its setup between batches."""
+        """A copy with ``changes``: how a session changes its setup. The copy becomes
+        :attr:`newest` for this environment and every other of its lineage."""
         return attrs.evolve(self, **changes)

@@ -101,7 +101,9 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
         if not _valid_arguments(env, recorder, call_id, spec, arguments, after=by):
             return
 
-    # 4. the policy, on the final arguments
+    # 4. the policy, on the final arguments, with the tool's declarations as registered now
+    # (a handler that waited may have let the host register a new version)
+    spec = env.newest.registry.specs.get(name, spec)
     decision = decide(name, spec.annotations, rules=env.rules,
                       session_grants=projection.session_grants)
     recorder.record(PolicyDecided(call_id=call_id, decision=decision.decision,

@@ -8,21 +8,26 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
+import trio
 
 from engine import (
     Annotations,
     ApprovalAnswer,
     ApprovalRequest,
     Block,
+    Session,
     ToolCallDraft,
     ToolResult,
     approve_all,
     text,
     tool,
 )
-from engine.models import faux_text, faux_tool_call
+from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.reducers import ToolResultEntry
+from engine.testing.invariants import check_log
+from events import MemoryStore
 from events.types import (
     ApprovalRequested,
     PolicyDecided,
@@ -419,3 +424,82 @@ async def test_session_goes_on_after_nested_failures() -> None:
     assert [e.result.text for e in tool_results(state)] == ["True True", "True True"]
     assert sorted(state.calls) == ["1.0", "1.0/0", "1.0/1", "2.0", "2.0/0", "2.0/1"]
     assert_all_closed(state, records)
+
+
+async def test_a_nested_call_is_gated_and_run_with_the_tool_registered_when_it_is_asked_for(
+) -> None:
+    # a body that runs on while the host registers a new version of a tool: its next nested
+    # call of that tool is judged with the new version's annotations (the ones the log shows
+    # registered before the request), and runs the new version's body
+    @tool(annotations=SAFE)
+    async def note(call: Any, ctx: Any) -> ToolResult:
+        """First version: read-only."""
+        return ToolResult(content=[text("old note")])
+
+    async def new_body(call: Any, ctx: Any) -> ToolResult:
+        return ToolResult(content=[text("new note")])
+
+    go_on = trio.Event()
+    waiting = trio.Event()
+
+    @tool(annotations=SAFE)
+    async def parent(call: Any, ctx: Any) -> ToolResult:
+        waiting.set()
+        await go_on.wait()
+        outcome = await ctx.execute_tool("note", {})
+        return ToolResult(content=[text(outcome.result.text)])
+
+    asked: list[tuple[str, Annotations]] = []
+
+    async def approver(request: ApprovalRequest) -> bool:
+        asked.append((request.call_id, request.annotations))
+        return True
+
+    store = MemoryStore()
+    async with Session.open(store, model=FauxModel([]), tools=[parent, note],
+                            approver=approver) as session:
+        async with trio.open_nursery() as nursery:
+            outcomes: list[Any] = []
+
+            async def host() -> None:
+                outcomes.append(await session.call_tool("parent", {}))
+
+            nursery.start_soon(host)
+            await waiting.wait()
+            await session.register(attrs.evolve(note, annotations=DANGEROUS, execute=new_body))
+            go_on.set()
+        [outcome] = outcomes
+        assert outcome.result.text == "new note"
+        [decided] = [e for e in call_events(session.records, "h0/0")
+                     if isinstance(e, PolicyDecided)]
+        assert decided.decision == "ask"
+        assert asked == [("h0/0", DANGEROUS)]
+        check_log(await store.read(session.session_id), state=session.state, closed=True)
+
+
+async def test_the_policy_judges_with_the_version_registered_while_a_handler_waited() -> None:
+    @tool(annotations=SAFE)
+    async def note(call: Any, ctx: Any) -> ToolResult:
+        """Read-only, at first."""
+        return ToolResult(content=[text("note")])
+
+    go_on = trio.Event()
+    waiting = trio.Event()
+
+    async def slow_guard(draft: ToolCallDraft) -> None:
+        waiting.set()
+        await go_on.wait()
+
+    store = MemoryStore()
+    async with Session.open(store, model=FauxModel([]), tools=[note],
+                            approver=approve_all) as session:
+        session.on_tool_call(slow_guard)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(session.call_tool, "note", {})
+            await waiting.wait()
+            await session.register(attrs.evolve(note, annotations=DANGEROUS))
+            go_on.set()
+        [decided] = [e for e in call_events(session.records, "h0")
+                     if isinstance(e, PolicyDecided)]
+        assert decided.decision == "ask"
+        check_log(await store.read(session.session_id), state=session.state, closed=True)
