@@ -126,6 +126,7 @@ class Collector(HTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), CollectorHandler)
         self.requests: list[ExportTraceServiceRequest] = []
+        self.status = 200
 
     @property
     def url(self) -> str:
@@ -141,7 +142,7 @@ class CollectorHandler(BaseHTTPRequestHandler):
         body = self.rfile.read(int(self.headers["Content-Length"]))
         self.server.requests.append(ExportTraceServiceRequest.FromString(body))
         answer = ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200)
+        self.send_response(self.server.status)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", str(len(answer)))
         self.end_headers()
@@ -261,7 +262,19 @@ def test_a_collector_that_is_not_there_fails_the_command(
     assert main(["export-otel", str(log), "--otlp-endpoint", url]) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert f"6 spans from 1 session not sent: {url} did not accept them" in captured.err
+    assert f"6 spans from 1 session not exported to {url}: the collector could not be " \
+           "reached or refused them" in captured.err
+
+
+def test_a_collector_that_refuses_the_spans_fails_the_command(
+    log: Path, collector: Collector, capsys: pytest.CaptureFixture[str]
+) -> None:
+    collector.status = 400  # a status the exporter does not retry
+    assert main(["export-otel", str(log), "--otlp-endpoint", collector.url]) == 1
+    assert len(collector.requests) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"6 spans from 1 session not exported to {collector.url}" in captured.err
 
 
 def test_otlp_without_its_exporter_package_says_what_to_install(

@@ -93,8 +93,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     finally:
         exporter.shutdown()
     if result is not SpanExportResult.SUCCESS:
-        raise UsageError(f"{what} not sent: {where} did not accept them (the OTLP exporter "
-                         f"logs why)")
+        raise UsageError(f"{what} not exported to {where}: the collector could not be reached "
+                         f"or refused them (the OTLP exporter logs why)")
     console.print(Text(f"{what} sent to {where}"), soft_wrap=True)
     return 0
 
