@@ -3,16 +3,16 @@
 The spans are the ones :func:`engine.otel.trace_session` makes live, built by the same table
 (:data:`engine.otel.SPAN_RULES`) from the log, each starting and ending at its records'
 times: a session that ran before tracing was switched on can be traced after the fact. The
-SDK makes them (the ``otel-export`` extra); ``--json`` writes them to a file as the SDK's
-JSON, ``--otlp-endpoint`` sends them to a collector through OTLP over HTTP, which also needs
-``opentelemetry-exporter-otlp-proto-http``.
+SDK makes them (the ``otel-export`` extra, which brings the OTLP exporter too): ``--json``
+writes them to a file as the SDK's JSON, ``--otlp-endpoint`` sends them to a collector through
+OTLP over HTTP, all in one request, and says whether the collector took them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
@@ -20,9 +20,10 @@ from rich.text import Text
 from ..visible import visible
 from ._common import UsageError, counted, fold_sessions, read_sessions
 
-__all__ = ["add_parser", "run"]
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
-OTLP_EXPORTER = "opentelemetry.exporter.otlp.proto.http.trace_exporter"
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
             InMemorySpanExporter,
         )
@@ -69,37 +70,40 @@ def run(args: argparse.Namespace, console: Console) -> int:
                          f"toolledger[otel-export]") from exc
     sessions = read_sessions(args.log, args.session)
     fold_sessions(args.log, sessions)  # an inconsistent log is refused, naming the record
-    exporter: SpanExporter
-    if args.json is not None:
-        exporter = InMemorySpanExporter()
-    else:
-        exporter = _otlp_exporter(args.otlp_endpoint)
+    exporter = _otlp_exporter(args.otlp_endpoint) if args.otlp_endpoint is not None else None
+    collected = InMemorySpanExporter()
     provider = TracerProvider(resource=Resource.create({"service.name": args.service_name}))
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    provider.add_span_processor(SimpleSpanProcessor(collected))
     tracer = provider.get_tracer(SCOPE, schema_url=f"https://opentelemetry.io/schemas/"
                                                    f"{SEMCONV_VERSION}")
     for records in sessions.values():
         spans_from_records(records, tracer, capture_content=args.capture_content)
-    provider.shutdown()  # flushes
-    where = args.json if args.json is not None else args.otlp_endpoint
-    if isinstance(exporter, InMemorySpanExporter):
-        spans = exporter.get_finished_spans()
+    provider.shutdown()
+    spans = collected.get_finished_spans()
+    what = f"{counted(len(spans), 'span')} from {counted(len(sessions), 'session')}"
+    if exporter is None:
         with open(args.json, "w", encoding="utf-8") as file:
             json.dump([json.loads(span.to_json(indent=None)) for span in spans], file, indent=1)
-        count = len(spans)
-        console.print(Text(f"{counted(count, 'span')} from {counted(len(sessions), 'session')} written to "
-                           f"{visible(where, newlines=False)}"), soft_wrap=True)
-    else:
-        console.print(Text(f"spans from {counted(len(sessions), 'session')} sent to "
-                           f"{visible(where, newlines=False)}"), soft_wrap=True)
+        console.print(Text(f"{what} written to {visible(args.json, newlines=False)}"),
+                      soft_wrap=True)
+        return 0
+    where = visible(args.otlp_endpoint, newlines=False)
+    try:
+        result = exporter.export(spans)  # one request, retried by the exporter until its timeout
+    finally:
+        exporter.shutdown()
+    if result is not SpanExportResult.SUCCESS:
+        raise UsageError(f"{what} not exported to {where}: the collector could not be reached "
+                         f"or refused them (the OTLP exporter logs why)")
+    console.print(Text(f"{what} sent to {where}"), soft_wrap=True)
     return 0
 
 
-def _otlp_exporter(endpoint: str) -> Any:
+def _otlp_exporter(endpoint: str) -> SpanExporter:
     try:
-        module = __import__(OTLP_EXPORTER, fromlist=["OTLPSpanExporter"])
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as exc:
-        raise UsageError("--otlp-endpoint needs OpenTelemetry's OTLP exporter: install "
-                         "opentelemetry-exporter-otlp-proto-http (or write the spans to a "
-                         "file with --json FILE)") from exc
-    return module.OTLPSpanExporter(endpoint=endpoint)
+        raise UsageError(f"--otlp-endpoint needs OpenTelemetry's OTLP exporter ({exc}): "
+                         f"install toolledger[otel-export] (or write the spans to a file with "
+                         f"--json FILE)") from exc
+    return OTLPSpanExporter(endpoint=endpoint)
