@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
@@ -62,34 +62,18 @@ from .jsontext import loads_strict as loads_strict
 from .readers import FAST, Fallback
 from .types import (
     SCHEMA_VERSION,
-    ActiveToolsSet,
-    ApprovalRequested,
     ApprovalResolved,
     AssistantMessage,
     Event,
     FailureDetail,
     JsonPath,
-    ModelFailed,
-    ModelRequested,
-    ModelResponded,
     PolicyDecided,
     Record,
-    ResultHandlerFailed,
     SessionStarted,
-    SystemPromptSet,
     ToolCallBlocked,
-    ToolCallCancelled,
-    ToolCallCompleted,
     ToolCallDenied,
     ToolCallFailed,
-    ToolCallRequested,
-    ToolCallRewritten,
-    ToolExecutionStarted,
-    ToolProgress,
-    ToolRegistered,
     ToolSnapshot,
-    ToolsActivated,
-    UserMessage,
 )
 from .upcasters import UPCASTERS, Upcaster
 
@@ -128,35 +112,9 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-#: Every event class, by the ``type`` name it has in the log.
-EVENT_TYPES: dict[str, type[Any]] = {
-    _snake(cls.__name__): cls
-    for cls in (
-        SessionStarted,
-        ToolRegistered,
-        ActiveToolsSet,
-        UserMessage,
-        AssistantMessage,
-        ToolCallRequested,
-        ToolCallRewritten,
-        PolicyDecided,
-        ApprovalRequested,
-        ApprovalResolved,
-        ToolExecutionStarted,
-        ToolProgress,
-        ResultHandlerFailed,
-        ToolCallCompleted,
-        ToolCallFailed,
-        ToolCallBlocked,
-        ToolCallDenied,
-        ToolCallCancelled,
-        ToolsActivated,
-        SystemPromptSet,
-        ModelRequested,
-        ModelResponded,
-        ModelFailed,
-    )
-}
+#: Every event class (each member of :data:`~events.types.Event`, the one list of them), by the
+#: ``type`` name it has in the log.
+EVENT_TYPES: dict[str, type[Any]] = {_snake(cls.__name__): cls for cls in get_args(Event)}
 _NAMES: dict[type[Any], str] = {cls: name for name, cls in EVENT_TYPES.items()}
 
 # Fields added after logs were written, optional with a default: left out of a line while they
