@@ -47,21 +47,22 @@ def tool_path(calls: int, clock: Callable[[], float] = time.perf_counter) -> flo
     return asyncio.run(main()) / calls * US
 
 
+async def _timed_calls(calls: int, clock: Callable[[], float]) -> float:
+    """Seconds for ``calls`` awaits of ``client.call_tool("add", ARGS)`` to a fresh
+    ``MCPServer`` in memory, after one untimed call that must succeed."""
+    async with Client(_server()) as client:
+        first = await client.call_tool("add", ARGS)
+        if first.is_error:
+            raise RuntimeError(f"the MCP client's add failed: {first}")
+        start = clock()
+        for _ in range(calls):
+            await client.call_tool("add", ARGS)
+        return clock() - start
+
+
 def client_call(calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
     """Microseconds per ``await client.call_tool("add", ARGS)`` over the in-memory transport."""
-    server = _server()
-
-    async def main() -> float:
-        async with Client(server) as client:
-            first = await client.call_tool("add", ARGS)
-            if first.is_error:
-                raise RuntimeError(f"the MCP client's add failed: {first}")
-            start = clock()
-            for _ in range(calls):
-                await client.call_tool("add", ARGS)
-            return clock() - start
-
-    return asyncio.run(main()) / calls * US
+    return asyncio.run(_timed_calls(calls, clock)) / calls * US
 
 
 def served_beside(calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
@@ -70,16 +71,4 @@ def served_beside(calls: int, clock: Callable[[], float] = time.perf_counter) ->
     runs in the same loop, through the same client and transport."""
     import trio
 
-    server = _server()
-
-    async def main() -> float:
-        async with Client(server) as client:
-            first = await client.call_tool("add", ARGS)
-            if first.is_error:
-                raise RuntimeError(f"the MCP client's add failed: {first}")
-            start = clock()
-            for _ in range(calls):
-                await client.call_tool("add", ARGS)
-            return clock() - start
-
-    return trio.run(main) / calls * US
+    return trio.run(_timed_calls, calls, clock) / calls * US
