@@ -33,6 +33,7 @@ __all__ = [
     "ApprovalAnswer",
     "ApprovalRequest",
     "Approver",
+    "answers_at_once",
     "approve_all",
     "as_answer",
     "deny_all",
@@ -97,6 +98,19 @@ async def approve_all(request: ApprovalRequest) -> bool:
 async def deny_all(request: ApprovalRequest) -> bool:
     """Refuse every call that needs approval. The default approver: safe."""
     return False
+
+
+def answers_at_once(approver: Approver) -> bool:
+    """Whether ``approver`` answers every request when it is asked, never :data:`LATER`:
+    :func:`approve_all` and :func:`deny_all`. Any other approver may answer later, as far as
+    the runtime can tell.
+
+    Only an approver that answers later makes a call wait for the host, and a session's
+    approver is fixed while it is open (its tools and handlers are not: a tool the policy asks
+    about may be registered while a call runs). So under one of these no call of the session
+    can ever wait for the host, whatever happens while it runs: :mod:`engine.batch` then runs
+    a batch of one call in the prompt's own task."""
+    return approver is approve_all or approver is deny_all
 
 
 def terminal_approver(

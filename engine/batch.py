@@ -11,7 +11,11 @@ the log, so it serves a fresh batch and one being resumed alike:
 6.-8. it hands the allowed calls to tasks of the session's nursery — one task per call, or one
    task for the whole batch if any of its tools is ``sequential`` — started from this task, so
    each inherits a copy of the caller's context; and it waits, on an ordinary ``trio.Event``
-   (:meth:`engine.inflight.InFlight.settled`), until no call can move without the host.
+   (:meth:`engine.inflight.InFlight.settled`), until no call can move without the host. A
+   batch of one fresh call runs in this task instead when the session's approver never
+   answers later (:attr:`engine.environment.Environment.may_defer`): then nothing the call
+   does can wait for the host, whatever the host changes while it runs, and the log is the
+   one a task of the nursery would write.
 
 It returns ``"paused"`` if some call waits for an approval. A call whose nested call waits for
 the host keeps waiting in its task after the prompt returned, and goes on when the host
@@ -93,14 +97,17 @@ class Batch:
                 await advance(env, recorder, inflight, call_id, wait=False, gate_only=True)  # 2.-5.
             runnable = [cid for cid, _ in batch
                         if calls[cid].state in RUNNABLE and not inflight.owned(cid)]
-            if len(runnable) == 1 and not env.may_ask and (
+            if len(runnable) == 1 and not env.may_defer and (
                 calls[runnable[0]].state is CallState.ALLOWED
             ):
-                # 6.-8. here: nothing this call does can wait for the host (no tool can be
-                # asked about, and it has no recorded nested calls), so the prompt never has to
-                # return while it runs, and it saves two trips through the scheduler. Nothing
-                # runs between its end and the loop's next flush (before the model is asked,
-                # or as the prompt returns): its end is written with that one
+                # 6.-8. here: nothing this call does can wait for the host, so the prompt never
+                # has to return while it runs, and it saves two trips through the scheduler.
+                # That rests on what cannot change while it runs: the approver never answers
+                # later, and the call is fresh (no recorded nested call of it waits). Not on
+                # which tools the policy asks about: the host may register one mid-call, and
+                # a nested call is gated with it. Nothing runs between its end and the loop's
+                # next flush (before the model is asked, or as the prompt returns): its end is
+                # written with that one
                 inflight.hand_over(runnable, None)
                 await self._run(env, runnable, write_ends=False)
             elif runnable:

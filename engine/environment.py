@@ -21,10 +21,10 @@ from typing import Any
 
 import attrs
 
-from .approvals import Approver, deny_all
+from .approvals import Approver, answers_at_once, deny_all
 from .handlers import ToolCallHandler, ToolResultHandler
 from .limits import MAX_CALL_DEPTH, Limits
-from .policy import PolicyRules, decide
+from .policy import PolicyRules
 from .registry import Registry
 
 __all__ = ["Environment"]
@@ -53,15 +53,16 @@ class Environment:
     clock: Callable[[], float] = time.time
     call_handlers: tuple[ToolCallHandler, ...] = ()
     result_handlers: tuple[ToolResultHandler, ...] = ()
-    #: whether the policy may ask about a call of some registered tool (session grants aside:
-    #: they only ever turn an ask into an answer). If not, no call can wait for the host.
-    may_ask: bool = attrs.field(init=False)
+    #: whether a call of this session may wait for the host: its approver may answer
+    #: :data:`~engine.approvals.LATER` (:func:`~engine.approvals.answers_at_once`). Unlike
+    #: whether the policy asks about some tool, this holds for as long as the session is open:
+    #: nothing changes the approver, while a tool may be registered at any time.
+    may_defer: bool = attrs.field(init=False)
     _newest: _Newest = attrs.field(factory=_Newest, alias="_newest", eq=False, repr=False)
 
-    @may_ask.default
-    def _may_ask(self) -> bool:
-        return any(decide(name, spec.annotations, rules=self.rules).decision == "ask"
-                   for name, spec in self.registry.specs.items())
+    @may_defer.default
+    def _may_defer(self) -> bool:
+        return not answers_at_once(self.approver)
 
     def __attrs_post_init__(self) -> None:
         if self.max_depth < 0 or self.max_turns < 1:

@@ -23,6 +23,7 @@ from engine import (
     ToolCallDraft,
     ToolResult,
     ToolResultDraft,
+    approve_all,
     text,
     tool,
 )
@@ -39,10 +40,11 @@ TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("TENANT", default="
 
 @pytest.mark.parametrize("asks", [True, False], ids=["calls in tasks", "a call in the caller's task"])
 async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> None:
-    """With a tool the policy asks about, every call runs in a task of the session's; with
-    none, a batch of one call runs in the prompt's own task (engine/batch.py). Either way each
-    prompt's value is all its work sees."""
+    """With an approver that may answer later, every call runs in a task of the session's;
+    with ``approve_all``, which never does, a batch of one call runs in the prompt's own task
+    (engine/batch.py). Either way each prompt's value is all its work sees."""
     seen: list[tuple[str, str]] = []  # (who, the tenant they saw)
+    tasks: dict[str, trio.lowlevel.Task] = {}  # the task each parent call ran in
 
     # with approval needed, the approver is asked about every nested call
     @tool(annotations=Annotations() if asks else SAFE)
@@ -53,6 +55,7 @@ async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> No
     @tool(annotations=SAFE)
     async def parent(call: Any, ctx: Any) -> ToolResult:
         seen.append(("parent tool", TENANT.get()))
+        tasks[call.call_id] = trio.lowlevel.current_task()
         async with trio.open_nursery() as nursery:  # concurrent nested calls too
             nursery.start_soon(ctx.execute_tool, "child", {})
             nursery.start_soon(ctx.execute_tool, "child", {})
@@ -82,7 +85,7 @@ async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> No
                        step(one), step(two), step(ModelMessage(text="two"))])
     with trio.fail_after(DEADLOCK):
         async with Session.open(MemoryStore(), model=model, tools=[parent, child],
-                                approver=approver) as session:
+                                approver=approver if asks else approve_all) as session:
             session.on_tool_call(on_call)
             session.on_tool_result(on_result)
             results = []
@@ -104,6 +107,11 @@ async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> No
     assert {who for who, _ in second} == whos
     assert {tenant for _, tenant in first} == {"alice"}, first
     assert {tenant for _, tenant in second} == {"bob"}, second
+    prompting = trio.lowlevel.current_task()
+    # the lone calls of turns 2 and 4 ran in the prompt's task only under approve_all; the
+    # pairs of turns 1 and 5 in tasks of the session's
+    assert {cid: task is prompting for cid, task in tasks.items()} == {
+        "1.0": False, "1.1": False, "2.0": not asks, "4.0": not asks, "5.0": False, "5.1": False}
 
 
 async def test_a_prompt_after_an_answered_nested_approval_is_refused_until_resume() -> None:
@@ -150,3 +158,53 @@ async def test_a_prompt_after_an_answered_nested_approval_is_refused_until_resum
                 assert isinstance(last, ToolResultEntry) and last.call_id == "1.0"
                 again = await session.prompt("next")
                 assert again.text == "hello again"
+
+
+async def test_a_tool_registered_while_a_lone_call_runs_can_still_pause_the_prompt(
+    autojump_clock: Any,
+) -> None:
+    """A batch of one call whose session has no tool the policy asks about, and an approver
+    that may answer later. While the call runs, the host registers a tool the policy asks
+    about, and the call makes a nested call of it (nested calls are gated with the session's
+    setup as it is now): the approver leaves it for the host. The prompt returns "paused" with
+    that request, as for any call waiting in a task of the session's; the host's answer lets
+    the call go on, and resume() finishes the batch. A prompt that waited for the answer
+    itself would never return to a host that answers after it does."""
+    running, registered = trio.Event(), trio.Event()
+
+    @tool()  # the policy asks about it
+    async def risky(call: Any, ctx: Any) -> ToolResult:
+        return ToolResult(content=[text("risky done")])
+
+    @tool(annotations=SAFE)
+    async def parent(call: Any, ctx: Any) -> ToolResult:
+        running.set()
+        await registered.wait()
+        outcome = await ctx.execute_tool("risky", {})
+        return ToolResult(content=[text(f"parent saw: {outcome.content[0].text}")])
+
+    async def approver(request: ApprovalRequest) -> Any:
+        return LATER
+
+    async def register_while_it_runs(session: Session) -> None:
+        await running.wait()
+        await session.register(risky)
+        registered.set()
+
+    model = FauxModel([faux_tool_call("parent"), faux_text("done")])
+    async with Session.open(MemoryStore(), model=model, tools=[parent],
+                            approver=approver) as session:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(register_while_it_runs, session)
+            with trio.move_on_after(DEADLOCK) as waited:
+                paused = await session.prompt("go")
+        assert not waited.cancelled_caught, "the prompt waited for the host's answer itself"
+        assert paused.stop == "paused"
+        assert [(r.call_id, r.name, r.origin) for r in paused.pending] == [
+            ("1.0/0", "risky", "nested")]
+        await session.resolve_approval("1.0/0", True)
+        with trio.fail_after(DEADLOCK):
+            resumed = await session.resume()
+        assert (resumed.stop, resumed.text) == ("end_turn", "done")
+        assert session.calls["1.0"].result is not None
+        assert session.calls["1.0"].result.content[0].text == "parent saw: risky done"

@@ -26,6 +26,7 @@ import random
 import tempfile
 from collections import Counter
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import attrs
@@ -45,6 +46,7 @@ from engine import (
     ToolResult,
     ToolSpec,
     approve_all,
+    deny_all,
     text,
     tool,
 )
@@ -419,6 +421,44 @@ def test_tools_and_handlers_see_what_the_log_says(script: SessionScript) -> None
                 kind, index = event.by.split("_handler_")
                 assert specs[int(index)].kind == kind == "rewrite"
                 assert names[event.call_id] in specs[int(index)].names
+
+
+# -- where a lone call runs does not show in the log ------------------------------------------
+
+
+def by_call(records: tuple[Record, ...]) -> tuple[dict[str, list[Any]], list[Any]]:
+    """The events of each call in the order written, by call id; and the session's own
+    events (messages, model turns, registrations), in order."""
+    calls: dict[str, list[Any]] = {}
+    rest: list[Any] = []
+    for record in records:
+        call_id = getattr(record.event, "call_id", None)
+        if call_id is None:
+            rest.append(record.event)
+        else:
+            calls.setdefault(call_id, []).append(record.event)
+    return calls, rest
+
+
+@PROPERTY
+@given(session_scripts(), st.sampled_from(["grant", "deny"]))
+def test_a_lone_call_in_the_prompt_s_task_writes_what_a_task_of_the_session_s_would(
+    script: SessionScript, answer: str,
+) -> None:
+    """Under ``approve_all`` or ``deny_all``, which never answer later, a batch of one call
+    runs in the prompt's own task; under the script's own approver, answering the same, every
+    call runs in a task of the session's nursery (engine/batch.py). Each call's events, the
+    session's own events and the transcript are the same. (Only the order of the calls of a
+    parallel batch, which the scheduler picks, may differ between the runs: the scheduler
+    passes the other run saves move its random choices.)"""
+    script = attrs.evolve(script, answers={name: answer for name in script.answers},
+                          host_calls=())
+    at_once = approve_all if answer == "grant" else deny_all
+    inline = trio.run(partial(run_script, script, approver=at_once), clock=virtual_clock())
+    in_tasks = trio.run(run_script, script, clock=virtual_clock())
+    assert by_call(inline.stored_records) == by_call(in_tasks.stored_records)
+    assert inline.transcript == in_tasks.transcript
+    assert inline.cancelled_turns == in_tasks.cancelled_turns
 
 
 # -- untrusted values from tools, handlers and approvers ---------------------------------------

@@ -37,6 +37,7 @@ from hypothesis import strategies as st
 from events.stores import EventStore, MemoryStore
 from events.types import Annotations, Record
 
+from ..approvals import Approver
 from ..callids import from_host
 from ..policy import PolicyRules
 from ..session import Session
@@ -194,17 +195,19 @@ class ScriptRun:
     cancelled_turns: tuple[int, ...] = ()
 
 
-async def run_script(script: SessionScript, store: EventStore | None = None) -> ScriptRun:
+async def run_script(script: SessionScript, store: EventStore | None = None, *,
+                     approver: Approver | None = None) -> ScriptRun:
     """Run ``script`` on ``store`` (a new :class:`~events.MemoryStore` by default): prompt
     until the model's script is used up, cancelling the prompts the script cancels. Run it
     under ``MockClock(autojump_threshold=0)``; raises ``AssertionError`` if a prompt leaves a
-    call open."""
+    call open. ``approver`` answers instead of the script's own (which answers by tool, as
+    drawn, and records whom it was asked about)."""
     store = store if store is not None else MemoryStore()
     harness = script.build()
     left_open: list[tuple[int, tuple[str, ...]]] = []
     cancelled_turns: list[int] = []
     async with Session.open(store, model=harness.model, tools=harness.tools,
-                            approver=harness.approver, rules=script.rules,
+                            approver=approver or harness.approver, rules=script.rules,
                             max_depth=script.max_depth, clock=counting_clock(),
                             new_session_id=lambda: SCRIPT_SESSION_ID) as session:
         for handler in harness.call_handlers:
