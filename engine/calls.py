@@ -174,7 +174,7 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
     # 7. the tool_result handlers; 8. the terminal event
     if failure is None:
         assert raw is not None
-        result = await _result_handlers(env, recorder, view, raw)
+        result = await _result_handlers(env, recorder, view, raw) if env.result_handlers else raw
         recorder.record(ToolCallCompleted(
             call_id=call_id, result=result,
             returned=None if result is raw or result == raw else raw))

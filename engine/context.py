@@ -124,7 +124,7 @@ class ToolContext:
         env, recorder, inflight = self._env, self._recorder, self._inflight
         arguments, problem = admitted(arguments, env.limits)
         name = str(name)
-        nested = self._nested_calls()
+        nested = self._nested or self._nested_calls()
         claim = nested.claim(name, arguments, decide=False)
         if claim is None:
             # another call of this tool is recorded unanswered: a sibling of this request may
@@ -137,7 +137,7 @@ class ToolContext:
         call_id = claim.call_id
         if not claim.recorded:
             recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
-                                              origin="nested", parent_id=self.call_id))
+                                              origin="nested", parent_id=self._call.call_id))
             if problem is not None:
                 return CallOutcome(call_id=call_id,
                                    result=refuse_unreadable(recorder, call_id, name, problem))
@@ -224,7 +224,9 @@ class ToolContext:
         Returns the nested calls the log held for it that this run of the body did not ask
         for again (:meth:`engine.nested.NestedCalls.unanswered`)."""
         self._open = False
-        return self._nested_calls().unanswered()
+        if self._nested is None:  # the body asked for nothing: none of the log's is answered
+            return self._recorder.projection.children(self._call.call_id)
+        return self._nested.unanswered()
 
     def _nested_calls(self) -> NestedCalls:
         if self._nested is None:

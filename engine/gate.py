@@ -77,7 +77,6 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
     for handler in env.call_handlers:
         draft = ToolCallDraft(call_id=call_id, name=name, arguments=copy_json(arguments),
                               origin=view.origin, parent_id=view.parent_id)
-        by = handler_name(handler)
         try:
             verdict = handler(draft)
             if verdict is not None and not isinstance(verdict, (Block, Rewrite)) and (
@@ -85,14 +84,16 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
             ):
                 verdict = await verdict
         except Exception as exc:  # fail closed; the model is told no more than that
+            by = handler_name(handler)
             block(recorder, view, f"the tool_call handler {by} failed ({describe(exc)})", by,
                   error=error_info(exc, text_limit(env.limits)))
             return
+        if verdict is None:
+            continue
+        by = handler_name(handler)
         if (problem := _unusable(env, verdict)) is not None:  # fail closed too
             block(recorder, view, f"a tool_call handler {problem}", by)
             return
-        if verdict is None:
-            continue
         if isinstance(verdict, Block):
             block(recorder, view, verdict.reason, by)
             return
@@ -114,9 +115,9 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
 
 
 def _unusable(env: Environment, verdict: Any) -> str | None:
-    """What is wrong with a ``tool_call`` handler's answer (words the model may read), or
-    ``None`` if the gate can use it."""
-    if verdict is not None and not isinstance(verdict, (Block, Rewrite)):
+    """What is wrong with a ``tool_call`` handler's answer other than ``None`` (words the
+    model may read), or ``None`` if the gate can use it."""
+    if not isinstance(verdict, (Block, Rewrite)):
         return f"returned a {type(verdict).__name__}, not None, a Block or a Rewrite"
     if isinstance(verdict, Rewrite):
         try:

@@ -88,8 +88,6 @@ class Projection(ProjectionState):
                     f"{_where(record)}: a session must start with session_started")
         elif record.session_id != self.session_id:
             raise LogInconsistency(f"{_where(record)}: belongs to another session")
-        elif isinstance(event, SessionStarted):
-            raise LogInconsistency(f"{_where(record)}: the session has already started")
         try:
             _HANDLERS.get(type(event), Projection._call_event)(self, event)
         except LifecycleError as exc:
@@ -98,7 +96,8 @@ class Projection(ProjectionState):
         self.last_seq = record.seq
 
     def _session_started(self, event: SessionStarted) -> None:
-        pass
+        if self.session_id is not None:
+            raise LifecycleError("the session has already started")
 
     def _tool_registered(self, event: ToolRegistered) -> None:
         spec = event.spec

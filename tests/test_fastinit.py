@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import engine.context
+import engine.handlers
 import engine.models.protocol
 import engine.tools
 import engine.views
@@ -25,7 +26,7 @@ from events.fastinit import REFERENCE_INITS, fast_init
 from tests.strategies import values_of
 
 MODULES = (events.types, events.callevents, events.sessionevents, events.models, engine.views,
-           engine.tools, engine.models.protocol, engine.context)
+           engine.tools, engine.models.protocol, engine.context, engine.handlers)
 
 
 def fast_classes() -> list[type]:
