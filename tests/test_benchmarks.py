@@ -335,8 +335,20 @@ def test_a_peer_is_timed_beside_toolledger(peer: str) -> None:
         assert [row["figure"]["name"] for row in served] == [
             "mcp Client.call_tool → toolledger mcp_server, JsonlStore",
             "mcp Client.call_tool → toolledger mcp_server, MemoryStore()",
-            "mcp Client.call_tool → MCPServer, trio"]
+            "mcp Client.call_tool → MCPServer, trio",
+            "MCPServer.call_tool alone, trio: its tools/call handler",
+            "a host call's four records encoded, proven, sealed and written, nothing else, "
+            "JsonlStore",
+            "a host call's four records encoded and proven, nothing else, MemoryStore()"]
         assert all(row["comparison"].endswith("× MCPServer") for row in served[:2])
+        # a served call's target names its floor exactly when the floor costs more than
+        # MCPServer's handler (the part of its call that MCPServer does instead)
+        handler = served[3]["figure"]["median"]
+        for ours, floor in zip(served[:2], served[4:]):
+            assert ours["target"] == "≤ 1.00× MCPServer"
+            stopped = ours["met"] is False and floor["figure"]["median"] > handler
+            assert bool(ours["floor"]) == stopped
+            assert not stopped or ours["floor"].endswith(floor["figure"]["name"])
 
 
 def test_the_saved_peer_runs_render(capsys: pytest.CaptureFixture[str]) -> None:
