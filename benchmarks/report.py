@@ -47,6 +47,8 @@ def _target(row: Row) -> str:
     if not row.target:
         return ""
     mark = {True: "met", False: "NOT met", None: ""}[row.met]
+    if row.met is False and row.floor:
+        mark += f"; its floor alone misses it ({row.floor})"
     return f"{row.target}: {mark}"
 
 

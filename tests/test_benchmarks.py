@@ -23,6 +23,7 @@ import pytest
 
 from benchmarks import GROUPS
 from benchmarks.__main__ import main
+from benchmarks.harness import fmt
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +39,8 @@ EXPECTED: dict[str, list[str]] = {
         "a call's four events recorded, nothing else, JsonlStore",
         "a call's four events recorded, nothing else, MemoryStore()",
         "a call's four events recorded, nothing else, MemoryStore(check_encodable=False)",
+        "a call's four records encoded, proven, sealed and written, nothing else",
+        "a call's four records encoded and proven, nothing else",
     ],
     "agent loop": [
         "agent loop, 20 calls",
@@ -61,6 +64,8 @@ EXPECTED: dict[str, list[str]] = {
         "SqliteStore(durable=True), batches of 4",
         "SqliteStore(durable=True), 8 sessions (group commit)",
         "SqliteStore(durable=True), 1 session (group commit)",
+        "a record encoded, proven, sealed and written with an append's system calls, "
+        "nothing else",
         "a record encoded and proven to read back, nothing stored",
         "flock, size, write, unlock of a sealed line, nothing else",
     ],
@@ -83,6 +88,12 @@ TARGETS = {
     "SqliteStore(durable=False), batches of 4": "JsonlStore(durable=False), batches of 4",
     "live session, ": "the JSONL log's bytes",
     "open and close a session, JsonlStore": None,
+}
+# the floor under each target (what the figure must include), by the figure
+FLOORS = {
+    "engine call, JsonlStore":
+        "a call's four records encoded, proven, sealed and written, nothing else",
+    "engine call, MemoryStore()": "a call's four records encoded and proven, nothing else",
 }
 # the groups whose first figure is the README's store, a JsonlStore (the agent loop's rows
 # are all on it but for the one that names the memory store)
@@ -142,8 +153,29 @@ def test_every_figure_has_samples_and_a_baseline_where_the_issue_asks(
         if baseline is not None:
             assert row["baseline"]["name"] == baseline, name
     for row in rows:
-        if row["group"] == "dispatch":
+        if row["group"] == "dispatch" and row["figure"]["name"] not in FLOORS.values():
             assert row["baseline"]["name"] == "bare await tool(**args)"
+
+
+def test_a_target_not_met_names_the_floor_that_stops_it(
+    quick_run: tuple[dict[str, Any], Path],
+) -> None:
+    """A floor is a row of the same run, whose figure alone misses the target."""
+    rows = quick_run[0]["rows"]
+    for row in rows:
+        if not row["floor"]:
+            continue
+        assert row["met"] is False, row["figure"]["name"]
+        value, name = row["floor"].split(": ", 1)
+        floor = _named([r for r in rows if r["group"] == row["group"]], name)
+        figure = floor["figure"]
+        assert value == f"{fmt(figure['median'], figure['unit'])} {figure['unit']}"
+    stopped = {row["figure"]["name"]: row for row in rows if row["floor"]}
+    limits = {"engine call, JsonlStore": 20.0, "engine call, MemoryStore()": 11.0}
+    for name, limit in limits.items():
+        floor = _named(rows, FLOORS[name])["figure"]["median"]
+        # a target is said to be stopped by its floor exactly when the floor misses it
+        assert (name in stopped) == (floor > limit and _named(rows, name)["met"] is False)
 
 
 def test_a_saved_run_renders_as_a_table_and_as_markdown(
@@ -303,8 +335,20 @@ def test_a_peer_is_timed_beside_toolledger(peer: str) -> None:
         assert [row["figure"]["name"] for row in served] == [
             "mcp Client.call_tool → toolledger mcp_server, JsonlStore",
             "mcp Client.call_tool → toolledger mcp_server, MemoryStore()",
-            "mcp Client.call_tool → MCPServer, trio"]
+            "mcp Client.call_tool → MCPServer, trio",
+            "MCPServer.call_tool alone, trio: its tools/call handler",
+            "a host call's four records encoded, proven, sealed and written, nothing else, "
+            "JsonlStore",
+            "a host call's four records encoded and proven, nothing else, MemoryStore()"]
         assert all(row["comparison"].endswith("× MCPServer") for row in served[:2])
+        # a served call's target names its floor exactly when the floor costs more than
+        # MCPServer's handler (the part of its call that MCPServer does instead)
+        handler = served[3]["figure"]["median"]
+        for ours, floor in zip(served[:2], served[4:]):
+            assert ours["target"] == "≤ 1.00× MCPServer"
+            stopped = ours["met"] is False and floor["figure"]["median"] > handler
+            assert bool(ours["floor"]) == stopped
+            assert not stopped or ours["floor"].endswith(floor["figure"]["name"])
 
 
 def test_the_saved_peer_runs_render(capsys: pytest.CaptureFixture[str]) -> None:

@@ -21,9 +21,11 @@ from engine.tools import ToolCall
 from events import JsonlStore, MemoryStore
 from events.stores.base import EventStore
 
+from ..dispatch import call_batches, log_floor
+from ..workload import StoreKind
 from .tool import ADD_INPUT, ARGS
 
-__all__ = ["STORES", "agent_loop", "nested_call", "served_call"]
+__all__ = ["STORES", "agent_loop", "nested_call", "served_call", "served_floor"]
 
 US = 1e6
 
@@ -39,6 +41,10 @@ STORES: dict[str, Callable[[str], EventStore]] = {
 async def add(call: ToolCall, ctx: ToolContext) -> ToolResult:
     """Add two integers."""
     return ToolResult(content=(text(str(call.arguments["a"] + call.arguments["b"])),))
+
+
+#: what ``add`` returns for :data:`ARGS`
+ADDED = ToolResult(content=(text(str(ARGS["a"] + ARGS["b"])),))
 
 
 @contextmanager
@@ -124,3 +130,17 @@ def served_call(store: str, calls: int, clock: Callable[[], float] = time.perf_c
 
     trio.run(main)
     return laps[0] / calls * US
+
+
+#: the stores a served call's floor is measured for, by the name :data:`STORES` gives them
+FLOOR_KINDS: dict[str, StoreKind] = {"JsonlStore": "jsonl", "MemoryStore()": "memory"}
+
+
+def served_floor(store: str, calls: int, clock: Callable[[], float] = time.perf_counter
+                 ) -> float:
+    """Microseconds per served call of what its log cannot skip, nothing else: a host call's
+    four records of ``add`` encoded and proven (and on the file, sealed and written with an
+    append's system calls), as :func:`benchmarks.dispatch.log_floor` measures a nested call's."""
+    batches = call_batches(calls, name="add", arguments=ARGS, result=ADDED, origin="host",
+                           parent_id=None)
+    return log_floor(batches, FLOOR_KINDS[store], clock)

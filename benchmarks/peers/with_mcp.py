@@ -19,7 +19,7 @@ from mcp.server.mcpserver import MCPServer
 
 from .tool import ARGS, add
 
-__all__ = ["client_call", "served_beside", "tool_path"]
+__all__ = ["client_call", "handler_beside", "served_beside", "tool_path"]
 
 US = 1e6
 
@@ -32,19 +32,28 @@ def _server() -> MCPServer:
 
 def tool_path(calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
     """Microseconds per ``await server.call_tool("add", ARGS)``."""
-    server = _server()
+    return asyncio.run(_timed_tool_calls(calls, clock)) / calls * US
 
-    async def main() -> float:
-        call = server.call_tool
-        first = await call("add", ARGS)
-        if getattr(first, "is_error", True):
-            raise RuntimeError(f"the MCP server's add failed: {first}")
-        start = clock()
-        for _ in range(calls):
-            await call("add", ARGS)
-        return clock() - start
 
-    return asyncio.run(main()) / calls * US
+def handler_beside(calls: int, clock: Callable[[], float] = time.perf_counter) -> float:
+    """:func:`tool_path` under trio: the part of a served call that is ``MCPServer``'s own
+    (what its ``tools/call`` handler runs), beside toolledger's served call."""
+    import trio
+
+    return trio.run(_timed_tool_calls, calls, clock) / calls * US
+
+
+async def _timed_tool_calls(calls: int, clock: Callable[[], float]) -> float:
+    """Seconds for ``calls`` awaits of ``server.call_tool("add", ARGS)`` on a fresh
+    ``MCPServer``, after one untimed call that must succeed."""
+    call = _server().call_tool
+    first = await call("add", ARGS)
+    if getattr(first, "is_error", True):
+        raise RuntimeError(f"the MCP server's add failed: {first}")
+    start = clock()
+    for _ in range(calls):
+        await call("add", ARGS)
+    return clock() - start
 
 
 async def _timed_calls(calls: int, clock: Callable[[], float]) -> float:
