@@ -45,6 +45,7 @@ EXPECTED: dict[str, list[str]] = {
     "agent loop": [
         "agent loop, 20 calls",
         "agent loop, 20 calls, MemoryStore()",
+        "agent loop, 20 calls, MemoryStore(check_encodable=False)",
         "agent loop, 200 calls",
         "agent loop, 2,000 calls",
         "agent loop, last 200 of 2,000 calls",
@@ -81,7 +82,7 @@ EXPECTED: dict[str, list[str]] = {
 TARGETS = {
     "engine call, JsonlStore": "bare await tool(**args)",
     "engine call, MemoryStore()": "bare await tool(**args)",
-    "agent loop, 20 calls": None,
+    "agent loop, 20 calls, MemoryStore(check_encodable=False)": "agent loop, 20 calls",
     "agent loop, 2,000 calls": "agent loop, 20 calls",
     "open JsonlStore, read, fold ": "json.loads over the same lines",
     "JsonlStore(durable=False)": "os.write of the same lines",
