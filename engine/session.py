@@ -193,8 +193,7 @@ class Session(SessionControls):
                         session._batch.attach(None)
                         recorder.close()
                         session._deltas.close()
-                        with trio.CancelScope(shield=True):
-                            await recorder.flush()
+                        await recorder.flush_finally()
             except BaseExceptionGroup as group:
                 # the nursery wraps what the host's block raised; give the host its own
                 # exception
@@ -265,8 +264,7 @@ class Session(SessionControls):
 
     async def _leave(self) -> None:
         self._prompting = False
-        with trio.CancelScope(shield=True):
-            await self._recorder.flush()
+        await self._recorder.flush_finally()
 
     async def _loop(self) -> PromptResult:
         """The agent loop, in the caller's task: settle the batch, ask the model, record its
