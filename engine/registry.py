@@ -16,7 +16,7 @@ does not print (such a schema is checked every time) or that was refused."""
 from __future__ import annotations
 
 import marshal
-from typing import Final
+from typing import Any, Final
 
 from .jsonvalues import TooDeep, ensure_json
 from .schemas import SchemaError, SchemaValidator, compile_schema, too_deep
@@ -25,9 +25,9 @@ from .tools import ToolSpec
 __all__ = ["Registry"]
 
 _CHECKED_MAX: Final = 1024
-#: The validators of every pair of schemas that passed :meth:`Registry.check`, by their prints
-#: (input, output). Bounded: when full, the oldest entry is dropped.
-_CHECKED: dict[tuple[bytes, bytes], tuple[SchemaValidator, SchemaValidator | None]] = {}
+#: The validators of every pair of schemas that passed :meth:`Registry.check`, by the print of
+#: the pair (input, output). Bounded: when full, the oldest entry is dropped.
+_CHECKED: dict[bytes, tuple[SchemaValidator, SchemaValidator | None]] = {}
 
 
 class Registry:
@@ -42,16 +42,17 @@ class Registry:
         """Compile the spec's schemas; raises ``SchemaError`` naming the tool and keyword."""
         if not isinstance(spec, ToolSpec):
             raise TypeError(f"{spec!r} is not a tool: decorate it with @tool")
+        schemas: Any = (spec.input_schema, spec.output_schema)
         try:
-            prints = (marshal.dumps(spec.input_schema, 2), marshal.dumps(spec.output_schema, 2))
+            key = marshal.dumps(schemas, 2)
         except ValueError:  # not only exact JSON types (or nested too deeply): check it anew
             return self._check(spec)
-        if (checked := _CHECKED.get(prints)) is not None:
+        if (checked := _CHECKED.get(key)) is not None:
             return checked
         checked = self._check(spec)
         if len(_CHECKED) >= _CHECKED_MAX:
             _CHECKED.pop(next(iter(_CHECKED)), None)
-        _CHECKED[prints] = checked
+        _CHECKED[key] = checked
         return checked
 
     @staticmethod
