@@ -29,6 +29,7 @@ import trio
 
 from events.errors import SessionNotFound
 from events.models import SystemPromptSet
+from events.prepared import prepare
 from events.stores import EventStore
 from events.types import (
     AssistantMessage,
@@ -170,6 +171,7 @@ class Session(SessionControls):
             recorder = Recorder(store, sid, projection, history, env.clock)
             session = cls(env, recorder, model)
             if not history:
+                prepare(started)  # the same for every session opened with these settings
                 recorder.record(started)
             if system_prompt is not None and system_prompt != projection.system_prompt:
                 recorder.record(SystemPromptSet(text=system_prompt))

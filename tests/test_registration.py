@@ -1,19 +1,34 @@
-"""A tool's schemas are checked once per content (engine/registry.py). These tests hold the
-memo to the work it replaces: a spec changed in place is checked as it is now, and values
-Python finds equal but JSON does not (``1``, ``1.0``, ``True``) are told apart."""
+"""A tool's registration is worked out once per content: the check of its schemas
+(engine/registry.py), and the encoding of the records a session opens with
+(events/prepared.py). These tests hold both to the work they replace: a spec changed in place
+is checked and recorded as it is now, values Python finds equal but JSON does not (``1``,
+``1.0``, ``True``) are told apart, and a prepared record's line is the reference's, byte for
+byte."""
 
 from __future__ import annotations
 
+import gc
+import json
 from typing import Any
 
+import attrs
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine import Annotations, Session, ToolResult, approve_all, text, tool
 from engine.models import FauxModel
 from engine.registry import Registry
 from engine.schemas import SchemaError
+from engine.testing import tool_specs
 from events import MemoryStore
+from events.codec import PREPARED, decode_line, encode_stored
+from events.prepared import prepare
+from events.readers import FAST
+from events.types import Record, SessionSettings, SessionStarted, ToolRegistered, UserMessage
+
+from tests.strategies import instances_of
 
 
 def make_tool(schema: dict[str, Any]) -> Any:
@@ -29,6 +44,17 @@ async def open_and_close(store: MemoryStore, spec: Any, session_id: str) -> None
     async with Session.open(store, model=FauxModel([]), tools=[spec], approver=approve_all,
                             session_id=session_id, create=True):
         pass
+
+
+def recorded_schema(store: MemoryStore, session_id: str) -> str:
+    """The input schema as the session's log holds it, as JSON text."""
+    async def read() -> list[Record]:
+        return await store.read(session_id)
+
+    records = trio.run(read)
+    [registered] = [r.event for r in records if isinstance(r.event, ToolRegistered)]
+    line = encode_stored(attrs.evolve(records[-1], event=registered), fast=False)[0].decode()
+    return json.dumps(json.loads(line)["data"]["spec"]["input_schema"])
 
 
 def test_a_schema_changed_in_place_is_checked_again() -> None:
@@ -52,6 +78,22 @@ def test_values_python_finds_equal_are_checked_apart() -> None:
         trio.run(open_and_close, MemoryStore(), spec, "b")
 
 
+def test_a_schema_changed_in_place_is_recorded_as_it_is_now() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"minimum": 1}}}
+    spec = make_tool(schema)
+    store = MemoryStore()
+    trio.run(open_and_close, store, spec, "a")
+    schema["properties"]["n"]["minimum"] = 1.0  # equal in Python, another line in the log
+    trio.run(open_and_close, store, spec, "b")
+    schema["properties"]["n"]["exclusiveMaximum"] = 9
+    trio.run(open_and_close, store, spec, "c")
+    assert recorded_schema(store, "a") == '{"type": "object", "properties": {"n": {"minimum": 1}}}'
+    assert recorded_schema(store, "b") == (
+        '{"type": "object", "properties": {"n": {"minimum": 1.0}}}')
+    assert recorded_schema(store, "c") == (
+        '{"type": "object", "properties": {"n": {"minimum": 1.0, "exclusiveMaximum": 9}}}')
+
+
 def test_a_spec_that_does_not_print_is_checked_every_time() -> None:
     # a tuple is JSON's array to the engine; a dict subclass has no exact print
     class Schema(dict[str, Any]):
@@ -63,3 +105,68 @@ def test_a_spec_that_does_not_print_is_checked_every_time() -> None:
     schema["type"] = "array"
     with pytest.raises(SchemaError):
         Registry().check(spec)
+
+
+def line(event: Any, seq: int = 1, time: float = 1.5, *, fast: bool = True) -> bytes:
+    return encode_stored(Record(session_id="s", seq=seq, time=time, event=event), fast=fast)[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=tool_specs(), seq=st.integers(1, 2**40), time=st.floats(0, 2e9))
+def test_a_registration_is_written_as_the_reference_writes_it(spec: Any, seq: int,
+                                                              time: float) -> None:
+    first, second = ToolRegistered(spec=spec.snapshot()), ToolRegistered(spec=spec.snapshot())
+    reference = line(first, seq, time, fast=False)
+    prepare(first)  # encoded now, or found
+    prepare(second)  # found
+    assert line(first, seq, time) == reference
+    assert line(second, seq, time) == reference
+
+
+@settings(max_examples=100, deadline=None)
+@given(event=st.sampled_from(sorted(FAST, key=lambda cls: cls.__name__)).flatmap(instances_of),
+       seq=st.integers(1, 2**40), time=st.floats(0, 2e9))
+def test_a_prepared_event_is_written_as_the_reference_writes_it(event: Any, seq: int,
+                                                                time: float) -> None:
+    reference = line(event, seq, time, fast=False)
+    again = decode_line(reference).event  # an equal event, with values of its own
+    prepare(event)
+    prepare(again)
+    assert line(event, seq, time) == reference
+    assert line(again, seq, time) == reference
+    assert id(event) not in PREPARED and id(again) not in PREPARED  # each entry serves once
+
+
+def test_values_python_finds_equal_are_prepared_apart() -> None:
+    events = [SessionStarted(metadata={"k": value}) for value in (1, 1.0, True, 1, True)]
+    lines = []
+    for event in events:
+        prepare(event)
+        lines.append(line(event))
+    assert lines == [line(event, fast=False) for event in events]
+    assert len(set(lines)) == 3
+
+
+def test_an_event_never_encoded_leaves_nothing_behind() -> None:
+    before = len(PREPARED)
+    events = [SessionStarted(metadata={"k": [1, 2]}) for _ in range(5)]
+    for event in events:
+        prepare(event)
+    assert len(PREPARED) == before + 5
+    del events, event
+    gc.collect()
+    assert len(PREPARED) == before
+
+
+def test_what_cannot_be_prepared_is_left_to_the_ordinary_path() -> None:
+    class Name(str):
+        pass
+
+    settings = SessionSettings(max_turns=True, max_depth=8, max_argument_bytes=1,
+                               max_result_bytes=1)
+    for event in (SessionStarted(settings=settings),  # the reader takes an exact int only
+                  SessionStarted(metadata={"k": Name("v")}),  # a subclass does not print
+                  UserMessage(text="hi")):  # no weak reference to it
+        prepare(event)
+        assert id(event) not in PREPARED
+        assert line(event) == line(event, fast=False)
