@@ -145,9 +145,10 @@ class Session(SessionControls):
         specs = list(tools)
         for spec in specs:
             registry = registry.with_spec(spec)  # checked and compiled once, here
-        names = Counter(spec.name for spec in specs)
-        if duplicated := [name for name, count in names.items() if count > 1]:
-            raise ValueError(f"two tools are named {duplicated[0]!r}: tool names must be unique")
+        names = [spec.name for spec in specs]
+        if len(set(names)) < len(names):
+            duplicated = next(name for name, count in Counter(names).items() if count > 1)
+            raise ValueError(f"two tools are named {duplicated!r}: tool names must be unique")
         env = Environment(registry=registry, rules=rules, limits=limits, approver=approver,
                           max_depth=max_depth, max_turns=max_turns, clock=clock)  # or ValueError
         started = SessionStarted(  # or ValueError

@@ -41,7 +41,8 @@ def make_tool(schema: dict[str, Any]) -> Any:
 
 
 async def open_and_close(store: MemoryStore, spec: Any, session_id: str) -> None:
-    async with Session.open(store, model=FauxModel([]), tools=[spec], approver=approve_all,
+    tools = spec if isinstance(spec, list) else [spec]
+    async with Session.open(store, model=FauxModel([]), tools=tools, approver=approve_all,
                             session_id=session_id, create=True):
         pass
 
@@ -92,6 +93,13 @@ def test_a_schema_changed_in_place_is_recorded_as_it_is_now() -> None:
         '{"type": "object", "properties": {"n": {"minimum": 1.0}}}')
     assert recorded_schema(store, "c") == (
         '{"type": "object", "properties": {"n": {"minimum": 1.0, "exclusiveMaximum": 9}}}')
+
+
+def test_two_tools_of_one_name_are_refused_at_open() -> None:
+    first = make_tool({"type": "object"})
+    second = make_tool({"type": "object", "properties": {}})
+    with pytest.raises(ValueError, match="two tools are named 'probe'"):
+        trio.run(open_and_close, MemoryStore(), [first, second], "a")
 
 
 def test_a_spec_that_does_not_print_is_checked_every_time() -> None:
