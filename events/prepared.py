@@ -52,7 +52,8 @@ def prepare(event: Any) -> None:
     cls = type(event)
     try:
         key = (cls, marshal.dumps(_values(event), 2))
-        ref = weakref.ref(event, _forget(id(event)))
+        ref = _Ref(event, _forget)
+        ref.key = id(event)
     except (ValueError, TypeError):  # does not print (TypeError: no weak reference to it)
         return
     data = _MEMO.get(key)
@@ -112,13 +113,15 @@ def _values(obj: Any) -> list[Any]:
     return values
 
 
-def _forget(key: int) -> Callable[[weakref.ref[Any]], None]:
-    """The callback that drops an event's entry when the event goes (unless its id has been
-    given to a newer event since)."""
+class _Ref(weakref.ref[Any]):
+    """A weak reference to a prepared event that remembers the event's id, its entry's key."""
 
-    def forget(ref: weakref.ref[Any]) -> None:
-        entry = PREPARED.get(key)
-        if entry is not None and entry[0] is ref:
-            del PREPARED[key]
+    __slots__ = ("key",)
+    key: int
 
-    return forget
+
+def _forget(ref: _Ref) -> None:
+    """Drop an event's entry when the event goes (unless its id is a newer event's since)."""
+    entry = PREPARED.get(ref.key)
+    if entry is not None and entry[0] is ref:
+        del PREPARED[ref.key]
