@@ -120,8 +120,10 @@ class _Ref(weakref.ref[Any]):
     key: int
 
 
-def _forget(ref: _Ref) -> None:
-    """Drop an event's entry when the event goes (unless its id is a newer event's since)."""
-    entry = PREPARED.get(ref.key)
+def _forget(ref: _Ref, prepared: dict[int, tuple[weakref.ref[Any], str]] = PREPARED) -> None:
+    """Drop an event's entry when the event goes (unless its id is a newer event's since).
+    The table is bound here: an event that goes as the interpreter shuts down may find the
+    module's names cleared."""
+    entry = prepared.get(ref.key)
     if entry is not None and entry[0] is ref:
-        del PREPARED[ref.key]
+        del prepared[ref.key]
