@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import gc
 import json
+from pathlib import Path
 from typing import Any
 
-import attrs
 import pytest
 import trio
 from hypothesis import given, settings
@@ -22,10 +22,11 @@ from engine.models import FauxModel
 from engine.registry import Registry
 from engine.schemas import SchemaError
 from engine.testing import tool_specs
-from events import MemoryStore
+from events import JsonlStore, MemoryStore
 from events.codec import PREPARED, decode_line, encode_stored
 from events.prepared import prepare
 from events.readers import FAST
+from events.stores import EventStore
 from events.types import Record, SessionSettings, SessionStarted, ToolRegistered, UserMessage
 
 from tests.strategies import instances_of
@@ -40,22 +41,21 @@ def make_tool(schema: dict[str, Any]) -> Any:
     return probe
 
 
-async def open_and_close(store: MemoryStore, spec: Any, session_id: str) -> None:
+async def open_and_close(store: EventStore, spec: Any, session_id: str) -> None:
     tools = spec if isinstance(spec, list) else [spec]
     async with Session.open(store, model=FauxModel([]), tools=tools, approver=approve_all,
                             session_id=session_id, create=True):
         pass
 
 
-def recorded_schema(store: MemoryStore, session_id: str) -> str:
-    """The input schema as the session's log holds it, as JSON text."""
-    async def read() -> list[Record]:
-        return await store.read(session_id)
-
-    records = trio.run(read)
-    [registered] = [r.event for r in records if isinstance(r.event, ToolRegistered)]
-    line = encode_stored(attrs.evolve(records[-1], event=registered), fast=False)[0].decode()
-    return json.dumps(json.loads(line)["data"]["spec"]["input_schema"])
+def recorded_schemas(path: Path) -> dict[str, str]:
+    """Each session's recorded input schema, as the file's line holds it."""
+    found = {}
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] == "tool_registered":
+            found[record["session_id"]] = json.dumps(record["data"]["spec"]["input_schema"])
+    return found
 
 
 def test_a_schema_changed_in_place_is_checked_again() -> None:
@@ -79,20 +79,22 @@ def test_values_python_finds_equal_are_checked_apart() -> None:
         trio.run(open_and_close, MemoryStore(), spec, "b")
 
 
-def test_a_schema_changed_in_place_is_recorded_as_it_is_now() -> None:
+def test_a_schema_changed_in_place_is_recorded_as_it_is_now(tmp_path: Path) -> None:
     schema: dict[str, Any] = {"type": "object", "properties": {"n": {"minimum": 1}}}
     spec = make_tool(schema)
-    store = MemoryStore()
-    trio.run(open_and_close, store, spec, "a")
-    schema["properties"]["n"]["minimum"] = 1.0  # equal in Python, another line in the log
-    trio.run(open_and_close, store, spec, "b")
-    schema["properties"]["n"]["exclusiveMaximum"] = 9
-    trio.run(open_and_close, store, spec, "c")
-    assert recorded_schema(store, "a") == '{"type": "object", "properties": {"n": {"minimum": 1}}}'
-    assert recorded_schema(store, "b") == (
-        '{"type": "object", "properties": {"n": {"minimum": 1.0}}}')
-    assert recorded_schema(store, "c") == (
-        '{"type": "object", "properties": {"n": {"minimum": 1.0, "exclusiveMaximum": 9}}}')
+    with JsonlStore(tmp_path / "log.jsonl") as store:
+        trio.run(open_and_close, store, spec, "a")
+        schema["properties"]["n"]["minimum"] = 1.0  # equal in Python, another line in the log
+        trio.run(open_and_close, store, spec, "b")
+        schema["properties"]["n"]["exclusiveMaximum"] = 9
+        trio.run(open_and_close, store, spec, "c")
+        trio.run(open_and_close, store, spec, "d")
+    assert recorded_schemas(tmp_path / "log.jsonl") == {
+        "a": '{"type": "object", "properties": {"n": {"minimum": 1}}}',
+        "b": '{"type": "object", "properties": {"n": {"minimum": 1.0}}}',
+        "c": '{"type": "object", "properties": {"n": {"minimum": 1.0, "exclusiveMaximum": 9}}}',
+        "d": '{"type": "object", "properties": {"n": {"minimum": 1.0, "exclusiveMaximum": 9}}}',
+    }
 
 
 def test_two_tools_of_one_name_are_refused_at_open() -> None:
