@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Any, Literal
 
 from events.models import SystemPromptSet
+from events.prepared import prepare
 from events.types import (
     ActiveToolsSet,
     Annotations,
@@ -132,7 +133,9 @@ class SessionControls:
         """Record the tool's snapshot unless the session's state has it so already."""
         snapshot = spec.snapshot()
         if self.state.tools.get(spec.name) != snapshot:
-            self._recorder.record(ToolRegistered(spec=snapshot))
+            registered = ToolRegistered(spec=snapshot)
+            prepare(registered)  # the same for every session that registers the tool
+            self._recorder.record(registered)
 
     async def set_system_prompt(self, text: str | None) -> None:
         """Replace the system prompt the model gets from the next request on (``None``: none).

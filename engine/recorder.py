@@ -133,6 +133,14 @@ class Recorder:
                 self._broken = exc
                 raise
 
+    async def flush_finally(self) -> None:
+        """:meth:`flush`, shielded from cancellation: what a prompt's end and the session's
+        close write whatever happens to the task. With nothing queued there is nothing to
+        shield (a flush of an empty queue returns at once), and no cancel scope is made."""
+        if self._outbox:
+            with trio.CancelScope(shield=True):
+                await self.flush()
+
     def close(self) -> None:
         """No more records: followers finish once they have read everything."""
         self._closed = True

@@ -2,15 +2,32 @@
 
 A registry is not changed once a session uses it: :meth:`Registry.with_spec` makes a new one
 (the session's :class:`~engine.environment.Environment` then holds it), so a call that runs
-keeps the tools it started with."""
+keeps the tools it started with.
+
+A spec's schemas are checked once per content, not once per session: :meth:`Registry.check`
+remembers the validators of every pair of schemas that passed, by their exact print
+(:func:`marshal.dumps`, which writes each value with its exact type: ``1``, ``1.0`` and
+``True`` print apart, a tuple apart from a list, and a subclass of ``dict`` or ``str`` does not
+print at all). A spec whose schemas print as a pair that passed before is the same JSON, value
+for value and type for type, so it passes again with the same validators; a schema changed in
+place since prints differently and is checked anew. Nothing is remembered for a schema that
+does not print (such a schema is checked every time) or that was refused."""
 
 from __future__ import annotations
+
+import marshal
+from typing import Any, Final
 
 from .jsonvalues import TooDeep, ensure_json
 from .schemas import SchemaError, SchemaValidator, compile_schema, too_deep
 from .tools import ToolSpec
 
 __all__ = ["Registry"]
+
+_CHECKED_MAX: Final = 1024
+#: The validators of every pair of schemas that passed :meth:`Registry.check`, by the print of
+#: the pair (input, output). Bounded: when full, the oldest entry is dropped.
+_CHECKED: dict[bytes, tuple[SchemaValidator, SchemaValidator | None]] = {}
 
 
 class Registry:
@@ -25,6 +42,21 @@ class Registry:
         """Compile the spec's schemas; raises ``SchemaError`` naming the tool and keyword."""
         if not isinstance(spec, ToolSpec):
             raise TypeError(f"{spec!r} is not a tool: decorate it with @tool")
+        schemas: Any = (spec.input_schema, spec.output_schema)
+        try:
+            key = marshal.dumps(schemas, 2)
+        except ValueError:  # not only exact JSON types (or nested too deeply): check it anew
+            return self._check(spec)
+        if (checked := _CHECKED.get(key)) is not None:
+            return checked
+        checked = self._check(spec)
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.pop(next(iter(_CHECKED)), None)
+        _CHECKED[key] = checked
+        return checked
+
+    @staticmethod
+    def _check(spec: ToolSpec) -> tuple[SchemaValidator, SchemaValidator | None]:
         for role, schema in (("input", spec.input_schema), ("output", spec.output_schema)):
             try:
                 ensure_json(schema)

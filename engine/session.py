@@ -29,6 +29,7 @@ import trio
 
 from events.errors import SessionNotFound
 from events.models import SystemPromptSet
+from events.prepared import prepare
 from events.stores import EventStore
 from events.types import (
     AssistantMessage,
@@ -144,9 +145,10 @@ class Session(SessionControls):
         specs = list(tools)
         for spec in specs:
             registry = registry.with_spec(spec)  # checked and compiled once, here
-        names = Counter(spec.name for spec in specs)
-        if duplicated := [name for name, count in names.items() if count > 1]:
-            raise ValueError(f"two tools are named {duplicated[0]!r}: tool names must be unique")
+        names = [spec.name for spec in specs]
+        if len(set(names)) < len(names):
+            duplicated = next(name for name, count in Counter(names).items() if count > 1)
+            raise ValueError(f"two tools are named {duplicated!r}: tool names must be unique")
         env = Environment(registry=registry, rules=rules, limits=limits, approver=approver,
                           max_depth=max_depth, max_turns=max_turns, clock=clock)  # or ValueError
         started = SessionStarted(  # or ValueError
@@ -170,6 +172,7 @@ class Session(SessionControls):
             recorder = Recorder(store, sid, projection, history, env.clock)
             session = cls(env, recorder, model)
             if not history:
+                prepare(started)  # the same for every session opened with these settings
                 recorder.record(started)
             if system_prompt is not None and system_prompt != projection.system_prompt:
                 recorder.record(SystemPromptSet(text=system_prompt))
@@ -193,8 +196,7 @@ class Session(SessionControls):
                         session._batch.attach(None)
                         recorder.close()
                         session._deltas.close()
-                        with trio.CancelScope(shield=True):
-                            await recorder.flush()
+                        await recorder.flush_finally()
             except BaseExceptionGroup as group:
                 # the nursery wraps what the host's block raised; give the host its own
                 # exception
@@ -265,8 +267,7 @@ class Session(SessionControls):
 
     async def _leave(self) -> None:
         self._prompting = False
-        with trio.CancelScope(shield=True):
-            await self._recorder.flush()
+        await self._recorder.flush_finally()
 
     async def _loop(self) -> PromptResult:
         """The agent loop, in the caller's task: settle the batch, ask the model, record its

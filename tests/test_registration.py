@@ -1,0 +1,182 @@
+"""A tool's registration is worked out once per content: the check of its schemas
+(engine/registry.py), and the encoding of the records a session opens with
+(events/prepared.py). These tests hold both to the work they replace: a spec changed in place
+is checked and recorded as it is now, values Python finds equal but JSON does not (``1``,
+``1.0``, ``True``) are told apart, and a prepared record's line is the reference's, byte for
+byte."""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engine import Annotations, Session, ToolResult, approve_all, text, tool
+from engine.models import FauxModel
+from engine.registry import Registry
+from engine.schemas import SchemaError
+from engine.testing import tool_specs
+from events import JsonlStore, MemoryStore
+from events.codec import PREPARED, decode_line, encode_stored
+from events.prepared import prepare
+from events.readers import FAST
+from events.stores import EventStore
+from events.types import Record, SessionSettings, SessionStarted, ToolRegistered, UserMessage
+
+from tests.strategies import instances_of
+
+
+def make_tool(schema: dict[str, Any]) -> Any:
+    @tool(input_schema=schema, annotations=Annotations(read_only=True))
+    async def probe(call: Any, ctx: Any) -> ToolResult:
+        """Answers."""
+        return ToolResult(content=[text("ok")])
+
+    return probe
+
+
+async def open_and_close(store: EventStore, spec: Any, session_id: str) -> None:
+    tools = spec if isinstance(spec, list) else [spec]
+    async with Session.open(store, model=FauxModel([]), tools=tools, approver=approve_all,
+                            session_id=session_id, create=True):
+        pass
+
+
+def recorded_schemas(path: Path) -> dict[str, str]:
+    """Each session's recorded input schema, as the file's line holds it."""
+    found = {}
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record["type"] == "tool_registered":
+            found[record["session_id"]] = json.dumps(record["data"]["spec"]["input_schema"])
+    return found
+
+
+def test_a_schema_changed_in_place_is_checked_again() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"maximum": 1}}}
+    spec = make_tool(schema)
+    store = MemoryStore()
+    trio.run(open_and_close, store, spec, "a")
+    schema["type"] = "array"  # refused: a tool's input is an object
+    with pytest.raises(SchemaError, match="type"):
+        trio.run(open_and_close, store, spec, "b")
+
+
+def test_values_python_finds_equal_are_checked_apart() -> None:
+    # 1 == True in Python, but a bound must be a number: the spec is refused once it says True
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"maximum": 1}}}
+    spec = make_tool(schema)
+    trio.run(open_and_close, MemoryStore(), spec, "a")
+    schema["properties"]["n"]["maximum"] = True
+    assert schema == {"type": "object", "properties": {"n": {"maximum": 1}}}
+    with pytest.raises(SchemaError, match="maximum"):
+        trio.run(open_and_close, MemoryStore(), spec, "b")
+
+
+def test_a_schema_changed_in_place_is_recorded_as_it_is_now(tmp_path: Path) -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"minimum": 1}}}
+    spec = make_tool(schema)
+    with JsonlStore(tmp_path / "log.jsonl") as store:
+        trio.run(open_and_close, store, spec, "a")
+        schema["properties"]["n"]["minimum"] = 1.0  # equal in Python, another line in the log
+        trio.run(open_and_close, store, spec, "b")
+        schema["properties"]["n"]["exclusiveMaximum"] = 9
+        trio.run(open_and_close, store, spec, "c")
+        trio.run(open_and_close, store, spec, "d")
+    assert recorded_schemas(tmp_path / "log.jsonl") == {
+        "a": '{"type": "object", "properties": {"n": {"minimum": 1}}}',
+        "b": '{"type": "object", "properties": {"n": {"minimum": 1.0}}}',
+        "c": '{"type": "object", "properties": {"n": {"minimum": 1.0, "exclusiveMaximum": 9}}}',
+        "d": '{"type": "object", "properties": {"n": {"minimum": 1.0, "exclusiveMaximum": 9}}}',
+    }
+
+
+def test_two_tools_of_one_name_are_refused_at_open() -> None:
+    first = make_tool({"type": "object"})
+    second = make_tool({"type": "object", "properties": {}})
+    with pytest.raises(ValueError, match="two tools are named 'probe'"):
+        trio.run(open_and_close, MemoryStore(), [first, second], "a")
+
+
+def test_a_spec_that_does_not_print_is_checked_every_time() -> None:
+    # a tuple is JSON's array to the engine; a dict subclass has no exact print
+    class Schema(dict[str, Any]):
+        pass
+
+    schema = Schema(type="object", properties={"n": {"enum": (1, 2)}})
+    spec = make_tool(schema)
+    Registry().check(spec)
+    schema["type"] = "array"
+    with pytest.raises(SchemaError):
+        Registry().check(spec)
+
+
+def line(event: Any, seq: int = 1, time: float = 1.5, *, fast: bool = True) -> bytes:
+    return encode_stored(Record(session_id="s", seq=seq, time=time, event=event), fast=fast)[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=tool_specs(), seq=st.integers(1, 2**40), time=st.floats(0, 2e9))
+def test_a_registration_is_written_as_the_reference_writes_it(spec: Any, seq: int,
+                                                              time: float) -> None:
+    first, second = ToolRegistered(spec=spec.snapshot()), ToolRegistered(spec=spec.snapshot())
+    reference = line(first, seq, time, fast=False)
+    prepare(first)  # encoded now, or found
+    prepare(second)  # found
+    assert line(first, seq, time) == reference
+    assert line(second, seq, time) == reference
+
+
+@settings(max_examples=100, deadline=None)
+@given(event=st.sampled_from(sorted(FAST, key=lambda cls: cls.__name__)).flatmap(instances_of),
+       seq=st.integers(1, 2**40), time=st.floats(0, 2e9))
+def test_a_prepared_event_is_written_as_the_reference_writes_it(event: Any, seq: int,
+                                                                time: float) -> None:
+    reference = line(event, seq, time, fast=False)
+    again = decode_line(reference).event  # an equal event, with values of its own
+    prepare(event)
+    prepare(again)
+    assert line(event, seq, time) == reference
+    assert line(again, seq, time) == reference
+    assert id(event) not in PREPARED and id(again) not in PREPARED  # each entry serves once
+
+
+def test_values_python_finds_equal_are_prepared_apart() -> None:
+    events = [SessionStarted(metadata={"k": value}) for value in (1, 1.0, True, 1, True)]
+    lines = []
+    for event in events:
+        prepare(event)
+        lines.append(line(event))
+    assert lines == [line(event, fast=False) for event in events]
+    assert len(set(lines)) == 3
+
+
+def test_an_event_never_encoded_leaves_nothing_behind() -> None:
+    before = len(PREPARED)
+    events = [SessionStarted(metadata={"k": [1, 2]}) for _ in range(5)]
+    for event in events:
+        prepare(event)
+    assert len(PREPARED) == before + 5
+    del events, event
+    gc.collect()
+    assert len(PREPARED) == before
+
+
+def test_what_cannot_be_prepared_is_left_to_the_ordinary_path() -> None:
+    class Name(str):
+        pass
+
+    settings = SessionSettings(max_turns=True, max_depth=8, max_argument_bytes=1,
+                               max_result_bytes=1)
+    for event in (SessionStarted(settings=settings),  # the reader takes an exact int only
+                  SessionStarted(metadata={"k": Name("v")}),  # a subclass does not print
+                  UserMessage(text="hi")):  # no weak reference to it
+        prepare(event)
+        assert id(event) not in PREPARED
+        assert line(event) == line(event, fast=False)
