@@ -54,7 +54,7 @@ from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.policy import decide
 from engine.reducers import ToolResultEntry, fold
 from engine.replay.recorded import turn_of
-from engine.testing import check_approvals, check_bodies, counting_clock
+from engine.testing import check_approvals, check_bodies, check_log, counting_clock
 from engine.testing.scripts import (
     GRANTING,
     SessionScript,
@@ -441,7 +441,7 @@ def by_call(records: tuple[Record, ...]) -> tuple[dict[str, list[Any]], list[Any
 
 
 @PROPERTY
-@given(session_scripts(), st.sampled_from(["grant", "deny"]))
+@given(session_scripts(cancellations=False), st.sampled_from(["grant", "deny"]))
 def test_a_lone_call_in_the_prompt_s_task_writes_what_a_task_of_the_session_s_would(
     script: SessionScript, answer: str,
 ) -> None:
@@ -450,7 +450,10 @@ def test_a_lone_call_in_the_prompt_s_task_writes_what_a_task_of_the_session_s_wo
     call runs in a task of the session's nursery (engine/batch.py). Each call's events, the
     session's own events and the transcript are the same. (Only the order of the calls of a
     parallel batch, which the scheduler picks, may differ between the runs: the scheduler
-    passes the other run saves move its random choices.)"""
+    passes the other run saves move its random choices. For the same reason the host's
+    cancellations are left out: a prompt cancelled "now" stops a call at its next checkpoint,
+    and which of the call's steps that is depends on those passes, on either path;
+    tests/test_caller_task.py cancels a lone call in the prompt's task.)"""
     script = attrs.evolve(script, answers={name: answer for name in script.answers},
                           host_calls=())
     at_once = approve_all if answer == "grant" else deny_all
@@ -459,6 +462,20 @@ def test_a_lone_call_in_the_prompt_s_task_writes_what_a_task_of_the_session_s_wo
     assert by_call(inline.stored_records) == by_call(in_tasks.stored_records)
     assert inline.transcript == in_tasks.transcript
     assert inline.cancelled_turns == in_tasks.cancelled_turns
+
+
+@PROPERTY
+@given(session_scripts(), st.sampled_from([approve_all, deny_all]))
+def test_a_lone_call_in_the_prompt_s_task_keeps_every_invariant_when_the_host_cancels(
+    script: SessionScript, approver: Any,
+) -> None:
+    """The same scripts with the host's cancellations, every lone call in the prompt's task:
+    whatever a cancellation stops, the log keeps every invariant (one terminal event a call,
+    the model's turns answered, nesting, availability, the approver's answers, the transcript
+    the log folds to, each body run at most once)."""
+    run = trio.run(partial(run_script, script, approver=approver), clock=virtual_clock())
+    check_log(run.stored_records, state=fold(run.stored_records), transcript=run.transcript,
+              body_runs=run.harness.body_runs, rules=script.rules, closed=True)
 
 
 # -- untrusted values from tools, handlers and approvers ---------------------------------------
