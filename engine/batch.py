@@ -107,9 +107,12 @@ class Batch:
                 # which tools the policy asks about: the host may register one mid-call, and
                 # a nested call is gated with it. Nothing runs between its end and the loop's
                 # next flush (before the model is asked, or as the prompt returns): its end is
-                # written with that one
-                inflight.hand_over(runnable, None)
-                await self._run(env, runnable, write_ends=False)
+                # written with that one. Under a scope of its own, as in a task: the session's
+                # closing stops it (InFlight.suspend) whichever task prompted
+                scope = trio.CancelScope()
+                inflight.hand_over(runnable, scope)
+                with scope:
+                    await self._run(env, runnable, write_ends=False)
             elif runnable:
                 self._start(env, runnable)  # 6.-8., in tasks of the session's
             await inflight.settled()
@@ -138,8 +141,7 @@ class Batch:
         the ones gating never reached, so the transcript has a result for each."""
         recorder, inflight = self._recorder, self._inflight
         inflight.stop()
-        while inflight.busy:
-            await inflight.next_change()
+        await inflight.stopped()
         calls = recorder.projection.live_calls
         for call_id, call in self.calls():
             if call_id not in calls:

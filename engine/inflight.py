@@ -3,9 +3,9 @@
 The log says what happened to every call; it cannot say what this process is doing about it
 now. :class:`InFlight` holds that, and is the only code that changes it:
 
-- the top-level calls handed to a task of the session's nursery, each with the cancel scope
-  that stops it, or run in the caller's task (a batch never starts a call twice, and
-  cancelling a batch cancels them);
+- the top-level calls handed to a task of the session's nursery, or run in the caller's task
+  (a lone call), each with the cancel scope that stops it (a batch never starts a call twice,
+  and cancelling a batch or closing the session cancels them);
 - which of them, and which nested calls, are being carried forward right now;
 - the calls parked until the host answers their approval (a ``trio.Event`` each), and the calls
   whose approver is deciding now (not pending for the host yet);
@@ -32,9 +32,9 @@ class InFlight:
     """The calls of one session that this process runs or parks (see the module's docstring)."""
 
     def __init__(self) -> None:
-        #: top-level calls handed to a task, with the scope that cancels them (``None``: the
-        #: caller's own task, which its own cancellation stops)
-        self._owned: dict[str, trio.CancelScope | None] = {}
+        #: top-level calls handed to a task (the caller's own, for a lone call), with the
+        #: scope that cancels them
+        self._owned: dict[str, trio.CancelScope] = {}
         self._active: dict[str, None] = {}  # calls whose step a task is carrying now
         self._parked: dict[str, trio.Event] = {}  # waiting for the host's answer
         self._asking: dict[str, None] = {}  # their approver is deciding now
@@ -53,14 +53,9 @@ class InFlight:
         """Whether the approver of ``call_id`` is deciding now (it is not pending for the host)."""
         return call_id in self._asking
 
-    @property
-    def busy(self) -> bool:
-        """Whether any top-level call is still handed to a task of this process."""
-        return bool(self._owned)
-
     # -- the changes, each in one place -------------------------------------------------------
 
-    def hand_over(self, call_ids: list[str], scope: trio.CancelScope | None) -> None:
+    def hand_over(self, call_ids: list[str], scope: trio.CancelScope) -> None:
         """``call_ids`` are carried by one task under ``scope`` from now (one after another,
         if more than one): no batch starts them again, and the first counts as moving at once,
         before the task first runs."""
@@ -130,16 +125,22 @@ class InFlight:
     def stop(self) -> None:
         """Cancel every call handed to a task (they all belong to the current batch)."""
         for scope in self._owned.values():
-            if scope is not None:
-                scope.cancel()
+            scope.cancel()
 
-    def suspend(self) -> None:
+    async def suspend(self) -> None:
         """The session closes with calls in flight: stop them, and record nothing about it
-        (the log reads as if the process had stopped here)."""
+        (the log reads as if the process had stopped here). Returns once every call handed
+        to a task has left it, whatever cancels the closing: a lone call in a prompt's own
+        task too, which may be a task outside the session's block (the session's nursery
+        waits for its own tasks, nothing would wait for that one). The host's calls are
+        stopped, not waited for: their callers wait for them."""
         self.suspending = True
         self.stop()
         for scope in self._hosted.values():
             scope.cancel()
+        if self._owned:
+            with trio.CancelScope(shield=True):
+                await self.stopped()
 
     def escape(self) -> None:
         """A call failed with a ``BaseException`` that stops the session."""
@@ -153,6 +154,11 @@ class InFlight:
         if self._change is not None:
             self._change.set()
             self._change = None
+
+    async def stopped(self) -> None:
+        """Wait until no top-level call is handed to a task (after :meth:`stop`)."""
+        while self._owned:
+            await self.next_change()
 
     async def next_change(self) -> None:
         """Wait for the next change of which calls run or wait."""

@@ -192,7 +192,7 @@ class Session(SessionControls):
                         # calls still in flight (waiting for an approval) stop here without
                         # a word in the log, as if the process had stopped: resume() takes
                         # them up
-                        session._inflight.suspend()
+                        await session._inflight.suspend()
                         session._batch.attach(None)
                         recorder.close()
                         session._deltas.close()
