@@ -21,7 +21,8 @@ It returns ``"paused"`` if some call waits for an approval. A call whose nested 
 the host keeps waiting in its task after the prompt returned, and goes on when the host
 answers; the next ``resume()`` waits for it. A call that fails becomes that call's own error
 result: it never cancels its siblings. Cancelling the caller cancels every call of the batch,
-and each gets its terminal event before the cancellation propagates.
+and each gets its terminal event before the cancellation propagates. Closing the session stops
+them without a word in the log (:meth:`engine.inflight.InFlight.suspend`), wherever they run.
 """
 
 from __future__ import annotations
@@ -107,12 +108,10 @@ class Batch:
                 # which tools the policy asks about: the host may register one mid-call, and
                 # a nested call is gated with it. Nothing runs between its end and the loop's
                 # next flush (before the model is asked, or as the prompt returns): its end is
-                # written with that one. Under a scope of its own, as in a task: the session's
-                # closing stops it (InFlight.suspend) whichever task prompted
-                scope = trio.CancelScope()
-                inflight.hand_over(runnable, scope)
-                with scope:
-                    await self._run(env, runnable, write_ends=False)
+                # written with that one. The session's closing stops it with the prompt
+                # (InFlight.suspend), whichever task prompted
+                inflight.hand_over(runnable, None)
+                await self._run(env, runnable, write_ends=False)
             elif runnable:
                 self._start(env, runnable)  # 6.-8., in tasks of the session's
             await inflight.settled()
@@ -161,7 +160,10 @@ class Batch:
         ])
         groups = [call_ids] if in_order else [[cid] for cid in call_ids]
         for group in groups:
-            scope = trio.CancelScope()
+            # shielded: what stops a call is what would stop it in the prompt's own task, the
+            # prompt's cancellation (cancel) or the session's closing (InFlight.suspend), not
+            # whichever of two tasks a host's cancel scope around the session reaches first
+            scope = trio.CancelScope(shield=True)
             self._inflight.hand_over(group, scope)
             self._nursery.start_soon(self._run_task, env, group, scope)
 

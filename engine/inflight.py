@@ -3,9 +3,11 @@
 The log says what happened to every call; it cannot say what this process is doing about it
 now. :class:`InFlight` holds that, and is the only code that changes it:
 
-- the top-level calls handed to a task of the session's nursery, or run in the caller's task
-  (a lone call), each with the cancel scope that stops it (a batch never starts a call twice,
-  and cancelling a batch or closing the session cancels them);
+- the top-level calls handed to a task of the session's nursery, each with the cancel scope
+  that stops it, or run in the caller's task (a batch never starts a call twice, and
+  cancelling a batch cancels them);
+- the scope of the prompt (or resume) running now, in whatever task the host called it from:
+  closing the session stops it, as it stops the host's calls;
 - which of them, and which nested calls, are being carried forward right now;
 - the calls parked until the host answers their approval (a ``trio.Event`` each), and the calls
   whose approver is deciding now (not pending for the host yet);
@@ -32,9 +34,10 @@ class InFlight:
     """The calls of one session that this process runs or parks (see the module's docstring)."""
 
     def __init__(self) -> None:
-        #: top-level calls handed to a task (the caller's own, for a lone call), with the
-        #: scope that cancels them
-        self._owned: dict[str, trio.CancelScope] = {}
+        #: top-level calls handed to a task, with the scope that cancels them (``None``: the
+        #: prompt's own task, which the prompt's scope stops)
+        self._owned: dict[str, trio.CancelScope | None] = {}
+        self._prompt: trio.CancelScope | None = None  # the running prompt's, in its task
         self._active: dict[str, None] = {}  # calls whose step a task is carrying now
         self._parked: dict[str, trio.Event] = {}  # waiting for the host's answer
         self._asking: dict[str, None] = {}  # their approver is deciding now
@@ -55,7 +58,7 @@ class InFlight:
 
     # -- the changes, each in one place -------------------------------------------------------
 
-    def hand_over(self, call_ids: list[str], scope: trio.CancelScope) -> None:
+    def hand_over(self, call_ids: list[str], scope: trio.CancelScope | None) -> None:
         """``call_ids`` are carried by one task under ``scope`` from now (one after another,
         if more than one): no batch starts them again, and the first counts as moving at once,
         before the task first runs."""
@@ -93,6 +96,12 @@ class InFlight:
         """Whether a task of the host is carrying the host call ``call_id`` now."""
         return call_id in self._hosted
 
+    def prompting(self, scope: trio.CancelScope | None) -> None:
+        """A prompt or resume runs under ``scope`` from now (``None``: it has left it)."""
+        self._prompt = scope
+        if scope is None:
+            self.changed()
+
     def ask(self, call_id: str) -> None:
         """The approver of ``call_id`` decides from now."""
         self._asking[call_id] = None
@@ -125,22 +134,27 @@ class InFlight:
     def stop(self) -> None:
         """Cancel every call handed to a task (they all belong to the current batch)."""
         for scope in self._owned.values():
-            scope.cancel()
+            if scope is not None:
+                scope.cancel()
 
     async def suspend(self) -> None:
         """The session closes with calls in flight: stop them, and record nothing about it
-        (the log reads as if the process had stopped here). Returns once every call handed
-        to a task has left it, whatever cancels the closing: a lone call in a prompt's own
-        task too, which may be a task outside the session's block (the session's nursery
-        waits for its own tasks, nothing would wait for that one). The host's calls are
-        stopped, not waited for: their callers wait for them."""
+        (the log reads as if the process had stopped here). A prompt still running (from a
+        task outside the session's block) is stopped too, and this returns once it has left
+        its scope and every call handed to a task has left it, whatever cancels the closing:
+        what they recorded is written with the session's last flush, and nothing after it
+        (the session's nursery waits for its own tasks; nothing would wait for a prompt's).
+        The host's calls are stopped, not waited for: their callers wait for them."""
         self.suspending = True
         self.stop()
         for scope in self._hosted.values():
             scope.cancel()
-        if self._owned:
+        if self._prompt is not None:
+            self._prompt.cancel()
+        if self._owned or self._prompt is not None:
             with trio.CancelScope(shield=True):
-                await self.stopped()
+                while self._owned or self._prompt is not None:
+                    await self.next_change()
 
     def escape(self) -> None:
         """A call failed with a ``BaseException`` that stops the session."""
