@@ -238,7 +238,7 @@ class Session(SessionControls):
             self._recorder.record(UserMessage(text=text))
             return await self._loop_while_open()
         finally:
-            await self._leave()
+            self._prompting = False
 
     async def resume(self) -> PromptResult:
         """Go on from where the log stands: finish the current batch (calls approved since the
@@ -249,7 +249,7 @@ class Session(SessionControls):
         try:
             return await self._loop_while_open()
         finally:
-            await self._leave()
+            self._prompting = False
     def _why_paused(self) -> str:
         pending = self.state.pending_approvals
         if pending:
@@ -268,22 +268,24 @@ class Session(SessionControls):
             raise RuntimeError("a prompt is already running in this session: await it first")
         self._prompting = True
 
-    async def _leave(self) -> None:
-        self._prompting = False
-        await self._recorder.flush_finally()
-
     async def _loop_while_open(self) -> PromptResult:
         """:meth:`_loop` under a scope the session's closing cancels, as it does a host
         call's: a prompt from a task outside ``Session.open``'s block stops when the block
         ends (the log stays as a stopped process would leave it) and raises, instead of
-        running on, unowned, after the session closed."""
+        running on, unowned, after the session closed. What the prompt recorded is written
+        as it ends, whatever happened."""
         scope = trio.CancelScope()
         self._inflight.prompting(scope)
         try:
             with scope:
                 return await self._loop()
         finally:
-            self._inflight.prompting(None)
+            try:
+                # what it recorded is written before the session's closing goes on (which
+                # waits for this, then makes its last flush and releases its claim)
+                await self._recorder.flush_finally()
+            finally:
+                self._inflight.prompting(None)
         raise RuntimeError(
             "the session closed while this prompt ran (from a task outside Session.open's "
             "block): its log stays as a stopped process would leave it; open the session "

@@ -21,6 +21,7 @@ on the autojump clock under ``fail_after``, where a hang fails at once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import pytest
@@ -179,15 +180,26 @@ async def test_cancelling_the_block_around_a_prompt_closes_its_call_as_cancelled
     assert the_one(logs)[-1] == ("ToolCallCancelled", "1.0")
 
 
+class WaitingStore(MemoryStore):
+    """A store whose every write waits a scheduler turn first, as a database's does."""
+
+    async def append(self, session_id: str, records: Sequence[Record],
+                     expected_seq: int) -> None:
+        await trio.lowlevel.checkpoint()
+        self.append_nowait(session_id, records, expected_seq)
+
+
+@pytest.mark.parametrize("store_kind", [MemoryStore, WaitingStore])
 @pytest.mark.parametrize("how", ["block ends, prompt outside", "block cancelled, prompt outside"])
 async def test_closing_under_a_prompt_from_outside_that_waits_for_the_model_stops_it(
-    autojump_clock: Any, how: How
+    autojump_clock: Any, how: How, store_kind: type[MemoryStore]
 ) -> None:
-    """The turn is recorded as cancelled (ModelFailed), as a cancelled prompt's is, and a
-    reopened session's resume() asks the model again."""
+    """The turn is recorded as cancelled (ModelFailed), as a cancelled prompt's is, written
+    before the block has ended (also when the write waits), and a reopened session's resume()
+    asks the model again."""
     logs: set[tuple[tuple[str, str | None], ...]] = set()
     for path in [path for path in PATHS for _ in range(ROUNDS)]:
-        store = MemoryStore()
+        store = store_kind()
         sid, outcome = await close_mid_call(store, path, how, HangingModel())
         assert isinstance(outcome, RuntimeError), (path, outcome)
         records = await store.read(sid)
