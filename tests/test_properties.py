@@ -450,15 +450,9 @@ def test_a_lone_call_in_the_prompt_s_task_writes_what_a_task_of_the_session_s_wo
     call runs in a task of the session's nursery (engine/batch.py). Each call's events, the
     session's own events and the transcript are the same. (Only the order of the calls of a
     parallel batch, which the scheduler picks, may differ between the runs: the scheduler
-    passes the other run saves move its random choices. So may how far a body got when the
-    host cancels the prompt at the very moment the call is handed to a task: trio picks
-    whether that task has its first turn before the prompt stops it, while the prompt's own
-    task always runs the body to its first checkpoint. Such a cancellation lands half a
-    second later here.)"""
-    turns = tuple(attrs.evolve(turn, cancel_after=0.5) if turn.cancel_after == 0.0 else turn
-                  for turn in script.turns)
+    passes the other run saves move its random choices.)"""
     script = attrs.evolve(script, answers={name: answer for name in script.answers},
-                          host_calls=(), turns=turns)
+                          host_calls=())
     at_once = approve_all if answer == "grant" else deny_all
     inline = trio.run(partial(run_script, script, approver=at_once), clock=virtual_clock())
     in_tasks = trio.run(run_script, script, clock=virtual_clock())
