@@ -21,7 +21,8 @@ It returns ``"paused"`` if some call waits for an approval. A call whose nested 
 the host keeps waiting in its task after the prompt returned, and goes on when the host
 answers; the next ``resume()`` waits for it. A call that fails becomes that call's own error
 result: it never cancels its siblings. Cancelling the caller cancels every call of the batch,
-and each gets its terminal event before the cancellation propagates.
+and each gets its terminal event before the cancellation propagates. Closing the session stops
+them without a word in the log (:meth:`engine.inflight.InFlight.suspend`), wherever they run.
 """
 
 from __future__ import annotations
@@ -107,7 +108,8 @@ class Batch:
                 # which tools the policy asks about: the host may register one mid-call, and
                 # a nested call is gated with it. Nothing runs between its end and the loop's
                 # next flush (before the model is asked, or as the prompt returns): its end is
-                # written with that one
+                # written with that one. The session's closing stops it with the prompt
+                # (InFlight.suspend), whichever task prompted
                 inflight.hand_over(runnable, None)
                 await self._run(env, runnable, write_ends=False)
             elif runnable:
@@ -138,8 +140,7 @@ class Batch:
         the ones gating never reached, so the transcript has a result for each."""
         recorder, inflight = self._recorder, self._inflight
         inflight.stop()
-        while inflight.busy:
-            await inflight.next_change()
+        await inflight.stopped()
         calls = recorder.projection.live_calls
         for call_id, call in self.calls():
             if call_id not in calls:
@@ -159,7 +160,10 @@ class Batch:
         ])
         groups = [call_ids] if in_order else [[cid] for cid in call_ids]
         for group in groups:
-            scope = trio.CancelScope()
+            # shielded: what stops a call is what would stop it in the prompt's own task, the
+            # prompt's cancellation (cancel) or the session's closing (InFlight.suspend), not
+            # whichever of two tasks a host's cancel scope around the session reaches first
+            scope = trio.CancelScope(shield=True)
             self._inflight.hand_over(group, scope)
             self._nursery.start_soon(self._run_task, env, group, scope)
 

@@ -6,6 +6,8 @@ now. :class:`InFlight` holds that, and is the only code that changes it:
 - the top-level calls handed to a task of the session's nursery, each with the cancel scope
   that stops it, or run in the caller's task (a batch never starts a call twice, and
   cancelling a batch cancels them);
+- the scope of the prompt (or resume) running now, in whatever task the host called it from:
+  closing the session stops it, as it stops the host's calls;
 - which of them, and which nested calls, are being carried forward right now;
 - the calls parked until the host answers their approval (a ``trio.Event`` each), and the calls
   whose approver is deciding now (not pending for the host yet);
@@ -33,8 +35,9 @@ class InFlight:
 
     def __init__(self) -> None:
         #: top-level calls handed to a task, with the scope that cancels them (``None``: the
-        #: caller's own task, which its own cancellation stops)
+        #: prompt's own task, which the prompt's scope stops)
         self._owned: dict[str, trio.CancelScope | None] = {}
+        self._prompt: trio.CancelScope | None = None  # the running prompt's, in its task
         self._active: dict[str, None] = {}  # calls whose step a task is carrying now
         self._parked: dict[str, trio.Event] = {}  # waiting for the host's answer
         self._asking: dict[str, None] = {}  # their approver is deciding now
@@ -52,11 +55,6 @@ class InFlight:
     def asking(self, call_id: str) -> bool:
         """Whether the approver of ``call_id`` is deciding now (it is not pending for the host)."""
         return call_id in self._asking
-
-    @property
-    def busy(self) -> bool:
-        """Whether any top-level call is still handed to a task of this process."""
-        return bool(self._owned)
 
     # -- the changes, each in one place -------------------------------------------------------
 
@@ -98,6 +96,12 @@ class InFlight:
         """Whether a task of the host is carrying the host call ``call_id`` now."""
         return call_id in self._hosted
 
+    def prompting(self, scope: trio.CancelScope | None) -> None:
+        """A prompt or resume runs under ``scope`` from now (``None``: it has left it)."""
+        self._prompt = scope
+        if scope is None:
+            self.changed()
+
     def ask(self, call_id: str) -> None:
         """The approver of ``call_id`` decides from now."""
         self._asking[call_id] = None
@@ -133,13 +137,24 @@ class InFlight:
             if scope is not None:
                 scope.cancel()
 
-    def suspend(self) -> None:
+    async def suspend(self) -> None:
         """The session closes with calls in flight: stop them, and record nothing about it
-        (the log reads as if the process had stopped here)."""
+        (the log reads as if the process had stopped here). A prompt still running (from a
+        task outside the session's block) is stopped too, and this returns once it has left
+        its scope and every call handed to a task has left it, whatever cancels the closing:
+        what they recorded is written with the session's last flush, and nothing after it
+        (the session's nursery waits for its own tasks; nothing would wait for a prompt's).
+        The host's calls are stopped, not waited for: their callers wait for them."""
         self.suspending = True
         self.stop()
         for scope in self._hosted.values():
             scope.cancel()
+        if self._prompt is not None:
+            self._prompt.cancel()
+        if self._owned or self._prompt is not None:
+            with trio.CancelScope(shield=True):
+                while self._owned or self._prompt is not None:
+                    await self.next_change()
 
     def escape(self) -> None:
         """A call failed with a ``BaseException`` that stops the session."""
@@ -153,6 +168,11 @@ class InFlight:
         if self._change is not None:
             self._change.set()
             self._change = None
+
+    async def stopped(self) -> None:
+        """Wait until no top-level call is handed to a task (after :meth:`stop`)."""
+        while self._owned:
+            await self.next_change()
 
     async def next_change(self) -> None:
         """Wait for the next change of which calls run or wait."""

@@ -192,7 +192,7 @@ class Session(SessionControls):
                         # calls still in flight (waiting for an approval) stop here without
                         # a word in the log, as if the process had stopped: resume() takes
                         # them up
-                        session._inflight.suspend()
+                        await session._inflight.suspend()
                         session._batch.attach(None)
                         recorder.close()
                         session._deltas.close()
@@ -223,7 +223,10 @@ class Session(SessionControls):
         calling tools, ``max_turns`` assistant messages, or a pause for approval
         (``stop="paused"``, with the pending requests: answer them with
         :meth:`resolve_approval`, then :meth:`resume`). Cancelling it (a host cancel scope)
-        closes every open call as cancelled before the cancellation propagates.
+        closes every open call as cancelled before the cancellation propagates. If the
+        session closes while it runs (it was called from a task outside ``Session.open``'s
+        block), it stops, leaves its calls open in the log as a stopped process would, and
+        raises ``RuntimeError``: open the session again and :meth:`resume` (docs/resume.md).
 
         After a pause, a prompt is refused until :meth:`resume` has finished the paused batch,
         so that the model sees the batch's results before the next user message (see
@@ -233,9 +236,9 @@ class Session(SessionControls):
             if self._paused or self._batch.open():
                 raise RuntimeError(self._why_paused())
             self._recorder.record(UserMessage(text=text))
-            return await self._loop()
+            return await self._loop_while_open()
         finally:
-            await self._leave()
+            self._prompting = False
 
     async def resume(self) -> PromptResult:
         """Go on from where the log stands: finish the current batch (calls approved since the
@@ -244,9 +247,9 @@ class Session(SessionControls):
         :meth:`prompt`; a session with nothing left to do returns at once."""
         self._enter()
         try:
-            return await self._loop()
+            return await self._loop_while_open()
         finally:
-            await self._leave()
+            self._prompting = False
     def _why_paused(self) -> str:
         pending = self.state.pending_approvals
         if pending:
@@ -265,9 +268,28 @@ class Session(SessionControls):
             raise RuntimeError("a prompt is already running in this session: await it first")
         self._prompting = True
 
-    async def _leave(self) -> None:
-        self._prompting = False
-        await self._recorder.flush_finally()
+    async def _loop_while_open(self) -> PromptResult:
+        """:meth:`_loop` under a scope the session's closing cancels, as it does a host
+        call's: a prompt from a task outside ``Session.open``'s block stops when the block
+        ends (the log stays as a stopped process would leave it) and raises, instead of
+        running on, unowned, after the session closed. What the prompt recorded is written
+        as it ends, whatever happened."""
+        scope = trio.CancelScope()
+        self._inflight.prompting(scope)
+        try:
+            with scope:
+                return await self._loop()
+        finally:
+            try:
+                # what it recorded is written before the session's closing goes on (which
+                # waits for this, then makes its last flush and releases its claim)
+                await self._recorder.flush_finally()
+            finally:
+                self._inflight.prompting(None)
+        raise RuntimeError(
+            "the session closed while this prompt ran (from a task outside Session.open's "
+            "block): its log stays as a stopped process would leave it; open the session "
+            "again and call resume() to go on")
 
     async def _loop(self) -> PromptResult:
         """The agent loop, in the caller's task: settle the batch, ask the model, record its

@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from conftest import counting_clock
-from engine import LATER, Annotations, ApprovalRequest, ToolResult, text, tool
+from engine import LATER, Annotations, ApprovalRequest, ToolResult, approve_all, text, tool
 from engine import Session as TrioSession
 from engine.aio import Session, from_asyncio
 from engine.models import (
@@ -316,17 +316,26 @@ def test_cancelled_while_opening_the_session_closes_it_and_ends_the_guest_run() 
 
 
 def test_the_end_of_the_block_cancels_a_prompt_another_task_awaits() -> None:
-    async def main() -> None:
+    """Its call too, and the log is the same whether the call ran in the prompt's own task
+    (a lone call under an approver that never answers later) or in a task of the
+    session's."""
+    async def approve(request: ApprovalRequest) -> bool:  # may answer later, for the runtime
+        return True
+
+    async def main(approver: Any) -> Any:
         store = MemoryStore()
         async with Session.open(store, model=FauxModel([faux_tool_call("hang", {})]),
-                                tools=[hang], session_id="s", create=True) as session:
+                                tools=[hang], session_id="s", create=True, approver=approver,
+                                clock=counting_clock()) as session:
             prompt = asyncio.create_task(session.prompt("go"))
             await wait_for_bodies(session, 1)
         with pytest.raises(asyncio.CancelledError):
             await prompt
         assert session.calls["1.0"].status == "cancelled"
+        return await store.read("s")
 
-    asyncio.run(main())
+    inline, in_a_task = (asyncio.run(main(approver)) for approver in (approve_all, approve))
+    assert inline == in_a_task
 
 
 def test_anyio_on_its_asyncio_backend_hosts_a_session_too() -> None:
