@@ -52,6 +52,8 @@ _SCOPES = frozenset(get_args(Scope))
 _KINDS = frozenset(get_args(FailureKind))
 _TEXT, _RESULT, _ERROR = NESTED[TextContent], NESTED[ToolResult], NESTED[ErrorInfo]
 _set = object.__setattr__
+# A text block's slots, written directly: its validator's check (a ``str``) is made here first.
+_set_text, _set_type = (TextContent.__dict__[name].__set__ for name in ("text", "type"))
 
 
 def _result(data: Any) -> ToolResult:
@@ -64,9 +66,12 @@ def _result(data: Any) -> ToolResult:
         exact_fields(block, _TEXT)
         if type(block["type"]) is not str or block["type"] != "text":
             raise FALLBACK
-        content.append(TextContent(text=strict_str(block["text"])))
-    # what ToolResult's validators check is checked above (a tuple of blocks, a real bool):
-    # build it without running them again
+        text = object.__new__(TextContent)
+        _set_text(text, strict_str(block["text"]))
+        _set_type(text, "text")
+        content.append(text)
+    # what the validators of TextContent and ToolResult check is checked above (a string, a
+    # tuple of blocks, a real bool): build them without running them again
     result: ToolResult = object.__new__(ToolResult)
     _set(result, "content", tuple(content))
     _set(result, "structured_content", data["structured_content"])
