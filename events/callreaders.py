@@ -63,9 +63,11 @@ _DECISIONS = frozenset(get_args(Decision))
 _SCOPES = frozenset(get_args(Scope))
 _KINDS = frozenset(get_args(FailureKind))
 _TEXT, _RESULT, _ERROR = NESTED[TextContent], NESTED[ToolResult], NESTED[ErrorInfo]
-_set = object.__setattr__
-# A text block's slots, written directly: its validator's check (a ``str``) is made here first.
+# The slots of a result and of its text blocks, written directly: what their validators check
+# (a string; a tuple of blocks, a real bool) is checked here first.
 _set_text, _set_type = (TextContent.__dict__[name].__set__ for name in ("text", "type"))
+_set_content, _set_structured, _set_is_error = (
+    ToolResult.__dict__[name].__set__ for name in ("content", "structured_content", "is_error"))
 
 
 def _result(data: Any) -> ToolResult:
@@ -82,12 +84,10 @@ def _result(data: Any) -> ToolResult:
         _set_text(text, strict_str(block["text"]))
         _set_type(text, "text")
         content.append(text)
-    # what the validators of TextContent and ToolResult check is checked above (a string, a
-    # tuple of blocks, a real bool): build them without running them again
     result: ToolResult = object.__new__(ToolResult)
-    _set(result, "content", tuple(content))
-    _set(result, "structured_content", data["structured_content"])
-    _set(result, "is_error", data["is_error"])
+    _set_content(result, tuple(content))
+    _set_structured(result, data["structured_content"])
+    _set_is_error(result, data["is_error"])
     return result
 
 

@@ -72,7 +72,7 @@ def model_requested(data: Any) -> ModelRequested:
     turn, settings, stream = data["turn"], data["settings"], data["stream"]
     if type(turn) is not int or type(settings) is not dict or type(stream) is not bool:
         raise FALLBACK
-    if any(type(key) is not str for key in settings):
+    if settings and any(type(key) is not str for key in settings):
         raise FALLBACK
     return ModelRequested(turn=turn, provider=strict_str(data["provider"]),
                           model=strict_str(data["model"]),
