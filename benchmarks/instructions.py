@@ -7,7 +7,9 @@ the difference between the two sizes, divided by 2 000, is the count of one nest
 one turn, without start-up and warm-up (``--sizes`` changes the two sizes). Counts are of user-space instructions only (not the
 kernel's, nor the time a cache miss or a system call takes), so they rank changes to the
 Python code steadily where wall and CPU time on a shared machine move by a third between runs;
-docs/performance.md gives them for each optimisation. Needs ``valgrind`` on the ``PATH``.
+docs/performance.md gives them for each optimisation. ``--fold`` adds the instructions per line
+of opening a JSONL log of 1 000 model calls, reading and folding it (two rounds less one, over
+its lines). Needs ``valgrind`` on the ``PATH``.
 """
 
 from __future__ import annotations
@@ -34,17 +36,53 @@ dispatch.engine_dispatch(size) if what == "dispatch" else loop.session_of(size)
 """
 
 
-def count(root: Path, what: str, size: int) -> int:
-    """User-space instructions of one process that runs ``what`` at ``size`` on ``root``."""
+# opening a JSONL log of ``calls`` model calls (benchmarks.fold's), reading and folding it,
+# ``reps`` times; prints the number of lines
+FOLD_PROBE = """
+import gc, os, sys, tempfile
+gc.disable()
+import trio
+from benchmarks.fold import write_log
+from engine import fold
+from events import JsonlStore
+calls, reps = int(sys.argv[1]), int(sys.argv[2])
+with tempfile.TemporaryDirectory() as directory:
+    path = os.path.join(directory, "log.jsonl")
+    session_id = write_log(path, calls)
+    for _ in range(reps):
+        with JsonlStore(path) as store:
+            records = trio.run(store.read, session_id)
+        projection = fold(records)
+        projection.transcript, projection.calls  # noqa: B018 (what a reader asks for)
+print(projection.last_seq)
+"""
+
+
+def run(root: Path, probe: str, *args: str) -> tuple[int, str]:
+    """User-space instructions of one process that runs ``probe`` with ``args`` on ``root``,
+    and what it printed."""
     env = {**os.environ, "PYTHONPATH": str(root)}
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-         sys.executable, "-c", PROBE, what, str(size)],
+         sys.executable, "-c", probe, *args],
         cwd=root, env=env, capture_output=True, text=True, check=True)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
         raise RuntimeError(f"valgrind printed no count:\n{done.stderr[-2000:]}")
-    return int(found.group(1))
+    return int(found.group(1)), done.stdout
+
+
+def count(root: Path, what: str, size: int) -> int:
+    """User-space instructions of one process that runs ``what`` at ``size`` on ``root``."""
+    return run(root, PROBE, what, str(size))[0]
+
+
+def per_line(root: Path, calls: int = 1_000) -> int:
+    """Instructions per line of opening a JSONL log, reading and folding it (the fold
+    benchmark's first row): two rounds less one, over the log's lines."""
+    once, lines = run(root, FOLD_PROBE, str(calls), "1")
+    twice, _ = run(root, FOLD_PROBE, str(calls), "2")
+    return (twice - once) // int(lines)
 
 
 def per_call(root: Path, what: str, small: int = SMALL, large: int = LARGE) -> int:
@@ -60,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="roots of toolledger checkouts (default: this one)")
     parser.add_argument("--sizes", nargs=2, type=int, default=[SMALL, LARGE],
                         metavar=("SMALL", "LARGE"), help=f"the two sizes ({SMALL} {LARGE})")
+    parser.add_argument("--fold", action="store_true",
+                        help="also count the instructions per line of opening, reading and "
+                             "folding a JSONL log of 1 000 model calls")
     args = parser.parse_args(argv)
     small, large = args.sizes
     if not 0 < small < large:
@@ -67,10 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     roots = [checkout(parser, root) for root in args.checkouts]
     if shutil.which("valgrind") is None:
         parser.error("valgrind is not on the PATH (Debian: apt-get install valgrind)")
-    print(f"{'checkout':<40} {'instructions per nested call':>30} {'per agent-loop turn':>22}")
+    fold = f" {'per line opened and folded':>28}" if args.fold else ""
+    print(f"{'checkout':<40} {'instructions per nested call':>30} {'per agent-loop turn':>22}"
+          + fold)
     for root in roots:
         dispatch, loop = (per_call(root, what, small, large) for what in ("dispatch", "loop"))
-        print(f"{str(root):<40} {dispatch:>30,} {loop:>22,}")
+        fold = f" {per_line(root):>28,}" if args.fold else ""
+        print(f"{str(root):<40} {dispatch:>30,} {loop:>22,}" + fold)
     return 0
 
 

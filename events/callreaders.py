@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
+from .fastinit import builder
 from .readfields import FALLBACK, NESTED, exact_fields, strict_one_of, strict_opt_str, strict_str
 from .results import ErrorInfo, TextContent, ToolResult
 from .types import (
@@ -46,12 +47,27 @@ __all__ = [
     "started",
 ]
 
+# The builders of the classes made here (events.fastinit): what calling the class makes, one
+# call cheaper, for objects made on every line of a log.
+_ToolCallRequested = builder(ToolCallRequested)
+_PolicyDecided = builder(PolicyDecided)
+_ToolExecutionStarted = builder(ToolExecutionStarted)
+_ToolCallCompleted = builder(ToolCallCompleted)
+_ToolCallFailed = builder(ToolCallFailed)
+_ApprovalRequested = builder(ApprovalRequested)
+_ApprovalResolved = builder(ApprovalResolved)
+_ToolCallRewritten = builder(ToolCallRewritten)
+
 _ORIGINS = frozenset(get_args(Origin))
 _DECISIONS = frozenset(get_args(Decision))
 _SCOPES = frozenset(get_args(Scope))
 _KINDS = frozenset(get_args(FailureKind))
 _TEXT, _RESULT, _ERROR = NESTED[TextContent], NESTED[ToolResult], NESTED[ErrorInfo]
-_set = object.__setattr__
+# The slots of a result and of its text blocks, written directly: what their validators check
+# (a string; a tuple of blocks, a real bool) is checked here first.
+_set_text, _set_type = (TextContent.__dict__[name].__set__ for name in ("text", "type"))
+_set_content, _set_structured, _set_is_error = (
+    ToolResult.__dict__[name].__set__ for name in ("content", "structured_content", "is_error"))
 
 
 def _result(data: Any) -> ToolResult:
@@ -64,13 +80,14 @@ def _result(data: Any) -> ToolResult:
         exact_fields(block, _TEXT)
         if type(block["type"]) is not str or block["type"] != "text":
             raise FALLBACK
-        content.append(TextContent(text=strict_str(block["text"])))
-    # what ToolResult's validators check is checked above (a tuple of blocks, a real bool):
-    # build it without running them again
+        text = object.__new__(TextContent)
+        _set_text(text, strict_str(block["text"]))
+        _set_type(text, "text")
+        content.append(text)
     result: ToolResult = object.__new__(ToolResult)
-    _set(result, "content", tuple(content))
-    _set(result, "structured_content", data["structured_content"])
-    _set(result, "is_error", data["is_error"])
+    _set_content(result, tuple(content))
+    _set_structured(result, data["structured_content"])
+    _set_is_error(result, data["is_error"])
     return result
 
 
@@ -84,7 +101,7 @@ REQUESTED = frozenset({"call_id", "name", "arguments", "origin", "parent_id", "m
 def requested(data: Any) -> ToolCallRequested:
     """A record's data as ``ToolCallRequested``; :data:`FALLBACK` for any other shape."""
     exact_fields(data, REQUESTED)
-    return ToolCallRequested(
+    return _ToolCallRequested(
         call_id=strict_str(data["call_id"]), name=strict_str(data["name"]),
         arguments=data["arguments"],
         origin=strict_one_of(data["origin"], _ORIGINS), parent_id=strict_opt_str(data["parent_id"]),
@@ -101,9 +118,9 @@ def policy(data: Any) -> PolicyDecided:
     # ``rule`` is written only when a rule decided (and is absent from older logs)
     if type(data) is not dict or (data.keys() != _POLICY_BARE and data.keys() != POLICY):
         raise FALLBACK
-    return PolicyDecided(call_id=strict_str(data["call_id"]),
-                         decision=strict_one_of(data["decision"], _DECISIONS),
-                         reason=strict_str(data["reason"]), rule=strict_opt_str(data.get("rule")))
+    return _PolicyDecided(call_id=strict_str(data["call_id"]),
+                          decision=strict_one_of(data["decision"], _DECISIONS),
+                          reason=strict_str(data["reason"]), rule=strict_opt_str(data.get("rule")))
 
 
 STARTED = frozenset({"call_id"})
@@ -112,7 +129,7 @@ STARTED = frozenset({"call_id"})
 def started(data: Any) -> ToolExecutionStarted:
     """A record's data as ``ToolExecutionStarted``; :data:`FALLBACK` for any other shape."""
     exact_fields(data, STARTED)
-    return ToolExecutionStarted(call_id=strict_str(data["call_id"]))
+    return _ToolExecutionStarted(call_id=strict_str(data["call_id"]))
 
 
 COMPLETED = frozenset({"call_id", "result", "returned"})
@@ -121,8 +138,8 @@ COMPLETED = frozenset({"call_id", "result", "returned"})
 def completed(data: Any) -> ToolCallCompleted:
     """A record's data as ``ToolCallCompleted``; :data:`FALLBACK` for any other shape."""
     exact_fields(data, COMPLETED)
-    return ToolCallCompleted(call_id=strict_str(data["call_id"]), result=_result(data["result"]),
-                             returned=_opt_result(data["returned"]))
+    return _ToolCallCompleted(call_id=strict_str(data["call_id"]), result=_result(data["result"]),
+                              returned=_opt_result(data["returned"]))
 
 
 def _error(data: Any) -> ErrorInfo | None:
@@ -159,7 +176,7 @@ def failed(data: Any) -> ToolCallFailed:
     # ``detail`` is written only when the failure has one (and is absent from older logs)
     if type(data) is not dict or (data.keys() != _FAILED_BARE and data.keys() != FAILED):
         raise FALLBACK
-    return ToolCallFailed(
+    return _ToolCallFailed(
         call_id=strict_str(data["call_id"]), kind=strict_one_of(data["kind"], _KINDS),
         message=strict_str(data["message"]), result=_result(data["result"]),
         error=_error(data["error"]), returned=_opt_result(data["returned"]),
@@ -173,7 +190,8 @@ ASKED = frozenset({"call_id", "reason"})
 def approval_requested(data: Any) -> ApprovalRequested:
     """A record's data as ``ApprovalRequested``; :data:`FALLBACK` for any other shape."""
     exact_fields(data, ASKED)
-    return ApprovalRequested(call_id=strict_str(data["call_id"]), reason=strict_str(data["reason"]))
+    return _ApprovalRequested(call_id=strict_str(data["call_id"]),
+                              reason=strict_str(data["reason"]))
 
 
 RESOLVED = frozenset({"call_id", "granted", "scope", "reason", "later"})
@@ -188,9 +206,9 @@ def approval_resolved(data: Any) -> ApprovalResolved:
     granted, later = data["granted"], data.get("later")
     if type(granted) is not bool or (later is not None and type(later) is not bool):
         raise FALLBACK
-    return ApprovalResolved(call_id=strict_str(data["call_id"]), granted=granted,
-                            scope=strict_one_of(data["scope"], _SCOPES),
-                            reason=strict_opt_str(data["reason"]), later=later)
+    return _ApprovalResolved(call_id=strict_str(data["call_id"]), granted=granted,
+                             scope=strict_one_of(data["scope"], _SCOPES),
+                             reason=strict_opt_str(data["reason"]), later=later)
 
 
 REWRITTEN = frozenset({"call_id", "arguments", "by"})
@@ -199,5 +217,5 @@ REWRITTEN = frozenset({"call_id", "arguments", "by"})
 def rewritten(data: Any) -> ToolCallRewritten:
     """A record's data as ``ToolCallRewritten``; :data:`FALLBACK` for any other shape."""
     exact_fields(data, REWRITTEN)
-    return ToolCallRewritten(call_id=strict_str(data["call_id"]), arguments=data["arguments"],
-                             by=strict_str(data["by"]))
+    return _ToolCallRewritten(call_id=strict_str(data["call_id"]), arguments=data["arguments"],
+                              by=strict_str(data["by"]))

@@ -31,7 +31,7 @@ is the reference path. The events written on every call (requested, policy, star
 completed, failed, ...) also have a hand-written reader (:mod:`events.readers`) that takes only
 the exact shape :func:`encode_record` writes, with the strict types, and builds the event
 directly; anything else, valid or not, goes to the converter, which decides (and says what is
-wrong). ``_structure`` is the one place that picks the path; ``decode_record(obj,
+wrong). :func:`decode_record` is the one place that picks the path; ``decode_record(obj,
 fast=False)`` takes the converter alone, so a benchmark and a property test can hold the two
 side by side (docs/performance.md, "One codec": the readers make a fold about a fifth
 faster, and the tests check that they agree with the converter on every event type).
@@ -58,6 +58,7 @@ from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
 from .errors import CodecError
+from .fastinit import builder
 from .jsontext import dumps_compact, dumps_str
 from .jsontext import loads_strict as loads_strict
 from .readers import FAST, Fallback
@@ -170,8 +171,16 @@ def encode_record(record: Record) -> dict[str, Any]:
     }
 
 
+_RECORD = builder(Record)  # what Record(...) makes, one call cheaper (see events.fastinit)
 _ENVELOPE = frozenset({"v", "session_id", "seq", "time", "type", "data", "hash"})
-_HASH = re.compile(r"[0-9a-f]{64}")
+# Each event type's class and fast reader (``None``: the converter alone), by its name in the
+# log: one look-up a line finds both.
+_DECODERS: dict[str, tuple[type[Any], Callable[[Any], Any] | None]] = {
+    name: (cls, FAST.get(cls)) for name, cls in EVENT_TYPES.items()
+}
+# 64 lowercase hex digits are the one text of 32 bytes that ``bytes.hex`` writes back as it
+# was read (twice as fast as a regular expression, which counts the 64 characters one by one)
+_FROM_HEX = bytes.fromhex
 
 
 def upcast(
@@ -218,22 +227,37 @@ def decode_record(obj: Any, *, fast: bool = True) -> Record:
                 f"understands ({SCHEMA_VERSION}): upgrade toolledger to read this log"
             )
         obj = upcast(obj)
-    if not obj.keys() <= _ENVELOPE:
+    if not _ENVELOPE.issuperset(obj):
         extra = sorted(set(obj) - _ENVELOPE)
         raise CodecError(f"the record has unexpected field(s) {', '.join(map(repr, extra))}")
     digest = obj.get("hash")
-    if "hash" in obj and not (isinstance(digest, str) and _HASH.fullmatch(digest)):
-        raise CodecError("the record's 'hash' is not 64 lowercase hex digits")
+    if digest is not None or "hash" in obj:
+        try:
+            valid = isinstance(digest, str) and len(digest) == 64 and (
+                _FROM_HEX(digest).hex() == digest)
+        except ValueError:  # not hex digits
+            valid = False
+        if not valid:
+            raise CodecError("the record's 'hash' is not 64 lowercase hex digits")
     kind = obj.get("type")
-    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
-    if cls is None:
+    entry = _DECODERS.get(kind) if isinstance(kind, str) else None
+    if entry is None:
         raise CodecError(f"unknown event type {kind!r}")
     data = obj.get("data")
     if not isinstance(data, dict):
         raise CodecError(f"malformed {kind!r} record: 'data' must be an object, "
                          f"not {type(data).__name__}")
+    cls, read = entry
     try:
-        event = _structure(data, cls) if fast else converter.structure(data, cls)
+        # the one place that picks the path: the class's fast reader if it has one that
+        # vouches for the value, else the converter (the reference, which says what is wrong)
+        if read is None or not fast:
+            event = converter.structure(data, cls)
+        else:
+            try:
+                event = read(data)
+            except Fallback:
+                event = converter.structure(data, cls)
         session_id = obj["session_id"]
         seq = obj["seq"]
         time = obj["time"]
@@ -245,22 +269,7 @@ def decode_record(obj: Any, *, fast: bool = True) -> Record:
         if not isinstance(time, (int, float)) or isinstance(time, bool):
             raise CodecError(f"malformed {kind!r} record: bad time")
         time = float(time)
-    return Record(session_id=session_id, seq=seq, time=time, event=event, version=version)
-
-
-# -- the fast path for decoding (see the module docstring) -----------------------------------
-
-
-def _structure(data: Any, cls: type[Any]) -> Any:
-    """The event in ``data``: through its fast reader if it has one that vouches for the
-    value, else through the converter (the reference, which explains what is wrong)."""
-    fast = FAST.get(cls)
-    if fast is not None:
-        try:
-            return fast(data)
-        except Fallback:
-            pass
-    return converter.structure(data, cls)
+    return _RECORD(session_id=session_id, seq=seq, time=time, event=event, version=version)
 
 
 def encode_line(record: Record) -> str:

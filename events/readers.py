@@ -10,7 +10,7 @@ a store must otherwise prove by decoding the line again.
 
 Each reader takes only the exact shape :func:`events.codec.encode_record` writes, with the
 strict types, and builds the event directly; anything else raises :class:`Fallback`, and the
-converter decides. The one place that picks the path is the codec's ``_structure``.
+converter decides. The one place that picks the path is the codec's ``decode_record``.
 
 This module is the table of them all; the readers live with their family of events:
 :mod:`events.callreaders` (what a call writes), :mod:`events.sessionreaders` (what a session

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .fastinit import builder
 from .models import Usage
 from .readfields import FALLBACK, NESTED, exact_fields, strict_opt_int, strict_opt_str, strict_str
 from .types import AssistantMessage, ModelRequested, ModelResponded, ModelToolCall, ProviderContent
@@ -21,6 +22,13 @@ __all__ = [
     "model_requested",
     "model_responded",
 ]
+
+# The builders of the classes made here (events.fastinit): what calling the class makes, one
+# call cheaper, for objects made on every line of a log.
+_ModelToolCall = builder(ModelToolCall)
+_AssistantMessage = builder(AssistantMessage)
+_Usage = builder(Usage)
+_ModelResponded = builder(ModelResponded)
 
 _CALL = NESTED[ModelToolCall]
 
@@ -48,11 +56,11 @@ def assistant(data: Any) -> AssistantMessage:
     tool_calls = []
     for call in calls:
         exact_fields(call, _CALL)
-        tool_calls.append(ModelToolCall(id=strict_str(call["id"]), name=strict_str(call["name"]),
-                                        arguments=call["arguments"]))
-    return AssistantMessage(turn=turn, text=strict_str(data["text"]), tool_calls=tuple(tool_calls),
-                            stop_reason=strict_str(data["stop_reason"]),
-                            provider_content=_provider_content(data.get("provider_content")))
+        tool_calls.append(_ModelToolCall(id=strict_str(call["id"]), name=strict_str(call["name"]),
+                                         arguments=call["arguments"]))
+    return _AssistantMessage(turn=turn, text=strict_str(data["text"]), tool_calls=tuple(tool_calls),
+                             stop_reason=strict_str(data["stop_reason"]),
+                             provider_content=_provider_content(data.get("provider_content")))
 
 
 MODEL_REQUESTED = frozenset({"turn", "provider", "model", "api", "settings", "stream"})
@@ -64,7 +72,7 @@ def model_requested(data: Any) -> ModelRequested:
     turn, settings, stream = data["turn"], data["settings"], data["stream"]
     if type(turn) is not int or type(settings) is not dict or type(stream) is not bool:
         raise FALLBACK
-    if any(type(key) is not str for key in settings):
+    if settings and any(type(key) is not str for key in settings):
         raise FALLBACK
     return ModelRequested(turn=turn, provider=strict_str(data["provider"]),
                           model=strict_str(data["model"]),
@@ -79,9 +87,9 @@ def _usage(data: Any) -> Usage | None:
     if data is None:
         return None
     exact_fields(data, _USAGE)
-    return Usage(input_tokens=strict_opt_int(data["input_tokens"]),
-                 output_tokens=strict_opt_int(data["output_tokens"]),
-                 cached_tokens=strict_opt_int(data["cached_tokens"]))
+    return _Usage(input_tokens=strict_opt_int(data["input_tokens"]),
+                  output_tokens=strict_opt_int(data["output_tokens"]),
+                  cached_tokens=strict_opt_int(data["cached_tokens"]))
 
 
 def model_responded(data: Any) -> ModelResponded:
@@ -90,7 +98,7 @@ def model_responded(data: Any) -> ModelResponded:
     turn = data["turn"]
     if type(turn) is not int:
         raise FALLBACK
-    return ModelResponded(turn=turn, stop_reason=strict_str(data["stop_reason"]),
-                          model=strict_opt_str(data["model"]),
-                          response_id=strict_opt_str(data["response_id"]),
-                          usage=_usage(data["usage"]))
+    return _ModelResponded(turn=turn, stop_reason=strict_str(data["stop_reason"]),
+                           model=strict_opt_str(data["model"]),
+                           response_id=strict_opt_str(data["response_id"]),
+                           usage=_usage(data["usage"]))

@@ -21,7 +21,7 @@ import events.callevents
 import events.models
 import events.sessionevents
 import events.types
-from events.fastinit import REFERENCE_INITS, fast_init
+from events.fastinit import BUILDERS, REFERENCE_INITS, builder, fast_init
 
 from tests.strategies import values_of
 
@@ -40,7 +40,7 @@ def fast_classes() -> list[type]:
 
 
 def test_every_class_with_a_fast_init_keeps_attrs_own_as_its_reference() -> None:
-    assert set(fast_classes()) == set(REFERENCE_INITS)
+    assert set(fast_classes()) == set(REFERENCE_INITS) == set(BUILDERS)
 
 
 def test_the_classes_made_on_every_call_have_it() -> None:
@@ -160,11 +160,18 @@ def test_the_fast_init_builds_what_attrs_own_builds(cls: type, data: st.DataObje
         assert getattr(fast, field.name) is getattr(reference, field.name), (
             f"{cls.__qualname__}.{field.name}: the fast __init__ set another value than attrs'")
     assert fast == reference
+    built = builder(cls)(**kwargs)
+    assert type(built) is cls and built == reference
+    for field in fields:
+        assert getattr(built, field.name) is getattr(reference, field.name), (
+            f"{cls.__qualname__}.{field.name}: the builder set another value than attrs'")
     dropped = data.draw(st.sampled_from([None, *kwargs]), label="dropped")
     if dropped is not None and attrs.fields_dict(cls)[dropped].default is attrs.NOTHING:
         partial = {k: v for k, v in kwargs.items() if k != dropped}
         with pytest.raises(TypeError):
             cls(**partial)
+        with pytest.raises(TypeError):
+            builder(cls)(**partial)
         with pytest.raises(TypeError):
             REFERENCE_INITS[cls](object.__new__(cls), **partial)
 
@@ -174,3 +181,8 @@ def test_the_fast_init_builds_what_attrs_own_builds(cls: type, data: st.DataObje
 def test_the_fast_init_has_attrs_own_signature(cls: type) -> None:
     made_by_attrs = REFERENCE_INITS[cls]
     assert inspect.signature(cls.__init__) == inspect.signature(made_by_attrs)  # type: ignore[misc]
+    # the builder takes the same arguments, without ``self``
+    def params(function: Any) -> list[tuple[str, Any, Any]]:
+        return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+    assert params(builder(cls)) == params(made_by_attrs)[1:]

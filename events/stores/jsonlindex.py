@@ -21,7 +21,7 @@ from array import array
 from ..errors import CorruptLogError, UnverifiedRecordError
 from ..integrity import GENESIS, LinkError, check_link
 from ..types import Record
-from .jsonlines import check_seq, decode_stored, file_lines, is_torn
+from .jsonlines import check_seq, decode_stored, is_torn
 from .locks import locked_elsewhere, try_lock
 
 __all__ = ["JsonlIndex", "SessionIndex", "file_size", "write_all"]
@@ -146,21 +146,32 @@ class JsonlIndex:
             self._index[self._open_line].lengths[-1] += 1
             self._size += 1
             self._open_line = None
+        path, key, sessions = self.path, self._key, self._index
+        # The session of the line before, with its index and kept records: a log's lines come
+        # in runs of one session, so a run looks them up once, not once a line.
+        current: str | None = None
+        index: SessionIndex | None = None
+        kept: list[Record] | None = None
+        offset = self._size
         with open(fd, "rb", closefd=False) as file:
-            for offset, raw in file_lines(file, self._size):
+            file.seek(offset)
+            for raw in file:  # each line; only the last may lack its newline
                 line = self._lines + 1
-                if not raw.endswith(b"\n") and is_torn(self.path, line, raw):
+                if not raw.endswith(b"\n") and is_torn(path, line, raw):
                     if repair:
                         os.ftruncate(fd, offset)
                         if self.durable:
                             os.fsync(fd)
                         self.dropped_tail = raw
                     return
-                record, digest = decode_stored(self.path, line, raw)
+                record, digest = decode_stored(path, line, raw)
                 session_id = record.session_id
-                index = self._index.get(session_id)
-                check_seq(self.path, line, record, len(index.offsets) if index is not None else 0)
-                if self._key is not None:
+                if session_id != current:
+                    current, index, kept = session_id, sessions.get(session_id), None
+                last = len(index.offsets) if index is not None else 0
+                if record.seq != last + 1:
+                    check_seq(path, line, record, last)
+                if key is not None:
                     digest = self._check_link(line, raw, record, digest,
                                               index.head if index is not None else GENESIS)
                     self._verified += 1
@@ -175,17 +186,19 @@ class JsonlIndex:
                     else:
                         self._open_line = session_id
                 if index is None:
-                    index = self._index[session_id] = SessionIndex()
+                    index = sessions[session_id] = SessionIndex()
                 length = len(raw)
                 index.offsets.append(offset)
                 index.lengths.append(length)
                 index.lines.append(line)
                 index.head = digest or GENESIS
                 self._lines = line
-                self._size = offset + length
+                offset = self._size = offset + length
                 if self._keep >= length:
                     self._keep -= length
-                    self._decoded.setdefault(session_id, []).append(record)
+                    if kept is None:
+                        kept = self._decoded.setdefault(session_id, [])
+                    kept.append(record)
                 else:
                     self._keep = 0  # each session's kept records stay a prefix of its lines
 
