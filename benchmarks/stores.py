@@ -15,11 +15,12 @@ call's events, as a session appends them), not durable (``synchronous=NORMAL``) 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import attrs
 import trio
@@ -88,21 +89,29 @@ def store_rate(
     return len(records) / elapsed
 
 
-def write_rate(count: int, *, durable: bool, clock: Callable[[], float] = time.perf_counter) -> float:
-    """Bare ``os.write`` (and ``os.fsync``) of the same sealed lines, per second."""
-    lines, _ = encode_batch(call_records("bench", count))
+@contextlib.contextmanager
+def _scratch_log() -> Iterator[int]:
+    """A descriptor of a new, empty file opened as a ``JsonlStore`` opens its log (appending),
+    removed afterwards."""
     with tempfile.TemporaryDirectory() as directory:
         fd = os.open(os.path.join(directory, "log.jsonl"),
                      os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
-            start = clock()
-            for line in lines:
-                os.write(fd, line)
-                if durable:
-                    os.fsync(fd)
-            elapsed = clock() - start
+            yield fd
         finally:
             os.close(fd)
+
+
+def write_rate(count: int, *, durable: bool, clock: Callable[[], float] = time.perf_counter) -> float:
+    """Bare ``os.write`` (and ``os.fsync``) of the same sealed lines, per second."""
+    lines, _ = encode_batch(call_records("bench", count))
+    with _scratch_log() as fd:
+        start = clock()
+        for line in lines:
+            os.write(fd, line)
+            if durable:
+                os.fsync(fd)
+        elapsed = clock() - start
     return count / elapsed
 
 
@@ -111,19 +120,14 @@ def locked_write_rate(count: int, clock: Callable[[], float] = time.perf_counter
     already sealed line: the lock, the file's size (has another process appended?), the
     ``write``, the unlock."""
     lines, _ = encode_batch(call_records("bench", count))
-    with tempfile.TemporaryDirectory() as directory:
-        fd = os.open(os.path.join(directory, "log.jsonl"),
-                     os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            start = clock()
-            for line in lines:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                os.lseek(fd, 0, os.SEEK_END)
-                os.write(fd, line)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            elapsed = clock() - start
-        finally:
-            os.close(fd)
+    with _scratch_log() as fd:
+        start = clock()
+        for line in lines:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.lseek(fd, 0, os.SEEK_END)
+            os.write(fd, line)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        elapsed = clock() - start
     return count / elapsed
 
 
@@ -134,22 +138,17 @@ def written_floor(batches: Sequence[Sequence[Record]],
     calls around the ``write`` (the lock, the file's size, the unlock); no seq check, no
     index, no event loop. The floor under the file store's appends, and under a call's
     records on it."""
-    with tempfile.TemporaryDirectory() as directory:
-        fd = os.open(os.path.join(directory, "log.jsonl"),
-                     os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        head = GENESIS
-        try:
-            start = clock()
-            for batch in batches:
-                bodies = encode_bodies(batch)
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                os.lseek(fd, 0, os.SEEK_END)
-                lines, head = seal_lines(bodies, head)
-                os.write(fd, b"".join(lines))
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            elapsed = clock() - start
-        finally:
-            os.close(fd)
+    head = GENESIS
+    with _scratch_log() as fd:
+        start = clock()
+        for batch in batches:
+            bodies = encode_bodies(batch)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.lseek(fd, 0, os.SEEK_END)
+            lines, head = seal_lines(bodies, head)
+            os.write(fd, b"".join(lines))
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        elapsed = clock() - start
     return elapsed
 
 
