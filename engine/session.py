@@ -261,9 +261,7 @@ class Session(SessionControls):
                 "resume() to finish it, so the model sees its results, before a new prompt")
 
     def _enter(self) -> None:
-        if not self._batch.attached:
-            raise RuntimeError("the session is closed: open it again with Session.open() to "
-                               "prompt or resume it")
+        self._check_open("prompt or resume it")
         if self._prompting:
             raise RuntimeError("a prompt is already running in this session: await it first")
         self._prompting = True
