@@ -41,7 +41,13 @@ from .reducers import CallView, Projection, TranscriptView
 from .renamed import warn_renamed
 from .tools import ToolSpec
 
-__all__ = ["SessionControls"]
+__all__ = ["SessionControls", "closed_error"]
+
+
+def closed_error(doing: str) -> RuntimeError:
+    """What a closed session raises when the host asks it to ``doing``: what is wrong, and
+    what to do instead."""
+    return RuntimeError(f"the session is closed: open it again with Session.open() to {doing}")
 
 
 class SessionControls:
@@ -228,8 +234,7 @@ class SessionControls:
         host makes, and every prompt and call, asks here first, before it records
         anything."""
         if self._inflight.suspending:
-            raise RuntimeError(f"the session is closed: open it again with Session.open() to "
-                               f"{doing}")
+            raise closed_error(doing)
 
     # -- answering approvals ---------------------------------------------------------------
 
