@@ -281,3 +281,40 @@ async def test_a_write_another_task_began_is_finished_before_the_block_ends() ->
 async def open_the_gate_once_all_wait(gate: trio.Event) -> None:
     await trio.testing.wait_all_tasks_blocked()
     gate.set()
+
+
+@pytest.mark.parametrize("cancelled", [False, True], ids=["block ends", "block cancelled"])
+@pytest.mark.parametrize("waiting", [False, True], ids=["inline store", "waiting store"])
+async def test_closing_under_a_host_call_from_outside_leaves_it_open_and_writes_nothing_after(
+    autojump_clock: Any, cancelled: bool, waiting: bool
+) -> None:
+    """The host call's body never returns; the block ends, or a host's cancel scope around
+    it cancels it. Every round (trio shuffles the tasks it wakes together) writes the same
+    log, with the call open, all of it before the block has ended."""
+    logs = set()
+    for _ in range(8):
+        store = WatchedStore(waiting=waiting)
+        body = Finishing()
+        raised: list[RuntimeError] = []
+
+        async def host_call(session: Session) -> None:
+            with pytest.raises(RuntimeError, match="resume_call") as info:
+                await session.call_tool("finishing")
+            raised.append(info.value)
+
+        with trio.fail_after(60):
+            async with trio.open_nursery() as outside:
+                with trio.CancelScope() as host:
+                    async with Session.open(store, model=FauxModel([]), tools=[body.spec],
+                                            session_id=SID, create=True) as session:
+                        outside.start_soon(host_call, session)
+                        await body.entered.wait()
+                        if cancelled:
+                            host.cancel()
+                            await trio.sleep_forever()
+        assert store.unowned == [] and len(raised) == 1
+        written = await store.read(SID)
+        check_log(written)
+        assert session.calls["h0"].status == "running"
+        logs.add(tuple(type(record.event).__name__ for record in written))
+    assert len(logs) == 1
