@@ -286,6 +286,10 @@ class Session:
         queue (publishing still never waits); iteration ends when the session closes, and
         leaving the block ends the subscription."""
         queue: asyncio.Queue[ModelDelta | None] = asyncio.Queue()
+        if self._closed.done():  # nothing more is published: a stream that has ended
+            queue.put_nowait(None)
+            yield _drained(queue)
+            return
         subscribed: asyncio.Future[None] = self._bridge.loop.create_future()
 
         async def forward() -> None:

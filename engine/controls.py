@@ -4,8 +4,8 @@
 closing) nor its loop (prompting, resuming): the read-only views of its state and log,
 following its records and the model's deltas, the handlers, the tools, the system prompt and
 the active set, the host's own tool calls, and the answers to pending approvals. Each change is
-recorded and flushed before it returns; none of it runs the agent loop. :mod:`engine.session`
-builds the session on it.
+recorded and flushed before it returns, and refused once the session has closed (it no longer
+owns its log); none of it runs the agent loop. :mod:`engine.session` builds the session on it.
 """
 
 from __future__ import annotations

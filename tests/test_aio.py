@@ -398,6 +398,8 @@ def test_a_closed_session_refuses_every_change_and_its_followers_end() -> None:
         with pytest.raises(RuntimeError, match=r"the session is closed: open it again"):
             session.on_tool_call(lambda draft: None)
         assert [record async for record in session.follow()] == written
+        async with session.deltas() as stream:
+            assert [delta async for delta in stream] == []
         assert await store.read("s") == written
 
     asyncio.run(main())
