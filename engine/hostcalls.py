@@ -72,15 +72,16 @@ async def _carry(env: Environment, recorder: Recorder, inflight: InFlight,
     try:
         with scope:
             ended = await advance(env, recorder, inflight, call_id, wait=True)
+        if scope.cancelled_caught:
+            raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
+                               f"it stays open in the log; reopen the session and call "
+                               f"resume_call({call_id!r}) to finish it")
+        await recorder.flush()  # the end, written before the host has the result
     finally:
         try:
-            # the end, written before the host has the result; if the session's closing
-            # stopped the call, what it recorded before (the closing waits for this)
+            # whatever happened, what the call recorded is written before the session's
+            # closing goes on (it waits for this, then makes its last flush)
             await recorder.flush_finally()
         finally:
             inflight.unhost(call_id)
-    if scope.cancelled_caught:
-        raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
-                           f"it stays open in the log; reopen the session and call "
-                           f"resume_call({call_id!r}) to finish it")
     return CallOutcome(call_id=call_id, result=own_result(ended))

@@ -14,8 +14,9 @@ now. :class:`InFlight` holds that, and is the only code that changes it:
 - the host's calls (``session.call_tool``) running in the host's tasks, each with the cancel
   scope that stops it when the session closes (which waits for them to leave it); a batch
   never waits for them, nor they for it;
-- whether the session is suspending (closing with calls in flight: nothing more is recorded)
-  and whether a call failed with a ``BaseException`` that stops the session.
+- whether the session is suspending (closing: nothing more is recorded about its calls, and
+  every change the host asks for is refused) and whether a call failed with a
+  ``BaseException`` that stops the session.
 
 Every change wakes whoever waits in :meth:`InFlight.settled` (the prompt's task, waiting for
 its batch), which then asks :meth:`InFlight.quiet`: can any call of this process still move on
