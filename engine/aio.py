@@ -64,6 +64,7 @@ from events.types import Record, ToolSnapshot
 from . import session as trio_session
 from .approvals import ApprovalRequest
 from .context import CallOutcome
+from .controls import closed_error
 from .guest import (
     CANCELLED,
     Bridge,
@@ -90,10 +91,10 @@ class Session:
     is the trio session's, the calls that run the session are awaited from asyncio."""
 
     def __init__(self, bridge: Bridge, session: trio_session.Session,
-                 calls: trio.Nursery) -> None:
+                 closed: asyncio.Future[None]) -> None:
         self._bridge = bridge
         self._session = session
-        self._calls = calls
+        self._closed = closed  # done once the trio session's block has ended
 
     @classmethod
     @asynccontextmanager
@@ -101,8 +102,10 @@ class Session:
         """Open a session on ``store`` with :meth:`engine.Session.open`'s arguments
         (``model``, ``tools``, ``approver``, ``session_id``, ...), from asyncio code.
 
-        When the block ends, a call another asyncio task still awaits is cancelled (as
-        when a trio host's block ends), and the session closes as under trio."""
+        The session closes as under trio: a prompt or a host call another asyncio task still
+        awaits when the block ends is stopped with it, raises ``RuntimeError``, and leaves
+        its calls open in the log for a reopened session (a trio task outside the block
+        would see the same)."""
         bridge = await acquire()
         try:
             loop = bridge.loop
@@ -114,10 +117,8 @@ class Session:
                 """The trio task that holds the session open until ``close``."""
                 try:
                     async with trio_session.Session.open(store, **options) as session:
-                        async with trio.open_nursery() as calls:
-                            opened.set_result(cls(bridge, session, calls))
-                            await close.wait()
-                            calls.cancel_scope.cancel()
+                        opened.set_result(cls(bridge, session, closed))
+                        await close.wait()
                 except BaseException as exc:
                     (closed if opened.done() else opened).set_exception(exc)
                     if isinstance(exc, trio.Cancelled):
@@ -135,14 +136,15 @@ class Session:
         finally:
             await release(bridge)
 
-    async def _run(self, fn: Callable[[], Awaitable[T]], *, within: bool = True) -> T:
-        """Run ``fn`` in a trio task, in a copy of this task's context; cancelling this task
-        cancels it and waits for it to end. The task is one of the session's (``within``:
-        the session's end cancels it) or of the bridge's (a follower, that the end of the
-        session ends)."""
+    async def _run(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """Run ``fn`` in a trio task of the bridge's, in a copy of this task's context;
+        cancelling this task cancels it and waits for it to end. The end of the session's
+        block stops it as it stops a trio task's call from outside the block (its asyncio
+        caller is outside the block's trio task): a prompt or a host call raises, its calls
+        left open; anything else refuses a closed session."""
         future: asyncio.Future[Any] = self._bridge.loop.create_future()
         job: Job[T] = Job(fn, future)
-        self._bridge.spawn(job.run, self._calls if within else None, on_error=job.fail)
+        self._bridge.spawn(job.run, on_error=job.fail)
         try:
             value = await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -155,6 +157,13 @@ class Session:
             raise asyncio.CancelledError()
         result: T = value
         return result
+
+    async def _change(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """:meth:`_run` for what changes the session. Once it has closed (its guest run may
+        have ended with it) nothing is started: the trio session's refusal is raised here."""
+        if self._closed.done():
+            raise closed_error("go on")
+        return await self._run(fn)
 
     # -- what the host reads: the trio session's --------------------------------------------
 
@@ -208,11 +217,11 @@ class Session:
 
     async def prompt(self, text: str) -> PromptResult:
         """:meth:`engine.Session.prompt`, awaited from asyncio."""
-        return await self._run(lambda: self._session.prompt(text))
+        return await self._change(lambda: self._session.prompt(text))
 
     async def resume(self) -> PromptResult:
         """:meth:`engine.Session.resume`, awaited from asyncio."""
-        return await self._run(self._session.resume)
+        return await self._change(self._session.resume)
 
     async def resolve_approval(
         self, call_id: str, granted: bool | None = None,
@@ -220,35 +229,35 @@ class Session:
         reason: str | None = None,
     ) -> None:
         """:meth:`engine.Session.resolve_approval`, awaited from asyncio."""
-        await self._run(lambda: self._session.resolve_approval(
+        await self._change(lambda: self._session.resolve_approval(
             call_id, granted, scope, arguments=arguments, reason=reason))
 
     async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome:
         """:meth:`engine.Session.call_tool`, awaited from asyncio: a host call, governed and
         recorded like a model's. Cancelling the awaiting task ends the call as cancelled."""
-        return await self._run(lambda: self._session.call_tool(name, arguments))
+        return await self._change(lambda: self._session.call_tool(name, arguments))
 
     async def resume_call(self, call_id: str) -> CallOutcome:
         """:meth:`engine.Session.resume_call`, awaited from asyncio."""
-        return await self._run(lambda: self._session.resume_call(call_id))
+        return await self._change(lambda: self._session.resume_call(call_id))
 
     async def set_active_tools(self, names: Iterable[str]) -> None:
         """:meth:`engine.Session.set_active_tools`, awaited from asyncio."""
         wanted = _names(names)
-        await self._run(lambda: self._session.set_active_tools(wanted))
+        await self._change(lambda: self._session.set_active_tools(wanted))
 
     async def activate(self, names: Iterable[str]) -> None:
         """:meth:`engine.Session.activate`, awaited from asyncio."""
         wanted = _names(names)
-        await self._run(lambda: self._session.activate(wanted))
+        await self._change(lambda: self._session.activate(wanted))
 
     async def set_system_prompt(self, text: str | None) -> None:
         """:meth:`engine.Session.set_system_prompt`, awaited from asyncio."""
-        await self._run(lambda: self._session.set_system_prompt(text))
+        await self._change(lambda: self._session.set_system_prompt(text))
 
     async def register(self, spec: ToolSpec) -> None:
         """:meth:`engine.Session.register`, awaited from asyncio."""
-        await self._run(lambda: self._session.register(spec))
+        await self._change(lambda: self._session.register(spec))
 
     async def follow(self, after: int = 0) -> AsyncIterator[Record]:
         """The session's records (``seq > after``), then each new one as it is recorded,
@@ -256,12 +265,13 @@ class Session:
         nothing and slows nobody down."""
         index = after
         while True:
+            ended = self._closed.done()  # then every record it wrote is in what follows
             history = self._session.records
             while index < len(history):
                 yield history[index]
                 index += 1
-            if not await self._run(functools.partial(self._next_record, index), within=False):
-                return
+            if ended or not await self._run(functools.partial(self._next_record, index)):
+                return  # the session has closed, and every record it wrote was read
 
     @asynccontextmanager
     async def deltas(self) -> AsyncIterator[AsyncIterator[ModelDelta]]:
@@ -276,6 +286,10 @@ class Session:
         queue (publishing still never waits); iteration ends when the session closes, and
         leaving the block ends the subscription."""
         queue: asyncio.Queue[ModelDelta | None] = asyncio.Queue()
+        if self._closed.done():  # nothing more is published: a stream that has ended
+            queue.put_nowait(None)
+            yield _drained(queue)
+            return
         subscribed: asyncio.Future[None] = self._bridge.loop.create_future()
 
         async def forward() -> None:

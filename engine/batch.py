@@ -59,11 +59,6 @@ class Batch:
         """Run calls in ``nursery`` (the session's), or in none once the session closed."""
         self._nursery = nursery
 
-    @property
-    def attached(self) -> bool:
-        """Whether the session is open (its nursery can take calls)."""
-        return self._nursery is not None
-
     def calls(self) -> list[tuple[str, ModelToolCall]]:
         """The calls of the last assistant message, with their engine ids."""
         message = self._recorder.projection.last_message

@@ -4,8 +4,8 @@
 closing) nor its loop (prompting, resuming): the read-only views of its state and log,
 following its records and the model's deltas, the handlers, the tools, the system prompt and
 the active set, the host's own tool calls, and the answers to pending approvals. Each change is
-recorded and flushed before it returns; none of it runs the agent loop. :mod:`engine.session`
-builds the session on it.
+recorded and flushed before it returns, and refused once the session has closed (it no longer
+owns its log); none of it runs the agent loop. :mod:`engine.session` builds the session on it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,13 @@ from .reducers import CallView, Projection, TranscriptView
 from .renamed import warn_renamed
 from .tools import ToolSpec
 
-__all__ = ["SessionControls"]
+__all__ = ["SessionControls", "closed_error"]
+
+
+def closed_error(doing: str) -> RuntimeError:
+    """What a closed session raises when the host asks it to ``doing``: what is wrong, and
+    what to do instead."""
+    return RuntimeError(f"the session is closed: open it again with Session.open() to {doing}")
 
 
 class SessionControls:
@@ -110,18 +116,21 @@ class SessionControls:
 
     def on_tool_call(self, handler: ToolCallHandler) -> ToolCallHandler:
         """Add a ``tool_call`` handler (runs in registration order). Usable as a decorator."""
+        self._check_open("add a handler")
         env = self._env
         self._env = env.evolve(call_handlers=(*env.call_handlers, handler))
         return handler
 
     def on_tool_result(self, handler: ToolResultHandler) -> ToolResultHandler:
         """Add a ``tool_result`` handler (chained in registration order). Usable as a decorator."""
+        self._check_open("add a handler")
         env = self._env
         self._env = env.evolve(result_handlers=(*env.result_handlers, handler))
         return handler
 
     async def register(self, spec: ToolSpec) -> None:
         """Register another tool (or a new version of one) while the session is open."""
+        self._check_open("register a tool")
         self._register(spec)  # checked before anything changes
         await self._recorder.flush()
 
@@ -140,6 +149,7 @@ class SessionControls:
     async def set_system_prompt(self, text: str | None) -> None:
         """Replace the system prompt the model gets from the next request on (``None``: none).
         Recorded; a prompt equal to the current one records nothing."""
+        self._check_open("change its system prompt")
         if text is not None and not isinstance(text, str):
             raise TypeError(f"a system prompt is a string or None, not {type(text).__name__}")
         if text != self.state.system_prompt:
@@ -151,6 +161,7 @@ class SessionControls:
         request on. Any registered tool may be named, hidden ones included (this, and
         :meth:`activate`, is the only way a hidden tool becomes active); an unknown name is an
         error and nothing changes."""
+        self._check_open("change its active tools")
         wanted = self._registered("set_active_tools", names)
         self._recorder.record(ActiveToolsSet(names=wanted))
         await self._recorder.flush()
@@ -160,6 +171,7 @@ class SessionControls:
         ``tools_activated``): :meth:`set_active_tools` without reading ``state.active_tools``
         first. Any registered tool may be named, hidden ones included; an unknown name is an
         error and nothing changes; naming only active tools records nothing."""
+        self._check_open("activate tools")
         wanted = self._registered("activate", names)
         active = self.state.active_tools
         if added := tuple(name for name in wanted if name not in active):
@@ -202,7 +214,7 @@ class SessionControls:
         closes while it runs, it raises ``RuntimeError`` and the call stays open in the log, as
         if the process had stopped: :meth:`resume_call` takes it up in a reopened session.
         """
-        self._check_open()
+        self._check_open("call its tools")
         return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
                                          arguments)
 
@@ -211,13 +223,18 @@ class SessionControls:
         recorded one if it has ended, else it goes on as in :meth:`call_tool` (an approval
         answered since goes on; a pending one is waited for; a body interrupted by a stopped
         process runs again if its tool is idempotent, else the call ends "interrupted")."""
-        self._check_open()
+        self._check_open("call its tools")
         return await hostcalls.resume_call(self._env, self._recorder, self._inflight, call_id)
 
-    def _check_open(self) -> None:
-        if not self._batch.attached:
-            raise RuntimeError("the session is closed: open it again with Session.open() to "
-                               "call its tools")
+    def _check_open(self, doing: str) -> None:
+        """Refuse ``doing`` once the session closes: its block has ended (or is ending), it
+        has let go of its claim on the store, and another block or process may own the
+        session now, so nothing may be recorded or changed here any more. Closing begins
+        with :meth:`InFlight.suspend`, which stops what runs and marks it; every change the
+        host makes, and every prompt and call, asks here first, before it records
+        anything."""
+        if self._inflight.suspending:
+            raise closed_error(doing)
 
     # -- answering approvals ---------------------------------------------------------------
 
@@ -241,6 +258,7 @@ class SessionControls:
         a model's call runs at the next :meth:`resume` (a host call after a restart: at
         :meth:`resume_call`).
         """
+        self._check_open("answer its approvals")
         if approved is not None:
             if granted is not None:
                 raise TypeError("resolve_approval() takes granted= or its old name approved=, "

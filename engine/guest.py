@@ -60,8 +60,8 @@ class Job(Generic[T]):
             if self.scope.cancelled_caught:
                 value = CANCELLED
         except trio.Cancelled:
-            # cancelled from outside the job (the session's block is closing): the caller
-            # sees a cancellation, and trio's own goes on
+            # cancelled from outside the job (the guest run is ending): the caller sees a
+            # cancellation, and trio's own goes on
             self.fail(asyncio.CancelledError())
             raise
         except BaseException as exc:  # the caller's error, not the bridge's
@@ -116,15 +116,15 @@ class Bridge:
         else:
             self.finished.set_result(None)
 
-    def spawn(self, fn: Callable[[], Awaitable[None]], nursery: trio.Nursery | None = None,
+    def spawn(self, fn: Callable[[], Awaitable[None]],
               on_error: Callable[[BaseException], None] | None = None) -> None:
-        """Start ``fn`` in a task of ``nursery`` (the bridge's by default), in a copy of the
-        calling asyncio task's context. Called from asyncio code."""
+        """Start ``fn`` in a task of the bridge's nursery, in a copy of the calling asyncio
+        task's context. Called from asyncio code."""
         assert self.token is not None
         context = contextvars.copy_context()
 
         def start() -> None:
-            target = nursery if nursery is not None else self.nursery
+            target = self.nursery
             try:
                 if target is None:
                     raise RuntimeError("the session is closed")

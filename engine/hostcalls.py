@@ -63,18 +63,25 @@ async def resume_call(env: Environment, recorder: Recorder, inflight: InFlight,
 async def _carry(env: Environment, recorder: Recorder, inflight: InFlight,
                  call_id: str) -> CallOutcome:
     """Steps 2-8 of a host call, in this task, under a scope the session's closing
-    cancels."""
+    cancels, as a prompt's (``Session._loop_while_open``): the closing waits until the call
+    has left it and written what it recorded, so that nothing of it is written after the
+    session's last flush, also when its body ended just as the session began to close."""
     scope = trio.CancelScope()
     inflight.host(call_id, scope)
     ended: Any = None
     try:
         with scope:
             ended = await advance(env, recorder, inflight, call_id, wait=True)
+        if scope.cancelled_caught:
+            raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
+                               f"it stays open in the log; reopen the session and call "
+                               f"resume_call({call_id!r}) to finish it")
+        await recorder.flush()  # the end, written before the host has the result
     finally:
-        inflight.unhost(call_id)
-    if scope.cancelled_caught:
-        raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
-                           f"it stays open in the log; reopen the session and call "
-                           f"resume_call({call_id!r}) to finish it")
-    await recorder.flush()  # the end, written before the host has the result
+        try:
+            # whatever happened, what the call recorded is written before the session's
+            # closing goes on (it waits for this, then makes its last flush)
+            await recorder.flush_finally()
+        finally:
+            inflight.unhost(call_id)
     return CallOutcome(call_id=call_id, result=own_result(ended))

@@ -12,9 +12,11 @@ now. :class:`InFlight` holds that, and is the only code that changes it:
 - the calls parked until the host answers their approval (a ``trio.Event`` each), and the calls
   whose approver is deciding now (not pending for the host yet);
 - the host's calls (``session.call_tool``) running in the host's tasks, each with the cancel
-  scope that stops it when the session closes; a batch never waits for them, nor they for it;
-- whether the session is suspending (closing with calls in flight: nothing more is recorded)
-  and whether a call failed with a ``BaseException`` that stops the session.
+  scope that stops it when the session closes (which waits for them to leave it); a batch
+  never waits for them, nor they for it;
+- whether the session is suspending (closing: nothing more is recorded about its calls, and
+  every change the host asks for is refused) and whether a call failed with a
+  ``BaseException`` that stops the session.
 
 Every change wakes whoever waits in :meth:`InFlight.settled` (the prompt's task, waiting for
 its batch), which then asks :meth:`InFlight.quiet`: can any call of this process still move on
@@ -89,8 +91,10 @@ class InFlight:
         self._hosted[call_id] = scope
 
     def unhost(self, call_id: str) -> None:
-        """The host's call ``call_id`` has returned, whatever happened to it."""
+        """The host's call ``call_id`` has returned, whatever happened to it, and written
+        what it recorded."""
         self._hosted.pop(call_id, None)
+        self.changed()
 
     def hosting(self, call_id: str) -> bool:
         """Whether a task of the host is carrying the host call ``call_id`` now."""
@@ -139,21 +143,22 @@ class InFlight:
 
     async def suspend(self) -> None:
         """The session closes with calls in flight: stop them, and record nothing about it
-        (the log reads as if the process had stopped here). A prompt still running (from a
-        task outside the session's block) is stopped too, and this returns once it has left
-        its scope and every call handed to a task has left it, whatever cancels the closing:
-        what they recorded is written with the session's last flush, and nothing after it
-        (the session's nursery waits for its own tasks; nothing would wait for a prompt's).
-        The host's calls are stopped, not waited for: their callers wait for them."""
+        (the log reads as if the process had stopped here). A prompt still running and the
+        host's calls (in tasks outside the session's block) are stopped too, and this returns
+        once they have left their scopes, written what they recorded, and every call handed
+        to a task has left it, whatever cancels the closing: what they recorded is in the log
+        before the session's last flush, and nothing after it (the session's nursery waits
+        for its own tasks; nothing would wait for the host's). From here on the session
+        refuses every change (``SessionControls._check_open``)."""
         self.suspending = True
         self.stop()
         for scope in self._hosted.values():
             scope.cancel()
         if self._prompt is not None:
             self._prompt.cancel()
-        if self._owned or self._prompt is not None:
+        if self._owned or self._prompt is not None or self._hosted:
             with trio.CancelScope(shield=True):
-                while self._owned or self._prompt is not None:
+                while self._owned or self._prompt is not None or self._hosted:
                     await self.next_change()
 
     def escape(self) -> None:

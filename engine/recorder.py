@@ -94,8 +94,13 @@ class Recorder:
         return record
 
     async def flush(self) -> None:
-        """Write every queued record to the store, as one batch per call."""
+        """Write every queued record to the store, as one batch per call. When it returns,
+        everything recorded before it was called is in the store: a write another task has
+        begun, which may hold this task's records, is waited for."""
         if not self._outbox:
+            if self._lock.locked():
+                async with self._lock:  # the write under way ends first (the lock is fair)
+                    pass
             return
         if self._append_nowait is not None and not self._lock.locked():
             await trio.lowlevel.checkpoint_if_cancelled()
@@ -134,10 +139,11 @@ class Recorder:
                 raise
 
     async def flush_finally(self) -> None:
-        """:meth:`flush`, shielded from cancellation: what a prompt's end and the session's
-        close write whatever happens to the task. With nothing queued there is nothing to
-        shield (a flush of an empty queue returns at once), and no cancel scope is made."""
-        if self._outbox:
+        """:meth:`flush`, shielded from cancellation: what a prompt's or a host call's end and
+        the session's close write whatever happens to the task. With nothing queued and no
+        write under way there is nothing to shield (a flush then returns at once), and no
+        cancel scope is made."""
+        if self._outbox or self._lock.locked():
             with trio.CancelScope(shield=True):
                 await self.flush()
 

@@ -129,7 +129,9 @@ class Session(SessionControls):
 
         A session has one owner at a time: until the block ends, opening it again (in this
         process or another) raises :class:`~events.errors.SessionInUse`, through the store's
-        :meth:`~events.stores.EventStore.claim`.
+        :meth:`~events.stores.EventStore.claim`. When the block ends it lets go of the claim,
+        after what runs from tasks outside the block has stopped and been written; from then
+        on the session only reads, and every change raises ``RuntimeError``.
 
         Tools are checked before anything is written (a bad schema raises ``SchemaError``
         naming the tool and the keyword). The approver answers when the policy says ask; the
@@ -261,9 +263,7 @@ class Session(SessionControls):
                 "resume() to finish it, so the model sees its results, before a new prompt")
 
     def _enter(self) -> None:
-        if not self._batch.attached:
-            raise RuntimeError("the session is closed: open it again with Session.open() to "
-                               "prompt or resume it")
+        self._check_open("prompt or resume it")
         if self._prompting:
             raise RuntimeError("a prompt is already running in this session: await it first")
         self._prompting = True

@@ -12,13 +12,14 @@ import asyncio
 import contextlib
 import contextvars
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
 import trio
 
 from conftest import counting_clock
-from engine import LATER, Annotations, ApprovalRequest, ToolResult, approve_all, text, tool
+from engine import LATER, Annotations, ApprovalRequest, ToolResult, approve_all, fold, text, tool
 from engine import Session as TrioSession
 from engine.aio import Session, from_asyncio
 from engine.models import (
@@ -315,27 +316,93 @@ def test_cancelled_while_opening_the_session_closes_it_and_ends_the_guest_run() 
     asyncio.run(main())  # the first loop's guest run ended: another loop starts its own
 
 
-def test_the_end_of_the_block_cancels_a_prompt_another_task_awaits() -> None:
-    """Its call too, and the log is the same whether the call ran in the prompt's own task
-    (a lone call under an approver that never answers later) or in a task of the
-    session's."""
+def test_the_end_of_the_block_stops_what_another_task_awaits_as_under_trio() -> None:
+    """A prompt and a host call still awaited from outside the block when it ends are stopped
+    with it, under either host: each raises RuntimeError, their calls stay open in the log as
+    a stopped process leaves them (not cancelled), nothing is written after the block, and a
+    reopened session takes them up. The log is the same under asyncio and trio, and whether
+    the prompt's call ran in its own task (an approver that never answers later) or in a task
+    of the session's."""
     async def approve(request: ApprovalRequest) -> bool:  # may answer later, for the runtime
         return True
 
-    async def main(approver: Any) -> Any:
-        store = MemoryStore()
-        async with Session.open(store, model=FauxModel([faux_tool_call("hang", {})]),
-                                tools=[hang], session_id="s", create=True, approver=approver,
-                                clock=counting_clock()) as session:
-            prompt = asyncio.create_task(session.prompt("go"))
-            await wait_for_bodies(session, 1)
-        with pytest.raises(asyncio.CancelledError):
-            await prompt
-        assert session.calls["1.0"].status == "cancelled"
-        return await store.read("s")
+    def options(approver: Any) -> dict[str, Any]:
+        return dict(model=FauxModel([faux_tool_call("hang", {})]), tools=[hang],
+                    session_id="s", create=True, approver=approver, clock=counting_clock())
 
-    inline, in_a_task = (asyncio.run(main(approver)) for approver in (approve_all, approve))
-    assert inline == in_a_task
+    async def under_asyncio(approver: Any) -> Any:
+        store = MemoryStore()
+        async with Session.open(store, **options(approver)) as session:
+            awaited = [asyncio.create_task(session.prompt("go")),
+                       asyncio.create_task(session.call_tool("hang", {}))]
+            await wait_for_bodies(session, 2)
+        written = await store.read("s")
+        for task in awaited:
+            with pytest.raises(RuntimeError, match="the session closed while"):
+                await task
+        assert await store.read("s") == written
+        async with Session.open(store, model=FauxModel([faux_text("told")]), tools=[hang],
+                                session_id="s") as session:
+            assert (await session.resume()).text == "told"
+            assert (await session.resume_call("h0")).is_error  # not idempotent: interrupted
+        return written
+
+    async def under_trio(approver: Any) -> Any:
+        store = MemoryStore()
+        raised: list[BaseException] = []
+
+        async def awaits(call: Callable[[], Awaitable[object]]) -> None:
+            with pytest.raises(RuntimeError, match="the session closed while") as info:
+                await call()
+            raised.append(info.value)
+
+        async with trio.open_nursery() as outside:
+            async with TrioSession.open(store, **options(approver)) as session:
+                outside.start_soon(awaits, lambda: session.prompt("go"))
+                outside.start_soon(awaits, lambda: session.call_tool("hang", {}))
+                started = 0
+                async for record in session.follow():
+                    started += isinstance(record.event, ToolExecutionStarted)
+                    if started == 2:
+                        break
+            written = await store.read("s")
+        assert len(raised) == 2 and await store.read("s") == written
+        return written
+
+    logs = [run(approver) for approver in (approve_all, approve)
+            for run in (lambda a: asyncio.run(under_asyncio(a)),
+                        lambda a: trio.run(under_trio, a))]
+    state = fold(logs[0])
+    assert (state.calls["1.0"].status, state.calls["h0"].status) == ("running", "running")
+    assert all(shape(log) == shape(logs[0]) for log in logs)
+
+
+def test_a_closed_session_refuses_every_change_and_its_followers_end() -> None:
+    """Also once its guest run has ended with it: the refusal is the trio session's, and a
+    follower reads every record, then ends, as under trio."""
+    async def main() -> None:
+        store = MemoryStore()
+        async with Session.open(store, model=FauxModel([faux_text("hi")]), tools=[echo],
+                                session_id="s", create=True) as session:
+            await session.prompt("go")
+        written = await store.read("s")
+        changes = [lambda: session.prompt("again"), session.resume,
+                   lambda: session.call_tool("echo", {}), lambda: session.resume_call("h0"),
+                   lambda: session.resolve_approval("1.0", granted=True),
+                   lambda: session.set_active_tools([]), lambda: session.activate(["echo"]),
+                   lambda: session.set_system_prompt("be brief"),
+                   lambda: session.register(later_tool)]
+        for change in changes:
+            with pytest.raises(RuntimeError, match=r"the session is closed: open it again"):
+                await change()
+        with pytest.raises(RuntimeError, match=r"the session is closed: open it again"):
+            session.on_tool_call(lambda draft: None)
+        assert [record async for record in session.follow()] == written
+        async with session.deltas() as stream:
+            assert [delta async for delta in stream] == []
+        assert await store.read("s") == written
+
+    asyncio.run(main())
 
 
 def test_anyio_on_its_asyncio_backend_hosts_a_session_too() -> None:
