@@ -34,7 +34,7 @@ never waits for them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import trio
 
@@ -42,6 +42,7 @@ from events.stores import EventStore
 from events.stores.base import append_nowait
 from events.types import Event, Record
 
+from .history import History
 from .reducers import Projection
 
 __all__ = ["Recorder", "SessionBroken"]
@@ -60,13 +61,14 @@ class Recorder:
         store: EventStore,
         session_id: str,
         projection: Projection,
-        history: list[Record],
+        history: Sequence[Record],
         clock: Callable[[], float],
     ) -> None:
         self.store = store
         self.session_id = session_id
         self.projection = projection
-        self.history = history
+        #: every record of the session: those read from the store, then those recorded
+        self.history = History(session_id, history)
         self._clock = clock
         self._outbox: list[Record] = []
         self._append_nowait = append_nowait(store)
