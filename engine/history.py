@@ -22,32 +22,26 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import overload
 
-from events.types import SCHEMA_VERSION, Event, Record
+from events.types import Event, Record
 
 __all__ = ["History"]
 
 
 class History(Sequence[Record]):
-    """The records of one session: those read from its log, then those recorded since."""
+    """The records of one session, read-only: those read from its log, then those recorded
+    since, from the events and times the session's recorder keeps of them (it appends to
+    ``events`` and ``times``, one of each per record, in order)."""
 
     __slots__ = ("_session_id", "_read", "_base", "_events", "_times")
 
-    def __init__(self, session_id: str, read: Sequence[Record] = ()) -> None:
+    def __init__(self, session_id: str, read: Sequence[Record], events: list[Event],
+                 times: list[float]) -> None:
         self._session_id = session_id
         self._read = tuple(read)
         #: the seq of the last record read (records are contiguous from 1)
         self._base = self._read[-1].seq if self._read else 0
-        self._events: list[Event] = []
-        self._times: list[float] = []
-
-    def append(self, record: Record) -> None:
-        """Keep ``record``, the session's next one (its seq follows the last one's)."""
-        if record.seq != self._base + len(self._events) + 1 or record.version != SCHEMA_VERSION \
-                or record.session_id != self._session_id:
-            raise ValueError(f"record {record.seq} of {record.session_id!r} (version "
-                             f"{record.version}) does not follow this session's history")
-        self._events.append(record.event)
-        self._times.append(record.time)
+        self._events = events
+        self._times = times
 
     def __len__(self) -> int:
         return len(self._read) + len(self._events)
