@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
