@@ -35,7 +35,7 @@ async def ask_model(model: Model, recorder: Recorder, deltas: Deltas) -> ModelMe
         turn=turn, provider=info.provider, model=info.model, api=info.api,
         settings=own_json(dict(info.settings)), stream=info.stream))
     request = ModelRequest(transcript=state.transcript, tools=state.declared_tools,
-                           system=state.system_prompt, turn=turn, on_delta=deltas.publish)
+                           system=state.system_prompt, turn=turn, on_delta=deltas)
     try:
         # what the model is about to read is in the log; a cancellation that lands here ends
         # the turn before it was sent, recorded as such

@@ -1,8 +1,9 @@
 """Deltas: a streamed assistant message, piece by piece, for whoever is watching live.
 
 A streaming model sends each piece of text and of tool-call arguments to
-:meth:`Deltas.publish` as it arrives (through ``ModelRequest.on_delta``). Subscribers opened
-with :meth:`Deltas.subscribe` (``session.deltas()``) read them at their own pace. Nothing here
+:meth:`Deltas.publish` as it arrives (through ``ModelRequest.on_delta``, the :class:`Deltas`
+itself). Subscribers opened with :meth:`Deltas.subscribe` (``session.deltas()``) read them at
+their own pace. Nothing here
 is written to the log: the log gets the whole message, once, when the model returns it; a
 stream cut off half-way leaves deltas that subscribers saw and no record of them. This is the
 transient channel beside :meth:`engine.Session.follow`, which reads the log.
@@ -63,6 +64,12 @@ class Deltas:
         """Hand ``delta`` to every subscriber (never waits)."""
         for stream in self._streams:
             stream._put(delta)
+
+    #: a session's requests carry the session's :class:`Deltas` itself as their ``on_delta``:
+    #: a bound method made a request would be one more object a request kept (a faux model
+    #: keeps every request it gets) for CPython's collector to walk, and one kept here would
+    #: make a reference cycle that only the collector frees
+    __call__ = publish
 
     def close(self) -> None:
         """No more deltas: subscribers finish once they have read what they were sent."""

@@ -34,7 +34,7 @@ never waits for them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 
 import trio
 
@@ -42,6 +42,7 @@ from events.stores import EventStore
 from events.stores.base import append_nowait
 from events.types import Event, Record
 
+from .history import History
 from .reducers import Projection
 
 __all__ = ["Recorder", "SessionBroken"]
@@ -60,13 +61,17 @@ class Recorder:
         store: EventStore,
         session_id: str,
         projection: Projection,
-        history: list[Record],
+        history: Sequence[Record],
         clock: Callable[[], float],
     ) -> None:
         self.store = store
         self.session_id = session_id
         self.projection = projection
-        self.history = history
+        # of each record made here, only what History needs to build it again
+        self._events: list[Event] = []
+        self._times: list[float] = []
+        #: every record of the session: those read from the store, then those recorded
+        self.history = History(session_id, history, self._events, self._times)
         self._clock = clock
         self._outbox: list[Record] = []
         self._append_nowait = append_nowait(store)
@@ -79,15 +84,17 @@ class Recorder:
         """Stamp ``event``, fold it into the projection and queue it for the store."""
         if self._broken is not None:
             raise SessionBroken(f"the log could not be written: {self._broken}") from self._broken
+        now = self._clock()
         record = Record(
             session_id=self.session_id,
             seq=self.projection.last_seq + 1,
-            time=self._clock(),
+            time=now,
             event=event,
         )
         self.projection.apply(record)
         self._outbox.append(record)
-        self.history.append(record)
+        self._events.append(event)
+        self._times.append(now)
         if self._wakeup is not None:
             self._wakeup.set()
             self._wakeup = None
