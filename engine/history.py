@@ -11,7 +11,7 @@ was made, field for field).
 
 Why: the envelope is one more object a record that CPython's cyclic collector tracks, and a
 long session keeps all of them. Each full collection walks every tracked object the process
-holds, so the envelopes made up nearly a third of what a turn of a 100 000-call session paid
+holds, so the envelopes made up over a quarter of what a turn of a 100 000-call session paid
 the collector (docs/performance.md, "A long session's records, without their envelopes").
 The event, which the session needs anyway, and the time, a float the collector does not
 track, are all that is kept. Pure: no I/O.
