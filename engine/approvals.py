@@ -116,7 +116,7 @@ class AtOnce:
     approver: Approver
 
     def __init__(self, approver: Approver) -> None:
-        functools.update_wrapper(self, approver)  # its name, docstring, __wrapped__
+        functools.update_wrapper(self, approver, updated=())  # its name, docstring, __wrapped__
         self.approver = approver
 
     def __call__(self, request: ApprovalRequest) -> Awaitable[Reply]:

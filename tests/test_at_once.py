@@ -34,6 +34,7 @@ from engine.approvals import answers_at_once
 from engine.handlers import handler_name
 from engine.models import faux_text, faux_tool_call
 from engine.reducers import ToolResultEntry
+from engine.replay import redrive
 from events.types import (
     TERMINAL_EVENTS,
     ApprovalRequested,
@@ -199,7 +200,8 @@ async def test_a_declared_approver_answering_later_refuses_a_nested_call_of_a_lo
 
 async def test_a_declared_approver_answering_later_refuses_only_those_calls_of_a_batch() -> None:
     """A batch of three calls, in tasks of the session's: the two the approver defers are
-    refused, the one it grants runs, and the prompt does not pause."""
+    refused, the one it grants runs, and the prompt does not pause. The log replays as any
+    log with an approver's error does."""
     ran: list[str] = []
 
     @tool()
@@ -221,3 +223,5 @@ async def test_a_declared_approver_answering_later_refuses_only_those_calls_of_a
     assert_refused_as_broken(records, "1.2")
     assert not state.pending_approvals and not state.open_calls
     assert state.transcript[-1].text == "done"
+    report = await redrive(records)
+    assert report.ok, [d.describe() for d in report.divergences]
