@@ -23,7 +23,8 @@ from functools import partial
 
 import trio
 
-from engine import Session, approve_all
+from engine import Session, ToolSpec, approve_all
+from engine.approvals import Approver
 from engine.models import FauxModel, FauxStep, ModelMessage, ModelRequest, faux_tool_call
 from events.stores import EventStore
 from events.types import ModelToolCall
@@ -42,9 +43,12 @@ def session_of(
     tail: int = 0,
     store: StoreKind = "jsonl",
     clock: Callable[[], float] = time.perf_counter,
+    tool: ToolSpec = echo,
+    approver: Approver = approve_all,
 ) -> tuple[float, float]:
     """Microseconds per turn-with-one-call over a session of ``calls`` calls, and over its
-    last ``tail`` calls (0: not measured)."""
+    last ``tail`` calls (0: not measured); each call is of ``tool`` (``echo``, which the
+    policy allows) under ``approver``."""
     stamps: dict[str, float] = {}
 
     def stamp(name: str, message: ModelMessage) -> Callable[[ModelRequest], ModelMessage]:
@@ -54,8 +58,8 @@ def session_of(
 
         return step
 
-    call = ModelMessage(tool_calls=(ModelToolCall(id="call_0", name="echo", arguments=ARGS),))
-    script: list[FauxStep] = [faux_tool_call("echo", ARGS) for _ in range(calls + 1)]
+    call = ModelMessage(tool_calls=(ModelToolCall(id="call_0", name=tool.name, arguments=ARGS),))
+    script: list[FauxStep] = [faux_tool_call(tool.name, ARGS) for _ in range(calls + 1)]
     script[0] = stamp("first", call)
     if tail:
         script[calls - tail] = stamp("tail", call)
@@ -67,8 +71,8 @@ def session_of(
 
     async def prompt(log: EventStore) -> None:
         model = FauxModel(script)
-        async with Session.open(log, model=model, tools=[echo],
-                                approver=approve_all, session_id="loop", create=True,
+        async with Session.open(log, model=model, tools=[tool],
+                                approver=approver, session_id="loop", create=True,
                                 max_turns=calls + 1) as session:
             result = await session.prompt("go")
         if result.stop != "end_turn" or result.turns != calls + 1:

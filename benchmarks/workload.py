@@ -4,7 +4,8 @@ The tool is ``echo``: a JSON-Schema input (one required string) and output (one 
 string), read-only, so the policy allows it without asking. Its body returns a result built
 once, outside the timed code, and so do the baselines' bodies: the figures measure what the
 engine does around a tool, not the work of building a result (which any stack would pay the
-same; building a ``ToolResult`` from scratch costs about 1.5 µs more).
+same; building a ``ToolResult`` from scratch costs about 1.5 µs more). ``guarded_echo`` is the
+same tool without hints: the policy asks the approver about each of its calls.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ __all__ = [
     "call_handlers",
     "driver",
     "echo",
+    "guarded_echo",
     "open_store",
     "plain_echo",
     "plain_validator",
@@ -67,6 +69,12 @@ RESULT = ToolResult(content=(text("hello"),), structured_content={"echo": "hello
 @tool(input_schema=ECHO_INPUT, output_schema=ECHO_OUTPUT, annotations=Annotations(read_only=True))
 async def echo(call: ToolCall, ctx: ToolContext) -> ToolResult:
     """Say the text back."""
+    return RESULT
+
+
+@tool(input_schema=ECHO_INPUT, output_schema=ECHO_OUTPUT)
+async def guarded_echo(call: ToolCall, ctx: ToolContext) -> ToolResult:
+    """Say the text back, once approved."""
     return RESULT
 
 

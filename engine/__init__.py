@@ -25,6 +25,7 @@ from .approvals import (
     ApprovalAnswer,
     ApprovalRequest,
     approve_all,
+    at_once,
     deny_all,
     terminal_approver,
 )
@@ -69,6 +70,7 @@ __all__ = [
     "ToolResultDraft",
     "ToolSpec",
     "approve_all",
+    "at_once",
     "deny_all",
     "fold",
     "needs_approval",

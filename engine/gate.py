@@ -23,7 +23,7 @@ from events.types import (
     ToolCallRewritten,
 )
 
-from .approvals import LATER, ApprovalAnswer, ApprovalRequest, as_answer
+from .approvals import LATER, ApprovalAnswer, ApprovalRequest, as_answer, broken_promise
 from .endings import block, deny, fail
 from .environment import Environment
 from .handlers import Block, Rewrite, ToolCallDraft, handler_name
@@ -146,7 +146,8 @@ def _valid_arguments(env: Environment, recorder: Recorder, call_id: str, spec: T
 async def ask(env: Environment, recorder: Recorder, inflight: InFlight, view: LiveCall) -> None:
     """Step 5: ask the approver about a call the policy said ask for. An answer is recorded
     at once (:func:`resolve`); :data:`~engine.approvals.LATER` leaves the request pending in
-    the log, for ``session.resolve_approval``."""
+    the log, for ``session.resolve_approval`` (or, from an approver that answers at once,
+    refuses as an error would: :func:`~engine.approvals.broken_promise`)."""
     call_id = view.call_id
     reason = view.policy.reason if view.policy is not None else "the policy asks"
     recorder.record(ApprovalRequested(call_id=call_id, reason=reason))
@@ -163,7 +164,11 @@ async def ask(env: Environment, recorder: Recorder, inflight: InFlight, view: Li
     try:
         reply = await env.approver(request)
         if reply is LATER:
-            return
+            if env.may_defer:
+                return
+            # an approver that answers at once may have a call in the prompt's own task: a
+            # call waiting here for the host could never let the prompt return
+            raise broken_promise(env.approver)
         answer = as_answer(reply)
         if answer.granted and answer.arguments is not None:
             ensure_json(answer.arguments)

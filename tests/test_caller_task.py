@@ -24,6 +24,7 @@ from engine import (
     ToolResult,
     ToolResultDraft,
     approve_all,
+    at_once,
     text,
     tool,
 )
@@ -38,11 +39,15 @@ DEADLOCK = 30
 TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("TENANT", default="none")
 
 
-@pytest.mark.parametrize("asks", [True, False], ids=["calls in tasks", "a call in the caller's task"])
-async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> None:
+@pytest.mark.parametrize("approving", ["may answer later", "approve_all", "declared at once"],
+                         ids=["calls in tasks", "a call in the caller's task",
+                              "a call in the caller's task, a declared approver"])
+async def test_each_prompt_s_context_reaches_only_its_own_work(approving: str) -> None:
     """With an approver that may answer later, every call runs in a task of the session's;
-    with ``approve_all``, which never does, a batch of one call runs in the prompt's own task
-    (engine/batch.py). Either way each prompt's value is all its work sees."""
+    with ``approve_all``, or an approver of the host's declared with ``at_once``, which never
+    answer later, a batch of one call runs in the prompt's own task (engine/batch.py). Either
+    way each prompt's value is all its work sees."""
+    asks = approving != "approve_all"  # the declared approver is asked about nested calls
     seen: list[tuple[str, str]] = []  # (who, the tenant they saw)
     tasks: dict[str, trio.lowlevel.Task] = {}  # the task each parent call ran in
 
@@ -83,9 +88,11 @@ async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> No
     one = ModelMessage(tool_calls=(ModelToolCall(id="a", name="parent", arguments={}),))
     model = FauxModel([step(two), step(one), step(ModelMessage(text="one")),
                        step(one), step(two), step(ModelMessage(text="two"))])
+    chosen = {"may answer later": approver, "approve_all": approve_all,
+              "declared at once": at_once(approver)}[approving]
     with trio.fail_after(DEADLOCK):
         async with Session.open(MemoryStore(), model=model, tools=[parent, child],
-                                approver=approver if asks else approve_all) as session:
+                                approver=chosen) as session:
             session.on_tool_call(on_call)
             session.on_tool_result(on_result)
             results = []
@@ -108,10 +115,11 @@ async def test_each_prompt_s_context_reaches_only_its_own_work(asks: bool) -> No
     assert {tenant for _, tenant in first} == {"alice"}, first
     assert {tenant for _, tenant in second} == {"bob"}, second
     prompting = trio.lowlevel.current_task()
-    # the lone calls of turns 2 and 4 ran in the prompt's task only under approve_all; the
-    # pairs of turns 1 and 5 in tasks of the session's
+    # the lone calls of turns 2 and 4 ran in the prompt's task only under an approver that
+    # answers at once; the pairs of turns 1 and 5 in tasks of the session's
+    inline = approving != "may answer later"
     assert {cid: task is prompting for cid, task in tasks.items()} == {
-        "1.0": False, "1.1": False, "2.0": not asks, "4.0": not asks, "5.0": False, "5.1": False}
+        "1.0": False, "1.1": False, "2.0": inline, "4.0": inline, "5.0": False, "5.1": False}
 
 
 async def test_a_prompt_after_an_answered_nested_approval_is_refused_until_resume() -> None:

@@ -46,6 +46,7 @@ from engine import (
     ToolResult,
     ToolSpec,
     approve_all,
+    at_once,
     deny_all,
     text,
     tool,
@@ -440,24 +441,34 @@ def by_call(records: tuple[Record, ...]) -> tuple[dict[str, list[Any]], list[Any
     return calls, rest
 
 
+def answering_at_once(script: SessionScript, approving: str) -> tuple[SessionScript, Any]:
+    """The script and an approver that never answers later: ``approve_all`` or ``deny_all``
+    (``approving`` "grant" or "deny"; the script's own approver then answers the same), or the
+    script's own approver declared with ``at_once`` ("declared": it answers as drawn, grants,
+    refusals, for the session, edits, and raises)."""
+    if approving == "declared":
+        return script, at_once(script.build().approver)
+    script = attrs.evolve(script, answers={name: approving for name in script.answers})
+    return script, approve_all if approving == "grant" else deny_all
+
+
 @PROPERTY
-@given(session_scripts(cancellations=False), st.sampled_from(["grant", "deny"]))
+@given(session_scripts(cancellations=False), st.sampled_from(["grant", "deny", "declared"]))
 def test_a_lone_call_in_the_prompt_s_task_writes_what_a_task_of_the_session_s_would(
-    script: SessionScript, answer: str,
+    script: SessionScript, approving: str,
 ) -> None:
-    """Under ``approve_all`` or ``deny_all``, which never answer later, a batch of one call
-    runs in the prompt's own task; under the script's own approver, answering the same, every
-    call runs in a task of the session's nursery (engine/batch.py). Each call's events, the
-    session's own events and the transcript are the same. (Only the order of the calls of a
-    parallel batch, which the scheduler picks, may differ between the runs: the scheduler
-    passes the other run saves move its random choices. For the same reason the host's
-    cancellations are left out: a prompt cancelled "now" stops a call at its next checkpoint,
-    and which of the call's steps that is depends on those passes, on either path;
-    tests/test_caller_task.py cancels a lone call in the prompt's task.)"""
-    script = attrs.evolve(script, answers={name: answer for name in script.answers},
-                          host_calls=())
-    at_once = approve_all if answer == "grant" else deny_all
-    inline = trio.run(partial(run_script, script, approver=at_once), clock=virtual_clock())
+    """Under an approver that never answers later (``approve_all``, ``deny_all``, or one
+    declared with ``at_once``), a batch of one call runs in the prompt's own task; under the
+    script's own approver, undeclared and answering the same, every call runs in a task of the
+    session's nursery (engine/batch.py). Each call's events, the session's own events and the
+    transcript are the same, down to the traceback of an approver that raised. (Only the
+    order of the calls of a parallel batch, which the scheduler picks, may differ between the
+    runs: the scheduler passes the other run saves move its random choices. For the same
+    reason the host's cancellations are left out: a prompt cancelled "now" stops a call at its
+    next checkpoint, and which of the call's steps that is depends on those passes, on either
+    path; tests/test_caller_task.py cancels a lone call in the prompt's task.)"""
+    script, approver = answering_at_once(attrs.evolve(script, host_calls=()), approving)
+    inline = trio.run(partial(run_script, script, approver=approver), clock=virtual_clock())
     in_tasks = trio.run(run_script, script, clock=virtual_clock())
     assert by_call(inline.stored_records) == by_call(in_tasks.stored_records)
     assert inline.transcript == in_tasks.transcript
@@ -465,14 +476,15 @@ def test_a_lone_call_in_the_prompt_s_task_writes_what_a_task_of_the_session_s_wo
 
 
 @PROPERTY
-@given(session_scripts(), st.sampled_from([approve_all, deny_all]))
+@given(session_scripts(), st.sampled_from(["grant", "deny", "declared"]))
 def test_a_lone_call_in_the_prompt_s_task_keeps_every_invariant_when_the_host_cancels(
-    script: SessionScript, approver: Any,
+    script: SessionScript, approving: str,
 ) -> None:
     """The same scripts with the host's cancellations, every lone call in the prompt's task:
     whatever a cancellation stops, the log keeps every invariant (one terminal event a call,
     the model's turns answered, nesting, availability, the approver's answers, the transcript
     the log folds to, each body run at most once)."""
+    script, approver = answering_at_once(script, approving)
     run = trio.run(partial(run_script, script, approver=approver), clock=virtual_clock())
     check_log(run.stored_records, state=fold(run.stored_records), transcript=run.transcript,
               body_runs=run.harness.body_runs, rules=script.rules, closed=True)
