@@ -127,6 +127,10 @@ class JsonlStore(JsonlIndex, InlineStore):
                 self._refresh_locked(fd, repair=not read_only)
                 #: how this store claims sessions: by a byte of the log, or by lock files
                 self._byte_claims = byte_claims_hold(self.path)
+            stat = os.fstat(fd)
+            self._file = (stat.st_dev, stat.st_ino)  # what its byte claims are kept by
+            #: the descriptor byte claims are taken on: the store's own, if open for writing
+            self._claims = -1 if read_only else fd
         except BaseException:
             os.close(fd)
             raise
@@ -304,18 +308,25 @@ class JsonlStore(JsonlIndex, InlineStore):
 
     def claim(self, session_id: str) -> Claim:
         """Own ``session_id`` until the claim is released: an exclusive lock on one byte of
-        the log far past its end (on Linux, on a filesystem whose ``flock`` does not meet
-        byte-range locks; elsewhere on the session's own lock file,
-        ``<path>.owners/<digest>.lock``), which any claim of it in any process (this one
-        included) respects; :class:`~events.errors.SessionInUse` at once if it is held (see
-        :mod:`events.stores.locks`). The kernel drops the lock if the process dies."""
-        fd = self._ensure_open()
+        the log far past its end, through the store's own descriptor (on Linux, on a
+        filesystem whose ``flock`` does not meet byte-range locks; elsewhere on the session's
+        own lock file, ``<path>.owners/<digest>.lock``), which any claim of it in any process
+        (this one included) respects; :class:`~events.errors.SessionInUse` at once if it is
+        held (see :mod:`events.stores.locks`). The kernel drops the lock if the process dies;
+        a byte claim also ends when the store closes."""
+        self._ensure_open()
         if self._byte_claims:
-            return claim_byte(self.path, fd, session_id)
+            fd = self._claims if self._claims >= 0 else self._open_claims()
+            return claim_byte(fd, self._file, session_id, lambda: self._claims == fd)
         return claim_file(self.path, session_id)
 
     def close(self) -> None:
-        """Close the file. Idempotent; the store refuses to be used afterwards."""
+        """Close the file (which ends the store's byte claims). Idempotent; the store refuses
+        to be used afterwards."""
+        if self._claims >= 0:
+            claims, self._claims = self._claims, -1
+            if claims != self._fd:
+                os.close(claims)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             self._decoded.clear()
@@ -329,6 +340,19 @@ class JsonlStore(JsonlIndex, InlineStore):
         return read_jsonl(path)
 
     # -- internals ------------------------------------------------------------------------
+
+    def _open_claims(self) -> int:
+        """The descriptor a read-only store takes its byte claims on (an exclusive lock needs
+        one open for writing; nothing is written through it): its own, checked to be the
+        store's file, kept until the store closes."""
+        own = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        stat = os.fstat(own)
+        if (stat.st_dev, stat.st_ino) != self._file:
+            os.close(own)
+            raise OSError(f"{self.path} is no longer the file this store opened (replaced or "
+                          f"moved away?): open a new store")
+        self._claims = own
+        return own
 
     def _decode_indexed(
         self, raw: bytes, session_id: str, seq: int, line: int
