@@ -130,9 +130,11 @@ class SessionControls:
         self._record_tool(spec)
 
     def _record_tool(self, spec: ToolSpec) -> None:
-        """Record the tool's snapshot unless the session's state has it so already."""
-        snapshot = spec.snapshot()
-        if self.state.tools.get(spec.name) != snapshot:
+        """Record the tool's snapshot (as its registry checked it) unless the session's state
+        has it so already."""
+        snapshot = self._env.registry.snapshot(spec.name)
+        known = self.state.tools.get(spec.name)
+        if known is None or known != snapshot:
             registered = ToolRegistered(spec=snapshot)
             prepare(registered)  # the same for every session that registers the tool
             self._recorder.record(registered)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import gc
 import json
+import marshal
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from hypothesis import given, settings
@@ -117,6 +119,50 @@ def test_a_spec_that_does_not_print_is_checked_every_time() -> None:
         Registry().check(spec)
 
 
+def tupled(value: Any) -> Any:
+    """``value`` with every list made a tuple (JSON's array to the engine; a list in the log)."""
+    if isinstance(value, dict):
+        return {key: tupled(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return tuple(tupled(child) for child in value)
+    return value
+
+
+def schemas_print(snapshot: Any) -> bytes:
+    return marshal.dumps((snapshot.input_schema, snapshot.output_schema), 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=tool_specs(), tuples=st.booleans())
+def test_a_registered_tools_snapshot_is_the_specs_own(spec: Any, tuples: bool) -> None:
+    if tuples:  # the registry's print is not what the log holds: the spec copies its schemas
+        spec = attrs.evolve(spec, input_schema=tupled(spec.input_schema))
+    registry = Registry().with_spec(spec)
+    first, second = registry.snapshot(spec.name), registry.snapshot(spec.name)
+    reference = spec.snapshot()
+    for snapshot in (first, second):
+        assert snapshot == reference
+        assert schemas_print(snapshot) == schemas_print(reference)  # type for type
+    # each a private copy: changing one changes neither the other nor the spec
+    assert first.input_schema is not second.input_schema
+    first.input_schema["changed"] = True
+    assert "changed" not in second.input_schema and "changed" not in spec.input_schema
+    assert registry.snapshot(spec.name) == reference
+
+
+def test_a_snapshot_holds_the_schemas_as_they_were_checked() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"minimum": 1}}}
+    spec = make_tool(schema)
+    registry = Registry().with_spec(spec)
+    schema["properties"]["n"]["minimum"] = 1.0  # changed in place after the check
+    assert schemas_print(registry.snapshot("probe")) == schemas_print(
+        attrs.evolve(spec, input_schema={"type": "object", "properties": {"n": {"minimum": 1}}})
+        .snapshot())
+    again = Registry().with_spec(spec)  # checked anew: the schema as it is now
+    assert schemas_print(again.snapshot("probe")) == schemas_print(spec.snapshot())
+    assert type(again.snapshot("probe").input_schema["properties"]["n"]["minimum"]) is float
+
+
 def line(event: Any, seq: int = 1, time: float = 1.5, *, fast: bool = True) -> bytes:
     return encode_stored(Record(session_id="s", seq=seq, time=time, event=event), fast=fast)[0]
 
@@ -126,11 +172,15 @@ def line(event: Any, seq: int = 1, time: float = 1.5, *, fast: bool = True) -> b
 def test_a_registration_is_written_as_the_reference_writes_it(spec: Any, seq: int,
                                                               time: float) -> None:
     first, second = ToolRegistered(spec=spec.snapshot()), ToolRegistered(spec=spec.snapshot())
+    registered = ToolRegistered(spec=Registry().with_spec(spec).snapshot(spec.name))
     reference = line(first, seq, time, fast=False)
+    assert line(registered, seq, time, fast=False) == reference
     prepare(first)  # encoded now, or found
     prepare(second)  # found
+    prepare(registered)
     assert line(first, seq, time) == reference
     assert line(second, seq, time) == reference
+    assert line(registered, seq, time) == reference
 
 
 @settings(max_examples=100, deadline=None)
