@@ -103,7 +103,7 @@ class ToolSpec:
         self, input_schema: dict[str, Any], output_schema: dict[str, Any] | None
     ) -> ToolSnapshot:
         """:meth:`snapshot` with its schemas given: private copies of this spec's, as JSON
-        (:meth:`engine.registry.Registry.snapshot` makes them from the print it checked)."""
+        (:meth:`engine.registry.Registry.recorded` makes them from the print it checked)."""
         return ToolSnapshot(
             name=self.name,
             description=self.description,

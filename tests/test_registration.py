@@ -29,7 +29,14 @@ from events.codec import PREPARED, decode_line, encode_stored
 from events.prepared import prepare
 from events.readers import FAST
 from events.stores import EventStore
-from events.types import Record, SessionSettings, SessionStarted, ToolRegistered, UserMessage
+from events.types import (
+    Record,
+    SessionSettings,
+    SessionStarted,
+    ToolRegistered,
+    ToolSource,
+    UserMessage,
+)
 
 from tests.strategies import instances_of
 
@@ -138,7 +145,7 @@ def test_a_registered_tools_snapshot_is_the_specs_own(spec: Any, tuples: bool) -
     if tuples:  # the registry's print is not what the log holds: the spec copies its schemas
         spec = attrs.evolve(spec, input_schema=tupled(spec.input_schema))
     registry = Registry().with_spec(spec)
-    first, second = registry.snapshot(spec.name), registry.snapshot(spec.name)
+    first, second = registry.recorded(spec.name)[0], registry.recorded(spec.name)[0]
     reference = spec.snapshot()
     for snapshot in (first, second):
         assert snapshot == reference
@@ -147,7 +154,7 @@ def test_a_registered_tools_snapshot_is_the_specs_own(spec: Any, tuples: bool) -
     assert first.input_schema is not second.input_schema
     first.input_schema["changed"] = True
     assert "changed" not in second.input_schema and "changed" not in spec.input_schema
-    assert registry.snapshot(spec.name) == reference
+    assert registry.recorded(spec.name)[0] == reference
 
 
 def test_a_snapshot_holds_the_schemas_as_they_were_checked() -> None:
@@ -155,12 +162,12 @@ def test_a_snapshot_holds_the_schemas_as_they_were_checked() -> None:
     spec = make_tool(schema)
     registry = Registry().with_spec(spec)
     schema["properties"]["n"]["minimum"] = 1.0  # changed in place after the check
-    assert schemas_print(registry.snapshot("probe")) == schemas_print(
+    assert schemas_print(registry.recorded("probe")[0]) == schemas_print(
         attrs.evolve(spec, input_schema={"type": "object", "properties": {"n": {"minimum": 1}}})
         .snapshot())
     again = Registry().with_spec(spec)  # checked anew: the schema as it is now
-    assert schemas_print(again.snapshot("probe")) == schemas_print(spec.snapshot())
-    assert type(again.snapshot("probe").input_schema["properties"]["n"]["minimum"]) is float
+    assert schemas_print(again.recorded("probe")[0]) == schemas_print(spec.snapshot())
+    assert type(again.recorded("probe")[0].input_schema["properties"]["n"]["minimum"]) is float
 
 
 def line(event: Any, seq: int = 1, time: float = 1.5, *, fast: bool = True) -> bytes:
@@ -172,15 +179,52 @@ def line(event: Any, seq: int = 1, time: float = 1.5, *, fast: bool = True) -> b
 def test_a_registration_is_written_as_the_reference_writes_it(spec: Any, seq: int,
                                                               time: float) -> None:
     first, second = ToolRegistered(spec=spec.snapshot()), ToolRegistered(spec=spec.snapshot())
-    registered = ToolRegistered(spec=Registry().with_spec(spec).snapshot(spec.name))
     reference = line(first, seq, time, fast=False)
-    assert line(registered, seq, time, fast=False) == reference
     prepare(first)  # encoded now, or found
     prepare(second)  # found
-    prepare(registered)
     assert line(first, seq, time) == reference
     assert line(second, seq, time) == reference
-    assert line(registered, seq, time) == reference
+    # as a session records it: the snapshot its registry made, keyed by the registry's print
+    for _ in range(2):  # encoded now, or found; then found
+        snapshot, key = Registry().with_spec(spec).recorded(spec.name)
+        registered = ToolRegistered(spec=snapshot)
+        assert line(registered, seq, time, fast=False) == reference
+        prepare(registered, key)
+        assert line(registered, seq, time) == reference
+
+
+def test_specs_that_differ_only_outside_their_schemas_are_keyed_apart() -> None:
+    base = make_tool({"type": "object"})
+    specs = [base,
+             attrs.evolve(base, description="Answers again."),
+             attrs.evolve(base, name="probe2"),
+             attrs.evolve(base, annotations=Annotations(read_only=None)),
+             attrs.evolve(base, annotations=Annotations(read_only=True, title="t")),
+             attrs.evolve(base, exposure="hidden"),
+             attrs.evolve(base, execution_mode="sequential"),
+             attrs.evolve(base, timeout=1),
+             attrs.evolve(base, timeout=1.0),  # equal to 1 in Python, "1.0" in the log
+             attrs.evolve(base, source=ToolSource(server="s", tool="probe")),
+             attrs.evolve(base, source=ToolSource(server="s", version="1", tool="probe"))]
+    keys = []
+    for spec in specs:
+        snapshot, key = Registry().with_spec(spec).recorded(spec.name)
+        assert key is not None
+        keys.append(key)
+        registered = ToolRegistered(spec=snapshot)
+        reference = line(registered, fast=False)
+        prepare(registered, key)
+        assert line(registered) == reference
+    assert len(set(keys)) == len(specs)
+
+
+def test_a_spec_whose_annotations_do_not_print_is_prepared_by_its_print() -> None:
+    class Notes(Annotations):
+        pass
+
+    spec = attrs.evolve(make_tool({"type": "object"}), annotations=Notes(read_only=True))
+    snapshot, key = Registry().with_spec(spec).recorded(spec.name)
+    assert key is None and snapshot == spec.snapshot()
 
 
 @settings(max_examples=100, deadline=None)
