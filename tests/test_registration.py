@@ -274,3 +274,28 @@ def test_what_cannot_be_prepared_is_left_to_the_ordinary_path() -> None:
         prepare(event)
         assert id(event) not in PREPARED
         assert line(event) == line(event, fast=False)
+
+
+def test_sessions_started_alike_but_for_types_are_written_apart(tmp_path: Path) -> None:
+    # a session's start is prepared by the print of its metadata and settings
+    metadata = [{"k": 1}, {"k": 1.0}, {"k": True}, {"k": 1}, {"k": [1, {"n": None}]}, {}]
+
+    async def main(store: EventStore) -> None:
+        for index, values in enumerate(metadata):
+            async with Session.open(store, model=FauxModel([]), session_id=f"s{index}",
+                                    create=True, metadata=values, max_turns=1 + index % 2):
+                pass
+
+    path = tmp_path / "log.jsonl"
+    with JsonlStore(path) as store:
+        trio.run(main, store)
+    lines = [raw for raw in path.read_bytes().splitlines() if b'"session_started"' in raw]
+    assert len(lines) == len(metadata)
+    for index, (raw, values) in enumerate(zip(lines, metadata, strict=True)):
+        record = decode_line(raw)
+        assert record.event.metadata == values
+        assert [type(value) for value in record.event.metadata.values()] == [
+            type(value) for value in values.values()]
+        assert record.event.settings.max_turns == 1 + index % 2
+        body, _ = encode_stored(record, fast=False)
+        assert raw.startswith(body[:-1])  # the sealed line: the reference's bytes, then its hash
