@@ -118,13 +118,17 @@ class Registry:
         registry = Registry()
         registry.specs = {**self.specs, name: spec}
         registry.inputs = {**self.inputs, name: checked.inputs}
-        registry.outputs = {tool: validator for tool, validator in self.outputs.items()
-                            if tool != name}
+        outputs, copies = registry.outputs, registry._copies
+        outputs.update(self.outputs)
+        copies.update(self._copies)
         if checked.outputs is not None:
-            registry.outputs[name] = checked.outputs
-        registry._copies = {tool: copies for tool, copies in self._copies.items() if tool != name}
+            outputs[name] = checked.outputs
+        else:
+            outputs.pop(name, None)
         if checked.copies is not None:
-            registry._copies[name] = checked.copies
+            copies[name] = checked.copies
+        else:
+            copies.pop(name, None)
         return registry
 
     def recorded(self, name: str) -> tuple[ToolSnapshot, bytes | None]:

@@ -169,7 +169,7 @@ class Session(SessionControls):
         env = Environment(registry=registry, rules=rules, limits=limits, approver=approver,
                           max_depth=max_depth, max_turns=max_turns, clock=clock)  # or ValueError
         started = SessionStarted(  # or ValueError
-            metadata=own_json(dict(metadata or {})),
+            metadata=own_json(dict(metadata)) if metadata else {},
             settings=SessionSettings(max_turns=max_turns, max_depth=max_depth,
                                      max_argument_bytes=limits.max_argument_bytes,
                                      max_result_bytes=limits.max_result_bytes))

@@ -56,7 +56,7 @@ from ..integrity import GENESIS, Anchor, VerifyReport
 from ..types import Record
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .following import POLL_INTERVAL, Appended, follow_session
-from .jsonlindex import JsonlIndex, SessionIndex, write_all
+from .jsonlindex import JsonlIndex, SessionIndex, file_size, write_all
 from .jsonlines import decode_stored, read_jsonl, verify_jsonl
 from .locks import byte_claims_hold, claim_byte, claim_file, locked_elsewhere, try_lock
 
@@ -237,7 +237,9 @@ class JsonlStore(JsonlIndex, InlineStore):
 
     async def read(self, session_id: str, after: int = 0) -> list[Record]:
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
-        fd = await self._catch_up()
+        fd = self._ensure_open()
+        if file_size(fd) != self._size:  # another process appended: index its lines first
+            fd = await self._catch_up()
         index = self._index.get(session_id)
         if index is None:
             return []
