@@ -321,6 +321,16 @@ def test_a_read_only_store_claims_the_same_bytes(log: Path) -> None:
 
 
 @pytest.mark.skipif(not locks.BYTE_CLAIMS, reason="claims by a byte of the log need OFD locks")
+def test_a_read_only_store_whose_file_was_replaced_claims_nothing(log: Path) -> None:
+    with JsonlStore(log, read_only=True) as reader:
+        os.replace(log, log.with_suffix(".old"))
+        JsonlStore(log).close()  # another file under the name now
+        with pytest.raises(OSError, match="no longer the file this store opened"):
+            reader.claim("s")
+    assert not byte_locked(log, "s")
+
+
+@pytest.mark.skipif(not locks.BYTE_CLAIMS, reason="claims by a byte of the log need OFD locks")
 def test_a_log_whose_locks_meet_the_claims_bytes_is_claimed_by_lock_files(tmp_path: Path) -> None:
     """As on NFS, where Linux emulates ``flock`` with a byte-range lock over the whole file:
     a claim's byte lock would meet it, and appends would wait for the claims forever."""

@@ -348,11 +348,14 @@ class JsonlStore(JsonlIndex, InlineStore):
         one open for writing; nothing is written through it): its own, checked to be the
         store's file, kept until the store closes."""
         own = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-        stat = os.fstat(own)
-        if (stat.st_dev, stat.st_ino) != self._file:
+        try:
+            stat = os.fstat(own)
+            if (stat.st_dev, stat.st_ino) != self._file:
+                raise OSError(f"{self.path} is no longer the file this store opened (replaced "
+                              f"or moved away?): open a new store")
+        except BaseException:
             os.close(own)
-            raise OSError(f"{self.path} is no longer the file this store opened (replaced or "
-                          f"moved away?): open a new store")
+            raise
         self._claims = own
         return own
 
