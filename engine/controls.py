@@ -139,11 +139,13 @@ class SessionControls:
         self._record_tool(spec)
 
     def _record_tool(self, spec: ToolSpec) -> None:
-        """Record the tool's snapshot unless the session's state has it so already."""
-        snapshot = spec.snapshot()
-        if self.state.tools.get(spec.name) != snapshot:
+        """Record the tool's snapshot (as its registry checked it) unless the session's state
+        has it so already."""
+        snapshot, key = self._env.registry.recorded(spec.name)
+        known = self.state.tools.get(spec.name)
+        if known is None or known != snapshot:
             registered = ToolRegistered(spec=snapshot)
-            prepare(registered)  # the same for every session that registers the tool
+            prepare(registered, key)  # the same for every session that registers the tool
             self._recorder.record(registered)
 
     async def set_system_prompt(self, text: str | None) -> None:

@@ -75,7 +75,8 @@ class Recorder:
         self._clock = clock
         self._outbox: list[Record] = []
         self._append_nowait = append_nowait(store)
-        self._lock = trio.Lock()
+        # orders the flushes that must wait for the store; made by the first that must
+        self._lock: trio.Lock | None = None
         self._wakeup: trio.Event | None = None
         self._closed = False
         self._broken: BaseException | None = None
@@ -109,7 +110,7 @@ class Recorder:
                 async with self._lock:  # the write under way ends first (the lock is fair)
                     pass
             return
-        if self._append_nowait is not None and not self._lock.locked():
+        if self._append_nowait is not None and (self._lock is None or not self._lock.locked()):
             await trio.lowlevel.checkpoint_if_cancelled()
             batch = self._outbox
             try:
@@ -123,6 +124,8 @@ class Recorder:
             else:
                 self._outbox = []
                 return
+        if self._lock is None:
+            self._lock = trio.Lock()
         async with self._lock:
             batch, self._outbox = self._outbox, []
             if not batch:

@@ -93,12 +93,22 @@ class ToolSpec:
 
     def snapshot(self) -> ToolSnapshot:
         """The spec without its code, as the log records it."""
+        # as JSON (tuples become lists), so the log holds what it will read back
+        return self.snapshot_of(
+            copy_json(self.input_schema),
+            None if self.output_schema is None else copy_json(self.output_schema),
+        )
+
+    def snapshot_of(
+        self, input_schema: dict[str, Any], output_schema: dict[str, Any] | None
+    ) -> ToolSnapshot:
+        """:meth:`snapshot` with its schemas given: private copies of this spec's, as JSON
+        (:meth:`engine.registry.Registry.recorded` makes them from the print it checked)."""
         return ToolSnapshot(
             name=self.name,
             description=self.description,
-            # as JSON (tuples become lists), so the log holds what it will read back
-            input_schema=copy_json(self.input_schema),
-            output_schema=None if self.output_schema is None else copy_json(self.output_schema),
+            input_schema=input_schema,
+            output_schema=output_schema,
             annotations=self.annotations,
             exposure=self.exposure,
             execution_mode=self.execution_mode,

@@ -18,6 +18,13 @@ remembered. Either way the codec writes the event's data as that JSON the first 
 encodes the event, without walking it again; the bytes are the reference's
 (``tests/test_registration.py`` holds them to ``encode_stored(record, fast=False)``).
 
+A caller that has printed what an event is made of already may pass that print as the
+event's ``key``, which spares printing the event again: it vouches that events of one class
+prepared with equal keys encode alike, type for type (the engine keys a tool's registration
+by the print it checked the tool's schemas by and the print of the rest of the spec:
+:meth:`engine.registry.Registry.recorded`). Keys and the module's own prints are remembered
+apart, and the data is still the event's own, proven, the first time a key is met.
+
 An event is prepared just before it is recorded: its JSON is what it held when it was
 prepared, so an event changed in place before its first encoding would be written as it was
 prepared. Later encodings of it (another store's, say) take the ordinary path. An event that
@@ -41,29 +48,31 @@ from .codec import PREPARED, proven_data
 __all__ = ["prepare"]
 
 _MEMO_MAX: Final = 1024
-#: The data of every event prepared, as JSON, by its class and print. Bounded: when full, the
-#: oldest entry is dropped.
-_MEMO: dict[tuple[type[Any], bytes], str] = {}
+#: The data of every event prepared, as JSON, by its class, whether the caller keyed it, and
+#: its key or print. Bounded: when full, the oldest entry is dropped.
+_MEMO: dict[tuple[type[Any], bool, bytes], str] = {}
 
 
-def prepare(event: Any) -> None:
+def prepare(event: Any, key: bytes | None = None) -> None:
     """Have ``event`` (made just now, about to be recorded) encoded from the JSON of an equal
-    event prepared before, or encode it now for the next one. See the module's docstring."""
+    event prepared before, or encode it now for the next one. ``key``: the caller's print of
+    all the event is made of, if it has one. See the module's docstring."""
     cls = type(event)
     try:
-        key = (cls, marshal.dumps(_values(event), 2))
+        memo = (cls, True, key) if key is not None else (
+            cls, False, marshal.dumps(_values(event), 2))
         ref = _Ref(event, _forget)
         ref.key = id(event)
     except (ValueError, TypeError):  # does not print (TypeError: no weak reference to it)
         return
-    data = _MEMO.get(key)
+    data = _MEMO.get(memo)
     if data is None:
         data = proven_data(event)
         if data is None:
             return  # no reader proves it: the codec's reference will encode it
         if len(_MEMO) >= _MEMO_MAX:
             _MEMO.pop(next(iter(_MEMO)), None)
-        _MEMO[key] = data
+        _MEMO[memo] = data
     PREPARED[id(event)] = (ref, data)
 
 

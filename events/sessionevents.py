@@ -70,6 +70,7 @@ class ToolSource:
     tool: str
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolSnapshot:
     """Everything about a tool except its code, as registered: what replay needs to judge it."""
@@ -96,6 +97,7 @@ class ModelToolCall:
     arguments: Any
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class SessionSettings:
     """What a session was opened with that decides what it does: its limits. A replay opens
@@ -119,6 +121,7 @@ class SessionStarted:
     settings: SessionSettings | None = None
 
 
+@fast_init
 @attrs.frozen(kw_only=True)
 class ToolRegistered:
     """A tool became known to the session, with its full spec snapshot."""

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import gc
 import json
+import marshal
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 from hypothesis import given, settings
@@ -27,7 +29,14 @@ from events.codec import PREPARED, decode_line, encode_stored
 from events.prepared import prepare
 from events.readers import FAST
 from events.stores import EventStore
-from events.types import Record, SessionSettings, SessionStarted, ToolRegistered, UserMessage
+from events.types import (
+    Record,
+    SessionSettings,
+    SessionStarted,
+    ToolRegistered,
+    ToolSource,
+    UserMessage,
+)
 
 from tests.strategies import instances_of
 
@@ -117,6 +126,50 @@ def test_a_spec_that_does_not_print_is_checked_every_time() -> None:
         Registry().check(spec)
 
 
+def tupled(value: Any) -> Any:
+    """``value`` with every list made a tuple (JSON's array to the engine; a list in the log)."""
+    if isinstance(value, dict):
+        return {key: tupled(child) for key, child in value.items()}
+    if isinstance(value, list):
+        return tuple(tupled(child) for child in value)
+    return value
+
+
+def schemas_print(snapshot: Any) -> bytes:
+    return marshal.dumps((snapshot.input_schema, snapshot.output_schema), 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(spec=tool_specs(), tuples=st.booleans())
+def test_a_registered_tools_snapshot_is_the_specs_own(spec: Any, tuples: bool) -> None:
+    if tuples:  # the registry's print is not what the log holds: the spec copies its schemas
+        spec = attrs.evolve(spec, input_schema=tupled(spec.input_schema))
+    registry = Registry().with_spec(spec)
+    first, second = registry.recorded(spec.name)[0], registry.recorded(spec.name)[0]
+    reference = spec.snapshot()
+    for snapshot in (first, second):
+        assert snapshot == reference
+        assert schemas_print(snapshot) == schemas_print(reference)  # type for type
+    # each a private copy: changing one changes neither the other nor the spec
+    assert first.input_schema is not second.input_schema
+    first.input_schema["changed"] = True
+    assert "changed" not in second.input_schema and "changed" not in spec.input_schema
+    assert registry.recorded(spec.name)[0] == reference
+
+
+def test_a_snapshot_holds_the_schemas_as_they_were_checked() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"n": {"minimum": 1}}}
+    spec = make_tool(schema)
+    registry = Registry().with_spec(spec)
+    schema["properties"]["n"]["minimum"] = 1.0  # changed in place after the check
+    assert schemas_print(registry.recorded("probe")[0]) == schemas_print(
+        attrs.evolve(spec, input_schema={"type": "object", "properties": {"n": {"minimum": 1}}})
+        .snapshot())
+    again = Registry().with_spec(spec)  # checked anew: the schema as it is now
+    assert schemas_print(again.recorded("probe")[0]) == schemas_print(spec.snapshot())
+    assert type(again.recorded("probe")[0].input_schema["properties"]["n"]["minimum"]) is float
+
+
 def line(event: Any, seq: int = 1, time: float = 1.5, *, fast: bool = True) -> bytes:
     return encode_stored(Record(session_id="s", seq=seq, time=time, event=event), fast=fast)[0]
 
@@ -131,6 +184,47 @@ def test_a_registration_is_written_as_the_reference_writes_it(spec: Any, seq: in
     prepare(second)  # found
     assert line(first, seq, time) == reference
     assert line(second, seq, time) == reference
+    # as a session records it: the snapshot its registry made, keyed by the registry's print
+    for _ in range(2):  # encoded now, or found; then found
+        snapshot, key = Registry().with_spec(spec).recorded(spec.name)
+        registered = ToolRegistered(spec=snapshot)
+        assert line(registered, seq, time, fast=False) == reference
+        prepare(registered, key)
+        assert line(registered, seq, time) == reference
+
+
+def test_specs_that_differ_only_outside_their_schemas_are_keyed_apart() -> None:
+    base = make_tool({"type": "object"})
+    specs = [base,
+             attrs.evolve(base, description="Answers again."),
+             attrs.evolve(base, name="probe2"),
+             attrs.evolve(base, annotations=Annotations(read_only=None)),
+             attrs.evolve(base, annotations=Annotations(read_only=True, title="t")),
+             attrs.evolve(base, exposure="hidden"),
+             attrs.evolve(base, execution_mode="sequential"),
+             attrs.evolve(base, timeout=1),
+             attrs.evolve(base, timeout=1.0),  # equal to 1 in Python, "1.0" in the log
+             attrs.evolve(base, source=ToolSource(server="s", tool="probe")),
+             attrs.evolve(base, source=ToolSource(server="s", version="1", tool="probe"))]
+    keys = []
+    for spec in specs:
+        snapshot, key = Registry().with_spec(spec).recorded(spec.name)
+        assert key is not None
+        keys.append(key)
+        registered = ToolRegistered(spec=snapshot)
+        reference = line(registered, fast=False)
+        prepare(registered, key)
+        assert line(registered) == reference
+    assert len(set(keys)) == len(specs)
+
+
+def test_a_spec_whose_annotations_do_not_print_is_prepared_by_its_print() -> None:
+    class Notes(Annotations):
+        pass
+
+    spec = attrs.evolve(make_tool({"type": "object"}), annotations=Notes(read_only=True))
+    snapshot, key = Registry().with_spec(spec).recorded(spec.name)
+    assert key is None and snapshot == spec.snapshot()
 
 
 @settings(max_examples=100, deadline=None)
@@ -180,3 +274,28 @@ def test_what_cannot_be_prepared_is_left_to_the_ordinary_path() -> None:
         prepare(event)
         assert id(event) not in PREPARED
         assert line(event) == line(event, fast=False)
+
+
+def test_sessions_started_alike_but_for_types_are_written_apart(tmp_path: Path) -> None:
+    # a session's start is prepared by the print of its metadata and settings
+    metadata = [{"k": 1}, {"k": 1.0}, {"k": True}, {"k": 1}, {"k": [1, {"n": None}]}, {}]
+
+    async def main(store: EventStore) -> None:
+        for index, values in enumerate(metadata):
+            async with Session.open(store, model=FauxModel([]), session_id=f"s{index}",
+                                    create=True, metadata=values, max_turns=1 + index % 2):
+                pass
+
+    path = tmp_path / "log.jsonl"
+    with JsonlStore(path) as store:
+        trio.run(main, store)
+    lines = [raw for raw in path.read_bytes().splitlines() if b'"session_started"' in raw]
+    assert len(lines) == len(metadata)
+    for index, (raw, values) in enumerate(zip(lines, metadata, strict=True)):
+        record = decode_line(raw)
+        assert record.event.metadata == values
+        assert [type(value) for value in record.event.metadata.values()] == [
+            type(value) for value in values.values()]
+        assert record.event.settings.max_turns == 1 + index % 2
+        body, _ = encode_stored(record, fast=False)
+        assert raw.startswith(body[:-1])  # the sealed line: the reference's bytes, then its hash

@@ -278,6 +278,58 @@ def test_two_ids_that_share_a_lock_byte_are_never_both_held(
             pass
 
 
+def byte_locked(path: Path, session_id: str) -> bool:
+    """Whether another open file description would be refused the claim byte of
+    ``session_id`` (as another process would be)."""
+    probe = os.open(path, os.O_RDWR)
+    try:
+        asked = fcntl.fcntl(probe, fcntl.F_OFD_GETLK, locks._FLOCK.pack(
+            fcntl.F_WRLCK, os.SEEK_SET, locks.claim_byte_offset(session_id), 1, 0))
+    finally:
+        os.close(probe)
+    return bool(locks._FLOCK.unpack(asked)[0] != fcntl.F_UNLCK)
+
+
+@pytest.mark.skipif(not locks.BYTE_CLAIMS, reason="claims by a byte of the log need OFD locks")
+def test_a_stores_byte_claims_end_when_it_closes(log: Path) -> None:
+    store = JsonlStore(log)
+    claim = store.claim("s")
+    assert byte_locked(log, "s")
+    claim.release()
+    assert not byte_locked(log, "s")
+    claim = store.claim("s")
+    store.close()  # the claims go with the store's descriptor
+    assert not byte_locked(log, "s")
+    with JsonlStore(log) as other, pytest.raises(SessionInUse, match="held by this process"):
+        other.claim("s")  # until the claim is released
+    claim.release()  # through no descriptor: the store's is closed
+    with JsonlStore(log) as other, other.claim("s"):
+        assert byte_locked(log, "s")
+
+
+@pytest.mark.skipif(not locks.BYTE_CLAIMS, reason="claims by a byte of the log need OFD locks")
+def test_a_read_only_store_claims_the_same_bytes(log: Path) -> None:
+    with JsonlStore(log) as writer, JsonlStore(log, read_only=True) as reader:
+        with reader.claim("s"):
+            assert byte_locked(log, "s")
+            with pytest.raises(SessionInUse, match="held by this process"):
+                writer.claim("s")
+        assert not byte_locked(log, "s")
+        with writer.claim("s"), pytest.raises(SessionInUse, match="held by this process"):
+            reader.claim("s")
+    assert not byte_locked(log, "s")
+
+
+@pytest.mark.skipif(not locks.BYTE_CLAIMS, reason="claims by a byte of the log need OFD locks")
+def test_a_read_only_store_whose_file_was_replaced_claims_nothing(log: Path) -> None:
+    with JsonlStore(log, read_only=True) as reader:
+        os.replace(log, log.with_suffix(".old"))
+        JsonlStore(log).close()  # another file under the name now
+        with pytest.raises(OSError, match="no longer the file this store opened"):
+            reader.claim("s")
+    assert not byte_locked(log, "s")
+
+
 @pytest.mark.skipif(not locks.BYTE_CLAIMS, reason="claims by a byte of the log need OFD locks")
 def test_a_log_whose_locks_meet_the_claims_bytes_is_claimed_by_lock_files(tmp_path: Path) -> None:
     """As on NFS, where Linux emulates ``flock`` with a byte-range lock over the whole file:

@@ -56,7 +56,7 @@ from ..integrity import GENESIS, Anchor, VerifyReport
 from ..types import Record
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .following import POLL_INTERVAL, Appended, follow_session
-from .jsonlindex import JsonlIndex, SessionIndex, write_all
+from .jsonlindex import JsonlIndex, SessionIndex, file_size, write_all
 from .jsonlines import decode_stored, read_jsonl, verify_jsonl
 from .locks import byte_claims_hold, claim_byte, claim_file, locked_elsewhere, try_lock
 
@@ -127,6 +127,10 @@ class JsonlStore(JsonlIndex, InlineStore):
                 self._refresh_locked(fd, repair=not read_only)
                 #: how this store claims sessions: by a byte of the log, or by lock files
                 self._byte_claims = byte_claims_hold(self.path)
+            stat = os.fstat(fd)
+            self._file = (stat.st_dev, stat.st_ino)  # what its byte claims are kept by
+            #: the descriptor byte claims are taken on: the store's own, if open for writing
+            self._claims = -1 if read_only else fd
         except BaseException:
             os.close(fd)
             raise
@@ -233,7 +237,9 @@ class JsonlStore(JsonlIndex, InlineStore):
 
     async def read(self, session_id: str, after: int = 0) -> list[Record]:
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
-        fd = await self._catch_up()
+        fd = self._ensure_open()
+        if file_size(fd) != self._size:  # another process appended: index its lines first
+            fd = await self._catch_up()
         index = self._index.get(session_id)
         if index is None:
             return []
@@ -304,18 +310,25 @@ class JsonlStore(JsonlIndex, InlineStore):
 
     def claim(self, session_id: str) -> Claim:
         """Own ``session_id`` until the claim is released: an exclusive lock on one byte of
-        the log far past its end (on Linux, on a filesystem whose ``flock`` does not meet
-        byte-range locks; elsewhere on the session's own lock file,
-        ``<path>.owners/<digest>.lock``), which any claim of it in any process (this one
-        included) respects; :class:`~events.errors.SessionInUse` at once if it is held (see
-        :mod:`events.stores.locks`). The kernel drops the lock if the process dies."""
-        fd = self._ensure_open()
+        the log far past its end, through the store's own descriptor (on Linux, on a
+        filesystem whose ``flock`` does not meet byte-range locks; elsewhere on the session's
+        own lock file, ``<path>.owners/<digest>.lock``), which any claim of it in any process
+        (this one included) respects; :class:`~events.errors.SessionInUse` at once if it is
+        held (see :mod:`events.stores.locks`). The kernel drops the lock if the process dies;
+        a byte claim also ends when the store closes."""
+        self._ensure_open()
         if self._byte_claims:
-            return claim_byte(self.path, fd, session_id)
+            fd = self._claims if self._claims >= 0 else self._open_claims()
+            return claim_byte(fd, self._file, session_id, lambda: self._claims == fd)
         return claim_file(self.path, session_id)
 
     def close(self) -> None:
-        """Close the file. Idempotent; the store refuses to be used afterwards."""
+        """Close the file (which ends the store's byte claims). Idempotent; the store refuses
+        to be used afterwards."""
+        if self._claims >= 0:
+            claims, self._claims = self._claims, -1
+            if claims != self._fd:
+                os.close(claims)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             self._decoded.clear()
@@ -329,6 +342,22 @@ class JsonlStore(JsonlIndex, InlineStore):
         return read_jsonl(path)
 
     # -- internals ------------------------------------------------------------------------
+
+    def _open_claims(self) -> int:
+        """The descriptor a read-only store takes its byte claims on (an exclusive lock needs
+        one open for writing; nothing is written through it): its own, checked to be the
+        store's file, kept until the store closes."""
+        own = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            stat = os.fstat(own)
+            if (stat.st_dev, stat.st_ino) != self._file:
+                raise OSError(f"{self.path} is no longer the file this store opened (replaced "
+                              f"or moved away?): open a new store")
+        except BaseException:
+            os.close(own)
+            raise
+        self._claims = own
+        return own
 
     def _decode_indexed(
         self, raw: bytes, session_id: str, seq: int, line: int

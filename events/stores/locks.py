@@ -3,21 +3,23 @@ without stopping the event loop.
 
 **Owning a session, on Linux.** A session of a log is claimed with an exclusive lock on one
 byte of the log itself, far past its end: an open-file-description lock (``F_OFD_SETLK``),
-taken on a descriptor of the claim's own, so it belongs to the claim and not to the process.
-The byte is ``2**62`` plus a 62-bit digest of the session id (BLAKE2b), the same in every
-process. A claim never waits: it locks the byte or raises
-:class:`~events.errors.SessionInUse`. Every claim of the session, in this process or another,
-meets the same byte, and the kernel drops the lock when the claim's descriptor closes: at
-release, or when its process dies, however it dies. Nothing is written and no file is made:
-a claim costs an ``open``, two ``fstat`` calls and an ``fcntl``, where a lock file costs a folder,
-a file, a write and two removals. Two ids whose digests agree share a byte, so one of them is
+taken on the store's own descriptor, so it belongs to that store object and not to the
+process (a lock of the process would be dropped by any ``close`` of the file in it). The byte
+is ``2**62`` plus a 62-bit digest of the session id (BLAKE2b), the same in every process. A
+claim never waits: it locks the byte or raises :class:`~events.errors.SessionInUse`. Every
+claim of the session, in this process or another, meets the same byte; the release unlocks
+it, and the kernel drops every claim of a store when its descriptor closes: when the store
+closes, or when its process dies, however it dies. Nothing is written and no file is made: a
+claim costs one ``fcntl`` and its release another, where a lock file costs a folder, a file, a
+write and two removals. Two ids whose digests agree share a byte, so one of them is
 refused while the other is held though it is free (never two owners of one session); with
 ``n`` sessions held on one log at once the chance that any two share a byte is about
-``n**2 / 2**63``. An OFD lock has no owning process (``F_OFD_GETLK`` reports pid ``-1``), so
-the refusal names this process when one of its own claims holds the byte (claims are kept by
-byte, per file, in the process) and "another process" otherwise. The byte locks and the
-file's ``flock`` never meet on a local filesystem; on NFS, where Linux emulates ``flock`` with
-byte-range locks over the whole file, they would, so a store asks when it opens the file
+``n**2 / 2**63``. An OFD lock has no owning process (``F_OFD_GETLK`` reports pid ``-1``), and
+one store's own claims never conflict in the kernel (they share a description), so the
+process keeps its claims by byte, per file, and refuses a claim of a byte one of them holds
+itself, naming this process; a byte held elsewhere is "another process". The byte locks and
+the file's ``flock`` never meet on a local filesystem; on NFS, where Linux emulates ``flock``
+with byte-range locks over the whole file, they would, so a store asks when it opens the file
 (:func:`byte_claims_hold`) and claims by lock files where they meet.
 
 **Owning a session, elsewhere** (no ``F_OFD_SETLK``; and :class:`~events.SqliteStore`, whose
@@ -50,7 +52,7 @@ import hashlib
 import os
 import struct
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import trio
 
@@ -172,37 +174,33 @@ def claim_byte_offset(session_id: str) -> int:
     return _FIRST_CLAIM_BYTE + (int.from_bytes(digest.digest(), "big") >> 2)
 
 
-def claim_byte(path: str, fd: int, session_id: str) -> Claim:
-    """Claim ``session_id`` of the log open as ``fd`` at ``path`` by an OFD lock on its byte
-    (see the module's docstring); raises :class:`~events.errors.SessionInUse` if it is held."""
+def claim_byte(fd: int, file: tuple[int, int], session_id: str,
+               still_open: Callable[[], bool]) -> Claim:
+    """Claim ``session_id`` of the log open as ``fd`` (the store's own descriptor; ``file`` is
+    its device and inode) by an OFD lock on its byte (see the module's docstring); raises
+    :class:`~events.errors.SessionInUse` if it is held. ``still_open`` says whether ``fd`` is
+    still the store's: the release unlocks the byte only then (a closed store's claims went
+    with its descriptor, and the number may name another file since)."""
     byte = claim_byte_offset(session_id)
-    own = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    key = (*file, byte)
+    holder = _held_bytes.get(key)
+    if holder is not None:
+        raise SessionInUse(session_id, "held by this process" if holder == session_id else
+                           f"its lock byte is held by session {holder!r} of this process, "
+                           f"whose id's digest is the same")
     try:
-        mine, theirs = os.fstat(own), os.fstat(fd)
-        if (mine.st_dev, mine.st_ino) != (theirs.st_dev, theirs.st_ino):
-            raise OSError(f"{path} is no longer the file this store opened (replaced or moved "
-                          f"away?): open a new store")
-        key = (mine.st_dev, mine.st_ino, byte)
-        holder = _held_bytes.get(key)
-        if holder is not None:
-            raise SessionInUse(session_id, "held by this process" if holder == session_id else
-                               f"its lock byte is held by session {holder!r} of this process, "
-                               f"whose id's digest is the same")
-        try:
-            fcntl.fcntl(own, fcntl.F_OFD_SETLK,
-                        _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0))
-        except OSError as exc:
-            if exc.errno in (errno.EACCES, errno.EAGAIN):
-                raise SessionInUse(session_id, "held by another process") from None
-            raise
-    except BaseException:
-        os.close(own)
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, byte, 1, 0))
+    except OSError as exc:
+        if exc.errno in (errno.EACCES, errno.EAGAIN):
+            raise SessionInUse(session_id, "held by another process") from None
         raise
     _held_bytes[key] = session_id
 
     def release() -> None:
         del _held_bytes[key]
-        os.close(own)  # the lock goes with the descriptor
+        if still_open():
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLK,
+                        _FLOCK.pack(fcntl.F_UNLCK, os.SEEK_SET, byte, 1, 0))
 
     return Claim(release)
 
