@@ -105,12 +105,13 @@ class Recorder:
         """Write every queued record to the store, as one batch per call. When it returns,
         everything recorded before it was called is in the store: a write another task has
         begun, which may hold this task's records, is waited for."""
+        lock = self._lock
         if not self._outbox:
-            if self._lock.locked():
-                async with self._lock:  # the write under way ends first (the lock is fair)
+            if lock is not None and lock.locked():
+                async with lock:  # the write under way ends first (the lock is fair)
                     pass
             return
-        if self._append_nowait is not None and (self._lock is None or not self._lock.locked()):
+        if self._append_nowait is not None and (lock is None or not lock.locked()):
             await trio.lowlevel.checkpoint_if_cancelled()
             batch = self._outbox
             try:
@@ -153,7 +154,7 @@ class Recorder:
         the session's close write whatever happens to the task. With nothing queued and no
         write under way there is nothing to shield (a flush then returns at once), and no
         cancel scope is made."""
-        if self._outbox or self._lock.locked():
+        if self._outbox or (self._lock is not None and self._lock.locked()):
             with trio.CancelScope(shield=True):
                 await self.flush()
 
