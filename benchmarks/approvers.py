@@ -22,7 +22,6 @@ in a fresh process with the cyclic collector off), a figure the machine's load d
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import time
@@ -36,7 +35,7 @@ from .harness import Figure, Row, Settings, interleave, paired
 from .instructions import HERE, LARGE, SMALL
 from .instructions import run as run_counted
 from .loop import session_of
-from .report import markdown, print_table
+from .report import group_command, run_group
 from .workload import guarded_echo
 
 __all__ = ["APPROVERS", "grants", "main", "run"]
@@ -98,24 +97,13 @@ def instructions(small: int = SMALL, large: int = LARGE) -> dict[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.approvers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small sizes, two repetitions")
-    parser.add_argument("--repeat", type=int, default=5, help="rounds (5)")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
-    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    parser = group_command("python -m benchmarks.approvers", __doc__, repeat=5)
     parser.add_argument("--instructions", action="store_true",
                         help="also count a turn's instructions under valgrind (minutes)")
     args = parser.parse_args(argv)
     if args.instructions and shutil.which("valgrind") is None:
         parser.error("valgrind is not on the PATH (Debian: apt-get install valgrind)")
-    started = time.perf_counter()
-    rows = run(Settings(quick=args.quick, repeat=args.repeat, clock_name=args.clock))
-    if args.markdown:
-        print(markdown(rows))
-    else:
-        print_table(rows, title=f"approvers, {args.clock} clock "
-                                f"({time.perf_counter() - started:.0f} s)")
+    run_group(run, args, title=f"approvers, {args.clock} clock")
     if args.instructions:
         counted = instructions(*((20, 100) if args.quick else (SMALL, LARGE)))
         base = counted[next(iter(APPROVERS))]

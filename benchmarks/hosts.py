@@ -18,10 +18,8 @@ Each row is measured beside its baseline, interleaved (harness.py):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +31,7 @@ from engine.models import FauxModel, faux_text, faux_tool_call
 from events import MemoryStore
 
 from .harness import Figure, Row, Settings, interleave, paired
-from .report import markdown, print_table
+from .report import group_command, run_group
 from .workload import ARGS, echo
 
 US = 1e6
@@ -116,19 +114,8 @@ def run(settings: Settings) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.hosts", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="small sizes, two repetitions")
-    parser.add_argument("--repeat", type=int, default=7, help="repetitions per figure (7)")
-    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
-    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    rows = run(Settings(quick=args.quick, repeat=args.repeat, clock_name=args.clock))
-    if args.markdown:
-        print(markdown(rows))
-    else:
-        print_table(rows, title=f"asyncio hosts ({time.perf_counter() - started:.0f} s)")
+    args = group_command("python -m benchmarks.hosts", __doc__, repeat=7).parse_args(argv)
+    run_group(run, args, title="asyncio hosts")
     return 0
 
 

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
-from .harness import Figure, Row, fmt
+from .harness import Figure, Row, Settings, fmt
 
-__all__ = ["machine", "markdown", "print_table", "to_json"]
+__all__ = ["group_command", "machine", "markdown", "print_table", "run_group", "to_json"]
 
 
 def machine() -> dict[str, Any]:
@@ -100,3 +102,29 @@ def to_json(rows: Sequence[Row], *, settings: dict[str, Any]) -> dict[str, Any]:
         "settings": settings,
         "rows": [row.as_json() for row in rows],
     }
+
+
+def group_command(prog: str, description: str | None, *, repeat: int) -> argparse.ArgumentParser:
+    """The options of a group's own command (``python -m benchmarks.hosts``, ...):
+    ``--quick``, ``--repeat``, ``--clock`` and ``--markdown``; the command adds its own."""
+    parser = argparse.ArgumentParser(prog=prog, description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="small sizes, two repetitions")
+    parser.add_argument("--repeat", type=int, default=repeat,
+                        help=f"repetitions per figure ({repeat})")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall")
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    return parser
+
+
+def run_group(run: Callable[[Settings], list[Row]], args: argparse.Namespace, *,
+              title: str) -> list[Row]:
+    """Run a group as :func:`group_command`'s options say, and print its table (or its
+    Markdown)."""
+    started = time.perf_counter()
+    rows = run(Settings(quick=args.quick, repeat=args.repeat, clock_name=args.clock))
+    if args.markdown:
+        print(markdown(rows))
+    else:
+        print_table(rows, title=f"{title} ({time.perf_counter() - started:.0f} s)")
+    return rows
