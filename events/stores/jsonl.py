@@ -58,7 +58,8 @@ from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies
 from .following import POLL_INTERVAL, Appended, follow_session
 from .jsonlindex import JsonlIndex, SessionIndex, file_size, write_all
 from .jsonlines import decode_stored, read_jsonl, verify_jsonl
-from .locks import byte_claims_hold, claim_byte, claim_file, locked_elsewhere, try_lock
+from .locks import (byte_claims_hold, claim_byte, claim_file, locked_elsewhere, open_for_claims,
+                    try_lock)
 
 __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
@@ -335,7 +336,6 @@ class JsonlStore(JsonlIndex, InlineStore):
             os.close(fd)
             self._appended.notify()  # a waiting follower's next read says the store is closed
 
-
     @staticmethod
     def scan(path: str | os.PathLike[str]) -> list[Record]:
         """Every record in the file, in file order; see :func:`read_jsonl`."""
@@ -345,19 +345,9 @@ class JsonlStore(JsonlIndex, InlineStore):
 
     def _open_claims(self) -> int:
         """The descriptor a read-only store takes its byte claims on (an exclusive lock needs
-        one open for writing; nothing is written through it): its own, checked to be the
-        store's file, kept until the store closes."""
-        own = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-        try:
-            stat = os.fstat(own)
-            if (stat.st_dev, stat.st_ino) != self._file:
-                raise OSError(f"{self.path} is no longer the file this store opened (replaced "
-                              f"or moved away?): open a new store")
-        except BaseException:
-            os.close(own)
-            raise
-        self._claims = own
-        return own
+        one open for writing; nothing is written through it), kept until the store closes."""
+        self._claims = open_for_claims(self.path, self._file)
+        return self._claims
 
     def _decode_indexed(
         self, raw: bytes, session_id: str, seq: int, line: int

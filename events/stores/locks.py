@@ -60,7 +60,7 @@ from ..errors import SessionInUse
 from .base import Claim
 
 __all__ = ["BYTE_CLAIMS", "byte_claims_hold", "claim_byte", "claim_file", "locked_elsewhere",
-           "try_lock"]
+           "open_for_claims", "try_lock"]
 
 #: Whether this system has open-file-description locks: then a log's sessions are claimed by
 #: a byte of the log, else by lock files (see the module's docstring).
@@ -172,6 +172,22 @@ def claim_byte_offset(session_id: str) -> int:
     log reaches, by a 62-bit digest of the id."""
     digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=8)
     return _FIRST_CLAIM_BYTE + (int.from_bytes(digest.digest(), "big") >> 2)
+
+
+def open_for_claims(path: str, file: tuple[int, int]) -> int:
+    """A descriptor open for writing on ``path``, for byte claims only (an exclusive lock needs
+    one; nothing is written through it), checked to be ``file`` (device and inode): the file a
+    store opened, not one that replaced it since."""
+    own = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    try:
+        stat = os.fstat(own)
+        if (stat.st_dev, stat.st_ino) != file:
+            raise OSError(f"{path} is no longer the file this store opened (replaced or moved "
+                          f"away?): open a new store")
+    except BaseException:
+        os.close(own)
+        raise
+    return own
 
 
 def claim_byte(fd: int, file: tuple[int, int], session_id: str,
