@@ -34,6 +34,7 @@ from events.types import (
     SessionSettings,
     SessionStarted,
     ToolRegistered,
+    ToolSnapshot,
     ToolSource,
     UserMessage,
 )
@@ -216,6 +217,36 @@ def test_specs_that_differ_only_outside_their_schemas_are_keyed_apart() -> None:
         prepare(registered, key)
         assert line(registered) == reference
     assert len(set(keys)) == len(specs)
+
+
+def test_every_field_a_snapshot_is_made_of_is_in_its_key() -> None:
+    """The key names each field by hand (engine/registry.py, ``_rest``): a field added to the
+    snapshot, its annotations or its source must be added there too, or two tools that differ
+    only in it would be written alike. A change of each field, one at a time, keys apart."""
+    base = attrs.evolve(make_tool({"type": "object"}),
+                        source=ToolSource(server="s", version="1", tool="probe"))
+    other = {
+        ToolSnapshot: {"name": "probe2", "description": "Answers again.",
+                       "input_schema": None, "output_schema": None, "annotations": None,
+                       "exposure": "hidden", "execution_mode": "sequential", "timeout": 2.5,
+                       "source": None},
+        Annotations: {"title": "t", "read_only": False, "destructive": True,
+                      "idempotent": True, "open_world": False},
+        ToolSource: {"server": "t", "version": "2", "tool": "probe3"},
+    }
+    for cls, changes in other.items():
+        assert set(changes) == {field.name for field in attrs.fields(cls)}, cls
+    variants = [attrs.evolve(base, **{name: value})
+                for name, value in other[ToolSnapshot].items()
+                if value is not None]
+    variants += [attrs.evolve(base, annotations=attrs.evolve(base.annotations, **{name: value}))
+                 for name, value in other[Annotations].items()]
+    variants += [attrs.evolve(base, source=attrs.evolve(base.source, **{name: value}))
+                 for name, value in other[ToolSource].items()]
+    variants.append(attrs.evolve(base, source=None))
+    keys = [Registry().with_spec(spec).recorded(spec.name)[1] for spec in [base, *variants]]
+    assert None not in keys
+    assert len(set(keys)) == len(keys)
 
 
 def test_a_spec_whose_annotations_do_not_print_is_prepared_by_its_print() -> None:
