@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from engine import Annotations, Session, ToolResult, approve_all, text, tool
 from engine.models import FauxModel
 from engine.registry import Registry
+from engine.session import _print as session_key
 from engine.schemas import SchemaError
 from engine.testing import tool_specs
 from events import JsonlStore, MemoryStore
@@ -245,6 +246,21 @@ def test_every_field_a_snapshot_is_made_of_is_in_its_key() -> None:
                  for name, value in other[ToolSource].items()]
     variants.append(attrs.evolve(base, source=None))
     keys = [Registry().with_spec(spec).recorded(spec.name)[1] for spec in [base, *variants]]
+    assert None not in keys
+    assert len(set(keys)) == len(keys)
+
+
+def test_every_field_a_session_start_is_made_of_is_in_its_key() -> None:
+    """As for a tool's: the key of ``session_started`` (engine/session.py, ``_print``) names
+    its fields by hand. A change of each, one at a time, keys apart."""
+    settings = SessionSettings(max_turns=5, max_depth=4, max_argument_bytes=100,
+                               max_result_bytes=200)
+    base = SessionStarted(metadata={"a": 1}, settings=settings)
+    assert {field.name for field in attrs.fields(SessionStarted)} == {"metadata", "settings"}
+    variants = [attrs.evolve(base, metadata={"a": 1.0})]
+    variants += [attrs.evolve(base, settings=attrs.evolve(settings, **{field.name: 7}))
+                 for field in attrs.fields(SessionSettings)]
+    keys = [session_key(started) for started in [base, *variants]]
     assert None not in keys
     assert len(set(keys)) == len(keys)
 
