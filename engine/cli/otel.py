@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..visible import visible
-from ._common import UsageError, counted, fold_sessions, read_sessions
+from ._common import UsageError, counted, fold_sessions, read_sessions, refuse_writing_over
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -58,6 +58,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Build the spans of the log's sessions and write or send them."""
+    if args.json is not None:
+        refuse_writing_over("--json", args.json, [args.log], output_is_log=False,
+                            instead="write the spans to another file")
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
