@@ -13,7 +13,8 @@ The spans (docs/hosts.md, "Tracing"):
   message to the assistant's message without tool calls. A prompt that paused for approval
   or stopped at ``max_turns`` ends at the record before the next user message, or the last
   record when the session closes.
-- ``execute_tool {name}``, one per call, a child of its prompt's span, or of its parent
+- ``execute_tool {name}``, one per call (plain ``execute_tool`` for a name no tool was
+  registered under, without content capture), a child of its prompt's span, or of its parent
   call's span for a nested call: from its request to its terminal record, with the gating
   steps (rewritten, policy, approval asked and answered, body started) as span events.
   ``error.type`` is set explicitly: the failure's kind (``timeout``, ``interrupted``, ...),
