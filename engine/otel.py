@@ -13,12 +13,14 @@ The spans (docs/hosts.md, "Tracing"):
   message to the assistant's message without tool calls. A prompt that paused for approval
   or stopped at ``max_turns`` ends at the record before the next user message, or the last
   record when the session closes.
-- ``execute_tool {name}``, one per call, a child of its prompt's span, or of its parent
+- ``execute_tool {name}``, one per call (plain ``execute_tool`` for a name no tool was
+  registered under, without content capture), a child of its prompt's span, or of its parent
   call's span for a nested call: from its request to its terminal record, with the gating
   steps (rewritten, policy, approval asked and answered, body started) as span events.
   ``error.type`` is set explicitly: the failure's kind (``timeout``, ``interrupted``, ...),
   or the exception's type for a body that raised, ``cancelled``, ``blocked``, ``denied``, or
-  ``tool_error`` for a result the tool marked as an error; the status is then ``ERROR``.
+  ``tool_error`` for a result the tool marked as an error; the status is then ``ERROR``. A
+  result handler that raised is a ``result_handler_failed`` event.
   (A span that trio's ``Cancelled`` passed through would have neither: it is a
   ``BaseException``, which ``use_span`` does not record. The records say what happened.)
 - ``chat {model}`` per model turn, a child of its prompt's span (``CLIENT``: the model is
@@ -27,9 +29,12 @@ The spans (docs/hosts.md, "Tracing"):
   with the request's model, provider and settings, and the answer's model, id, finish reason
   and token usage.
 
-Arguments and results are recorded (``gen_ai.tool.call.arguments`` and
-``gen_ai.tool.call.result``, as JSON text) only with ``capture_content=True``: they may hold
-anything a user or a tool wrote.
+Text that others wrote goes on a span only with ``capture_content=True``: the arguments and
+the result (``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``, as JSON text), the
+message of a failure, a block's or a refusal's reason, a provider's error, a result handler's
+exception, the name of a tool the model made up. By default an error's status says one of our
+own fixed sentences (:mod:`engine.spantext`) beside its ``error.type``: spans leave the
+process, and that text may hold anything a tool read.
 
 The attribute names are written out (:mod:`engine.genai`), not imported from
 ``opentelemetry-semantic-conventions``: the GenAI conventions are still "Development" and that

@@ -18,6 +18,7 @@ from events.types import (
     ModelResponded,
     PolicyDecided,
     Record,
+    ResultHandlerFailed,
     ToolCallBlocked,
     ToolCallCancelled,
     ToolCallCompleted,
@@ -58,6 +59,7 @@ from .genai import (
     usage_attributes,
 )
 from .nested import canonical
+from .spantext import exception_attributes, status_description, tool_name
 
 __all__ = ["SCOPE", "SPAN_RULES", "SpanBuilder"]
 
@@ -106,7 +108,7 @@ class SpanBuilder:
         self.prompt: str | None = None  # the key of the open invoke_agent span
         self.prompts = 0
         self.last_time = 0
-        self.descriptions: dict[str, str] = {}
+        self.descriptions: dict[str, str] = {}  # by the name of every tool registered
         self.open: dict[str, _Pending] = {}
 
     def feed(self, record: Record, *, emit: bool = True) -> None:
@@ -239,7 +241,8 @@ def _model_failed(builder: SpanBuilder, record: Record) -> None:
     assert isinstance(event, ModelFailed)
     if event.response_id is not None:
         builder.set(f"turn {event.turn}", {RESPONSE_ID: event.response_id})
-    builder.end(f"turn {event.turn}", _ns(record.time), event.kind, event.error.message)
+    builder.end(f"turn {event.turn}", _ns(record.time), event.kind,
+                status_description(event, builder.capture_content))
 
 
 def _tool_registered(builder: SpanBuilder, record: Record) -> None:
@@ -251,15 +254,18 @@ def _tool_registered(builder: SpanBuilder, record: Record) -> None:
 def _call_requested(builder: SpanBuilder, record: Record) -> None:
     event = record.event
     assert isinstance(event, ToolCallRequested)
-    attributes: dict[str, Any] = {OPERATION_NAME: "execute_tool", TOOL_NAME: event.name,
+    attributes: dict[str, Any] = {OPERATION_NAME: "execute_tool",
                                   TOOL_CALL_ID: event.call_id, TOOL_TYPE: "function"}
+    name = tool_name(event.name, event.name in builder.descriptions, builder.capture_content)
+    if name is not None:
+        attributes[TOOL_NAME] = name
     if description := builder.descriptions.get(event.name):
         attributes[TOOL_DESCRIPTION] = description
     if builder.capture_content:
         attributes[TOOL_CALL_ARGUMENTS] = _json_text(event.arguments)
     parent = f"call {event.parent_id}" if event.parent_id is not None else builder.prompt
-    builder.start(f"call {event.call_id}", f"execute_tool {event.name}", record, parent,
-                  attributes)
+    builder.start(f"call {event.call_id}", "execute_tool" if name is None else
+                  f"execute_tool {name}", record, parent, attributes)
 
 
 def _call_rewritten(builder: SpanBuilder, record: Record) -> None:
@@ -296,6 +302,14 @@ def _execution_started(builder: SpanBuilder, record: Record) -> None:
     builder.event(f"call {event.call_id}", "execution_started", record)
 
 
+def _result_handler_failed(builder: SpanBuilder, record: Record) -> None:
+    event = record.event
+    assert isinstance(event, ResultHandlerFailed)
+    builder.event(f"call {event.call_id}", "result_handler_failed", record,
+                  {"handler": event.handler,
+                   **exception_attributes(event.error, builder.capture_content)})
+
+
 def _ended(error_type: Callable[[Any], str | None]) -> Callable[[SpanBuilder, Record], None]:
     """The rule of a terminal event: end the call's span, an error of ``error_type(event)``."""
 
@@ -306,8 +320,8 @@ def _ended(error_type: Callable[[Any], str | None]) -> Callable[[SpanBuilder, Re
         if builder.capture_content and result is not None:
             builder.set(key, {TOOL_CALL_RESULT: _json_text(_result_json(result))})
         kind = error_type(event)
-        builder.end(key, _ns(record.time), kind,
-                    getattr(event, "message", None) or getattr(event, "reason", None))
+        builder.end(key, _ns(record.time), kind, None if kind is None else
+                    status_description(event, builder.capture_content))
 
     return rule
 
@@ -337,6 +351,7 @@ SPAN_RULES: dict[type[Any], Callable[[SpanBuilder, Record], None]] = {
     ApprovalRequested: _approval_requested,
     ApprovalResolved: _approval_resolved,
     ToolExecutionStarted: _execution_started,
+    ResultHandlerFailed: _result_handler_failed,
     ToolCallCompleted: _ended(lambda event: "tool_error" if event.result.is_error else None),
     ToolCallFailed: _ended(_failed_type),
     ToolCallBlocked: _ended(lambda event: "blocked"),

@@ -27,6 +27,7 @@ from engine.models import (
     faux_tool_call,
 )
 from engine.otel import SpanBuilder, spans_from_records, trace_session
+from engine.spantext import MODEL_FAILURES
 from events import MemoryStore
 from events.models import ModelFailed, ModelRequested, ModelResponded, Usage
 from events.types import ModelToolCall, Record, ToolExecutionStarted
@@ -235,7 +236,8 @@ async def test_a_failed_turn_is_a_chat_span_with_its_error_type(autojump_clock: 
     answered, failed, retried = chats(finished)
     assert failed.attributes["error.type"] == "rate_limited"  # type: ignore[index]
     assert failed.status.status_code is StatusCode.ERROR
-    assert failed.status.description == "Rate limit reached"
+    # our own wording: the provider's message is content (docs/hosts.md, "What a span carries")
+    assert failed.status.description == MODEL_FAILURES["rate_limited"]
     assert "gen_ai.response.id" not in (failed.attributes or {})
     failed_at = next(r.time for r in records if isinstance(r.event, ModelFailed))
     assert failed.end_time == int(round(failed_at * 1e9))
@@ -249,6 +251,9 @@ async def test_a_failed_turn_is_a_chat_span_with_its_error_type(autojump_clock: 
     later, later_provider = exporter()
     spans_from_records(records, later_provider.get_tracer("t"))
     assert shape(later.get_finished_spans()) == shape(finished)
+    captured, captured_provider = exporter()
+    spans_from_records(records, captured_provider.get_tracer("t"), capture_content=True)
+    assert chats(captured.get_finished_spans())[1].status.description == "Rate limit reached"
 
 
 async def test_a_timeout_and_a_cancellation_set_error_type_explicitly(

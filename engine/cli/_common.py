@@ -1,5 +1,5 @@
 """What the commands share: the user-error type and its one line, opening the store a LOG
-argument names, reading its sessions, and the key."""
+argument names, reading its sessions, the key, and refusing an output that is an input."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import trio
 
 from events.errors import LogError
 from events.stores import EventStore, open_store
+from events.stores.urls import parse_store_url
 from events.types import Record
 
 from ..reducers import LogInconsistency, Projection, fold
@@ -28,10 +29,14 @@ __all__ = [
     "load_key",
     "open_log",
     "read_sessions",
+    "refuse_writing_over",
     "shown",
 ]
 
 PROG = "toolledger"
+
+#: The files an SQLite database keeps beside its own: SQLite writes them, and reads them back.
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 
 #: What every LOG argument accepts.
 LOG_HELP = ("the log: a JSONL file's path, or a store URL (sqlite:///runs.db, "
@@ -131,3 +136,59 @@ def load_key(key_file: str | None, key_env: str | None) -> bytes | None:
             raise UsageError(f"the environment variable {key_env} is not set, or empty")
         return value
     return None
+
+
+def refuse_writing_over(option: str, output: str, logs: Sequence[str],
+                        key_file: str | None = None, *, output_is_log: bool = True,
+                        instead: str) -> None:
+    """Refuse, before anything is written, the ``output`` that ``option`` names if it is one
+    of the ``logs`` or the ``key_file`` the command only reads: no command writes over its
+    input. ``output`` is a log (a path or a store URL) unless ``output_is_log`` is false (a
+    plain file). Files are compared as files (:func:`os.path.samefile`: another spelling, a
+    symbolic or a hard link is the same file; a file not there yet by its real path), an
+    SQLite database with the files SQLite keeps beside it; a database server's URL by its
+    text. ``instead`` says what to do."""
+    written = _files(output) if output_is_log else [output]
+    inputs = [(log, f"the log {shown(log)}", _files(log)) for log in logs]
+    if key_file is not None:
+        inputs.append((key_file, f"the key file {key_file}", [key_file]))
+    for name, what, files in inputs:
+        same = next((file for file in files if any(_same_file(file, out) for out in written)),
+                    None)
+        if same is None and not (output_is_log and _same_server(output, name)):
+            continue
+        if same is not None and same != files[0]:
+            what += f" (its file {same})"
+        raise UsageError(f"{option} {shown(output)} is {what}, which this command only reads: "
+                         f"writing there would change it; nothing was written ({instead})")
+
+
+def _files(log: str) -> list[str]:
+    """The files the store ``log`` names is kept in, its own first: a JSONL file, an SQLite
+    database and the files SQLite keeps beside it; none for a database server."""
+    try:
+        where = parse_store_url(log)
+    except ValueError:
+        return []  # not a store: opening it says why
+    if where.kind == "jsonl":
+        return [where.target]
+    if where.kind == "sqlite":
+        return [where.target, *(where.target + suffix for suffix in SQLITE_COMPANIONS)]
+    return []
+
+
+def _same_file(one: str, other: str) -> bool:
+    try:
+        return os.path.samefile(one, other)
+    except OSError:  # one of them is not there (yet): the same path is the same file
+        return os.path.realpath(one) == os.path.realpath(other)
+
+
+def _same_server(one: str, other: str) -> bool:
+    try:
+        first, second = parse_store_url(one), parse_store_url(other)
+    except ValueError:
+        return False
+    if not first.kind == second.kind == "postgresql":
+        return False
+    return first.target.partition("://")[2] == second.target.partition("://")[2]

@@ -19,7 +19,8 @@ from events.integrity import SessionChain
 from events.stores.copying import CopyError, copy_session
 
 from ..visible import visible, visible_json
-from ._common import LOG_HELP, UsageError, choose_session, counted, load_key, open_log, shown
+from ._common import (LOG_HELP, UsageError, choose_session, counted, load_key, open_log,
+                      refuse_writing_over, shown)
 
 __all__ = ["add_parser", "run"]
 
@@ -55,6 +56,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Copy the sessions and print each one's head in the target."""
+    refuse_writing_over("DST", args.target, [args.source], args.key_file,
+                        instead="copy into another log")
     key = load_key(args.key_file, args.key_env)
 
     async def go() -> list[SessionChain]:

@@ -24,6 +24,7 @@ from events.stores.copying import CopyError, verified_chain
 from ..fork import fork
 from ..visible import visible
 from ._common import LOG_HELP, PROG, UsageError, load_key, open_log, read_sessions
+from ._common import refuse_writing_over
 
 __all__ = ["add_parser", "run"]
 
@@ -60,6 +61,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Fork the session and print the new id."""
+    if args.into is not None:
+        refuse_writing_over("--into", args.into, [args.log], args.key_file,
+                            instead="to fork within the log, leave out --into")
     key = load_key(args.key_file, args.key_env)
     sessions = read_sessions(args.log, args.session, key)
     if len(sessions) != 1:

@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.text import Text
 
 from ..visible import visible
-from ._common import UsageError, counted, fold_sessions, read_sessions
+from ._common import UsageError, counted, fold_sessions, read_sessions, refuse_writing_over
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -35,7 +35,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Build each session's spans from its records (invoke_agent per prompt, "
             "execute_tool per call, by the OpenTelemetry GenAI conventions), each with the "
             "start and end times its records carry, and write them to a JSON file or send "
-            "them to an OTLP/HTTP endpoint. Arguments and results are left out unless "
+            "them to an OTLP/HTTP endpoint. Text that tools, handlers, approvers and the "
+            "model wrote (arguments, results, error messages, reasons) is left out unless "
             "--capture-content is given. The log is only read."
         ),
     )
@@ -48,7 +49,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="send the spans to this OTLP/HTTP traces endpoint "
                              "(e.g. http://localhost:4318/v1/traces)")
     export.add_argument("--capture-content", action="store_true",
-                        help="record the calls' arguments and results on their spans")
+                        help="put on the spans the text others wrote: the calls' arguments "
+                             "and results, error messages, block and refusal reasons")
     export.add_argument("--service-name", metavar="NAME", default="toolledger",
                         help="the service.name of the spans' resource (default: toolledger)")
     export.set_defaults(run=run)
@@ -56,6 +58,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Build the spans of the log's sessions and write or send them."""
+    if args.json is not None:
+        refuse_writing_over("--json", args.json, [args.log], output_is_log=False,
+                            instead="write the spans to another file")
     try:
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
