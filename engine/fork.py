@@ -9,6 +9,10 @@ left open continue as after a restart. The old session is not changed.
 A fork never vouches for records nobody checked: copies written to a store that seals with a
 key (:func:`events.stores.base.is_keyed`) must come from a store that verified them with a
 key, since sealing them with it would make a forged record look like the key holder's.
+
+A fork writes like any writer: it claims the new session in the store it writes to while it
+writes it, and an id someone else holds (an open session, in this process or another) is
+refused before anything is written.
 """
 
 from __future__ import annotations
@@ -36,9 +40,13 @@ async def fork(
 ) -> str:
     """Copy records ``1..at`` of ``session_id`` into a new session and return its id.
 
-    ``into`` is the store to write to (default: the same store). Raises ``ValueError`` if the
+    ``into`` is the store to write to (default: the same store). The new session is claimed
+    there (:meth:`~events.stores.EventStore.claim`) while it is written, as
+    :meth:`~engine.Session.open` claims what it writes. Raises ``ValueError`` if the
     session does not exist, ``at`` is outside it, the new id is already taken, or ``into``
-    seals with a key and ``store`` did not verify the records with one.
+    seals with a key and ``store`` did not verify the records with one;
+    :class:`~events.errors.SessionInUse` if someone else holds the new id (an open session,
+    in this process or another), and then nothing is written.
     """
     target = into if into is not None else store
     if is_keyed(target) and not is_keyed(store):
@@ -55,8 +63,6 @@ async def fork(
             f"--at must be a seq of session {session_id!r}: 1 to {len(records)}, not {at}"
         )
     new_id = new_session_id or uuid.uuid4().hex
-    if await target.last_seq(new_id):
-        raise ValueError(f"session {new_id!r} already exists; choose another id")
     prefix = records[:at]
     fold(prefix)  # a prefix of a consistent log is consistent; check, so no bad fork is written
     first = prefix[0].event
@@ -74,5 +80,10 @@ async def fork(
         )
         for index, record in enumerate(prefix)
     ]
-    await target.append(new_id, copies, 0)
+    # a writer like any: the new session is claimed while it is written (SessionInUse if
+    # another process or block holds it), so no one else writes it meanwhile
+    with target.claim(new_id):
+        if await target.last_seq(new_id):
+            raise ValueError(f"session {new_id!r} already exists; choose another id")
+        await target.append(new_id, copies, 0)
     return new_id

@@ -165,11 +165,11 @@ async def paused_log(directory: Path) -> AsyncIterator[dict[str, Any]]:
 @asynccontextmanager
 async def keyed_log(directory: Path) -> AsyncIterator[dict[str, Any]]:
     """``ledger.key`` holds a key and ``session.jsonl`` a finished session (``session_id``)
-    sealed with it; ``publish(session_id, seq, head)`` keeps what it is given in
-    ``published``."""
+    sealed with it; ``tools`` are its (stand-in) tools; ``publish(session_id, seq, head)``
+    keeps what it is given in ``published``."""
     (directory / "ledger.key").write_bytes(KEY)
     published: list[tuple[Any, ...]] = []
-    yield {"session_id": await _write_log("session.jsonl", key=KEY),
+    yield {"session_id": await _write_log("session.jsonl", key=KEY), "tools": TOOLS,
            "publish": lambda *anchor: published.append(anchor), "published": published}
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ from engine.cli import main
 from engine.fork import fork
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.reducers import ToolResultEntry
-from events import JsonlStore, MemoryStore
+from events import JsonlStore, MemoryStore, SessionInUse
 from events.types import AssistantMessage, SessionStarted
 from tests.corpus.scenarios import SCENARIOS
 
@@ -106,3 +109,55 @@ def test_the_fork_command_writes_a_session_that_show_reads(
     assert main(["show", str(log), "--session", "what-if"]) == 0
     assert main(["fork", str(log), "--at", "3"]) == 1  # two sessions now: which one?
     assert "--session" in capsys.readouterr().err
+
+
+HOLD = """
+import sys
+from events import JsonlStore
+with JsonlStore(sys.argv[1]) as store, store.claim(sys.argv[2]):
+    print("HELD", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_the_fork_command_refuses_a_target_session_another_process_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log, into = tmp_path / "mixed.jsonl", tmp_path / "into.jsonl"
+    shutil.copy(CORPUS / "mixed.jsonl", log)
+    into.touch()
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(into), "what-if"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdin is not None
+        assert holder.stdout.readline().strip() == "HELD"  # claimed, nothing written yet
+        argv = ["fork", str(log), "--at", "12", "--into", str(into), "--id", "what-if"]
+        assert main(argv) == 1
+        [line] = capsys.readouterr().err.strip().splitlines()
+        assert "'what-if' is in use" in line and "held by" in line and "Nothing was forked" in line
+        assert into.read_bytes() == b""  # the holder's session was not written to
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=30) == 0
+        assert main(argv) == 0  # free once the holder is gone
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+
+
+@pytest.mark.parametrize("into", [False, True])
+async def test_fork_claims_its_new_session_while_it_writes_it(into: bool) -> None:
+    store = MemoryStore()
+    async with Session.open(store, model=FauxModel([faux_text("hi")]), session_id="old",
+                            create=True) as s:
+        await s.prompt("hello")
+    target = MemoryStore() if into else store
+    with target.claim("new"):  # another writer owns "new", and has not written yet
+        with pytest.raises(SessionInUse, match="'new' is in use"):
+            await fork(store, "old", at=1, new_session_id="new", into=target)
+        assert await target.last_seq("new") == 0
+    assert await fork(store, "old", at=1, new_session_id="new", into=target) == "new"
+    with target.claim("new"):  # the fork let go of it
+        pass

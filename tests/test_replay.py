@@ -163,7 +163,7 @@ def test_the_scenarios_approver_answers_as_the_corpus_logs_say() -> None:
 async def test_a_scenario_log_replays_with_its_live_tools_without_divergence(name: str) -> None:
     scenario = SCENARIOS[name]
     report = await redrive(corpus(name), tools=scenario.tools, tool_mode="live",
-                           handlers=scenario.handlers)
+                           unverified=True, handlers=scenario.handlers)
     assert report.ok, explain(report)
     assert report.tool_mode == "live"
 
@@ -173,7 +173,8 @@ async def test_a_demo_log_replays_with_the_demo_tools_without_divergence(
     name: str, tmp_path: Path
 ) -> None:
     workspace = prepare_workspace(tmp_path / "workspace")
-    report = await redrive(corpus(name), tools=demo_tools(workspace), tool_mode="live")
+    report = await redrive(corpus(name), tools=demo_tools(workspace), tool_mode="live",
+                           unverified=True)
     assert report.ok, explain(report)
     if name == "demo-approve-all":  # the live write_file really wrote the fix
         assert "len(values)\n" in (workspace / "calc.py").read_text()
@@ -189,7 +190,7 @@ async def test_a_tool_that_returns_something_else_diverges_at_exactly_its_call()
     scenario = SCENARIOS["mixed"]
     tools = [attrs.evolve(t, execute=gone) if t.name == "delete_file" else t
              for t in scenario.tools]
-    report = await redrive(corpus("mixed"), tools=tools, tool_mode="live",
+    report = await redrive(corpus("mixed"), tools=tools, tool_mode="live", unverified=True,
                            handlers=scenario.handlers)
     assert [(d.scope, d.subject) for d in report.divergences] == [
         ("call", "2.0"), ("transcript", "result of 2.0")], explain(report)
@@ -206,7 +207,7 @@ async def test_a_tool_that_now_fails_diverges_at_its_terminal_event() -> None:
 
     scenario = SCENARIOS["mixed"]
     tools = [attrs.evolve(t, execute=fine) if t.name == "explode" else t for t in scenario.tools]
-    report = await redrive(corpus("mixed"), tools=tools, tool_mode="live",
+    report = await redrive(corpus("mixed"), tools=tools, tool_mode="live", unverified=True,
                            handlers=scenario.handlers)
     calls = report.by_scope("call")
     assert [(d.subject, d.kind, d.index) for d in calls] == [("1.3", "event", 3)]
@@ -288,7 +289,7 @@ async def test_a_tool_that_cannot_be_registered_now_is_reported_not_raised() -> 
 async def test_live_mode_without_a_tool_of_the_log_is_an_error_naming_it() -> None:
     with pytest.raises(ReplayError, match="failing_tests"):
         await redrive(corpus("reference"), tools=SCENARIOS["reference"].tools[:2],
-                      tool_mode="live")
+                      tool_mode="live", unverified=True)
 
 
 async def test_an_inconsistent_log_is_refused_naming_the_record() -> None:
@@ -728,7 +729,7 @@ def test_replay_command_runs_live_tools_from_a_setup_function(
         f"    workspace = prepare_workspace({str(tmp_path / 'ws')!r})\n"
         "    return ReplaySetup(tools=demo_tools(workspace))\n"))
     status, out, err = cli(capsys, "replay", str(CORPUS / "demo-approve-all.jsonl"),
-                           "--tools", "live", "--setup", "demo_live_setup:setup")
+                           "--tools", "live", "--setup", "demo_live_setup:setup", "--unverified")
     assert (status, err) == (0, ""), out
     assert "live tools" in out and "no divergence" in out
     assert (tmp_path / "ws" / "calc.py").read_text().count("len(values)\n") == 1
@@ -774,7 +775,8 @@ def test_replay_command_user_errors_are_one_line(
 ) -> None:
     status, _, err = cli(capsys, "replay", str(tmp_path / "missing.jsonl"))
     assert status == 1 and "missing.jsonl" in one_line_error(err)
-    status, _, err = cli(capsys, "replay", str(CORPUS / "reference.jsonl"), "--tools", "live")
+    status, _, err = cli(capsys, "replay", str(CORPUS / "reference.jsonl"), "--tools", "live",
+                         "--unverified")
     assert status == 1 and "--setup" in one_line_error(err)
     status, _, err = cli(capsys, "replay", str(CORPUS / "reference.jsonl"), "--session", "zzz")
     assert status == 1 and "zzz" in one_line_error(err)

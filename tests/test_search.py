@@ -133,14 +133,14 @@ async def test_the_model_finds_a_deferred_tool_and_calls_it_the_next_turn() -> N
 
     # re-driven, in both tool modes: the same activation, in the same call
     for report in (await redrive(stored),
-                   await redrive(stored, tools=tools, tool_mode="live")):
+                   await redrive(stored, tools=tools, tool_mode="live", unverified=True)):
         assert report.ok, [d.describe() for d in report.divergences]
         assert [r.event for r in report.replayed if isinstance(r.event, ToolsActivated)] == \
             activated
     # today's tools: the deferred tool is hidden now, so the search does not find it, and the
     # model's call of it the next turn is refused: the replay says so, per call
     hidden = [simple("delete_file", "hidden", "Remove a file."), *tools[1:]]
-    report = await redrive(stored, tools=hidden, tool_mode="live")
+    report = await redrive(stored, tools=hidden, tool_mode="live", unverified=True)
     assert {d.subject for d in report.divergences if d.scope == "call"} >= {"2.0", "3.0"}
 
 

@@ -17,7 +17,7 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from events.errors import CorruptLogError, UnverifiedRecordError
+from events.errors import CorruptLogError, SessionInUse, UnverifiedRecordError
 from events.stores import EventStore
 from events.stores.copying import CopyError, verified_chain
 
@@ -86,6 +86,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
         new_id = trio.run(go)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    except SessionInUse as exc:  # the new session's id, held by another writer
+        raise UsageError(f"{exc}. Nothing was forked: fork again once it is free, or choose "
+                         f"another --id") from exc
     where = args.into or args.log
     if args.json:
         print(json.dumps({"session_id": new_id, "log": where,

@@ -1,7 +1,13 @@
 """``toolledger replay``: run each session of a log again and report where it now diverges.
 
+Live tools run only from a log verified with its key (``--key-file``, ``--key-env``, as for
+``verify``), or with ``--unverified``: the rule :func:`~engine.replay.redrive` applies too
+(:mod:`engine.replay.trust`). The log is verified before anything runs, the ``--setup``
+module included.
+
 Exit status: 0 when nothing diverged, 1 when something did (the report says what), and 1 with
-one line on stderr for a mistake the user can fix (a missing file, a bad ``--setup``).
+one line on stderr for a mistake the user can fix (a missing file, a bad ``--setup``, a log
+that does not verify, live tools from a log that was not verified).
 """
 
 from __future__ import annotations
@@ -19,11 +25,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from events.errors import UnverifiedRecordError
 from events.types import Record
 
-from ..replay import ReplayError, ReplayReport, ReplaySetup, ToolMode, redrive
+from ..replay import ReplayError, ReplayReport, ReplaySetup, ToolMode, VerifiedRecords, redrive
+from ..replay.trust import UnverifiedLogError, check_live
 from ..visible import visible, visible_json
-from ._common import LOG_HELP, UsageError, read_sessions
+from ._common import LOG_HELP, UsageError, load_key, read_sessions
 
 __all__ = ["add_parser", "load_setup", "run"]
 
@@ -33,6 +41,11 @@ LONG_REPLAY_RECORDS = 500
 #: In recorded mode nothing waits for the world, so time is virtual: it jumps ahead whenever
 #: every task has waited this long (seconds), and a recorded timeout replays at once.
 AUTOJUMP_AFTER = 0.05
+#: What to do when live tools were to run from a log that was not verified.
+UNVERIFIED_REMEDY = (
+    "Give the log's key with --key-file PATH or --key-env VAR (as to `toolledger verify`), or "
+    "add --unverified to run the tools anyway (only for a log nobody else could have written)."
+)
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,9 +60,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "default) each call is answered from its recorded result, so it works on any log "
             "without its code, and --setup can give today's handlers and policy to see what "
             "they would decide about these calls. With --tools live the real tools run "
-            "(--setup must give them), to see where they now behave differently. The report "
-            "names the first divergence of each call. Exit status: 0 nothing diverged, "
-            "1 something did (or the log could not be replayed). The log is only read."
+            "(--setup must give them), to see where they now behave differently: only from a "
+            "log verified with its key (--key-file, --key-env), or with --unverified. The "
+            "report names the first divergence of each call, and says if the log was not "
+            "verified. Exit status: 0 nothing diverged, 1 something did (or the log could "
+            "not be replayed, or did not verify). The log is only read."
         ),
     )
     replay.add_argument("log", metavar="LOG", help=LOG_HELP)
@@ -76,6 +91,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "What it leaves out is replayed as the log shows it"
         ),
     )
+    trust = replay.add_mutually_exclusive_group()
+    trust.add_argument("--key-file", metavar="PATH",
+                       help="the HMAC key the log was written with: the file's exact bytes "
+                            "(every record is verified with it before anything runs)")
+    trust.add_argument("--key-env", metavar="VAR",
+                       help="the HMAC key the log was written with: the value of environment "
+                            "variable VAR")
+    trust.add_argument("--unverified", action="store_true",
+                       help="with --tools live and no key: run the real tools from a log that "
+                            "was not verified (a grant in it may be forged by anyone who can "
+                            "write the file)")
     replay.add_argument("--json", action="store_true",
                         help="print the reports as one JSON document")
     replay.set_defaults(run=run)
@@ -83,33 +109,40 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Replay the sessions of the log; 0 if none diverged, else 1."""
-    setup = load_setup(args.setup) if args.setup else ReplaySetup()
     mode: ToolMode = args.tools
+    key = load_key(args.key_file, args.key_env)
+    try:
+        check_live(mode, verified=key is not None, unverified=args.unverified,
+                   remedy=UNVERIFIED_REMEDY)
+        sessions = read_sessions(args.log, args.session, key)  # with a key, each verified
+    except (UnverifiedLogError, UnverifiedRecordError) as exc:
+        raise UsageError(f"{exc} Nothing was replayed.") from exc
+    setup = load_setup(args.setup) if args.setup else ReplaySetup()
     if mode == "live" and not setup.tools:
         raise UsageError(
             "--tools live runs the real tools: give them with --setup MODULE:NAME "
             "(a ReplaySetup whose tools are the log's tools)"
         )
-    sessions = read_sessions(args.log, args.session)
     total = sum(len(records) for records in sessions.values())
     long = len(sessions) >= LONG_REPLAY_SESSIONS or total >= LONG_REPLAY_RECORDS
     clock = None if mode == "live" else trio.testing.MockClock(autojump_threshold=AUTOJUMP_AFTER)
+    replay_all = partial(_replay_all, sessions, mode, setup,
+                         verified=key is not None, unverified=args.unverified)
     try:
         if long and console.is_terminal and not args.json:
             with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(),
                           TextColumn("records"), TimeElapsedColumn(),
                           console=console, transient=True) as bar:
                 task = bar.add_task("replay", total=total)
-                reports = trio.run(partial(_replay_all, sessions, mode, setup,
-                                           lambda done: bar.update(task, completed=done)),
+                reports = trio.run(replay_all, lambda done: bar.update(task, completed=done),
                                    clock=clock)
         else:
-            reports = trio.run(partial(_replay_all, sessions, mode, setup, None), clock=clock)
+            reports = trio.run(replay_all, None, clock=clock)
     except ReplayError as exc:
         raise UsageError(f"{args.log}: {exc}") from exc
     ok = all(report.ok for report in reports)
     if args.json:
-        print(visible_json({"log": args.log, "tools": mode, "ok": ok,
+        print(visible_json({"log": args.log, "tools": mode, "verified": key is not None, "ok": ok,
                             "sessions": [report.to_json() for report in reports]}),
               file=console.file)
         return 0 if ok else 1
@@ -128,16 +161,21 @@ async def _replay_all(
     mode: ToolMode,
     setup: ReplaySetup,
     progress: Callable[[int], None] | None,
+    *,
+    verified: bool,
+    unverified: bool,
 ) -> list[ReplayReport]:
+    """Each session replayed; ``verified``: a store given the key read (and so verified) them."""
     reports = []
     done = 0
-    for records in sessions.values():
+    for sid, records in sessions.items():
         def report(covered: int, _total: int, before: int = done) -> None:
             if progress is not None:
                 progress(before + covered)
 
         reports.append(await redrive(
-            records, tools=setup.tools, tool_mode=mode, handlers=setup.handlers,
+            VerifiedRecords(session_id=sid, records=records) if verified else records,
+            tools=setup.tools, tool_mode=mode, unverified=unverified, handlers=setup.handlers,
             result_handlers=setup.result_handlers, rules=setup.rules,
             max_depth=setup.max_depth, progress=report,
         ))

@@ -60,6 +60,7 @@ from .recorded import (
 )
 from .report import ReplayReport, ToolMode
 from .stubs import RecordedTools
+from .trust import VerifiedRecords, check_live, records_of, unverified_note
 from .watch import Watch
 
 __all__ = ["Progress", "ReplaySetup", "redrive"]
@@ -101,10 +102,11 @@ class ReplaySetup:
 
 
 async def redrive(
-    records: Iterable[Record],
+    records: Iterable[Record] | VerifiedRecords,
     *,
     tools: Iterable[ToolSpec] = (),
     tool_mode: ToolMode = "recorded",
+    unverified: bool = False,
     handlers: Iterable[ToolCallHandler] | None = None,
     result_handlers: Iterable[ToolResultHandler] | None = None,
     rules: PolicyRules | None = None,
@@ -116,7 +118,11 @@ async def redrive(
 
     ``tool_mode="recorded"`` answers every call from its recorded result (``tools``, if
     given, supply today's declarations: schemas, annotations, exposure, mode, timeout);
-    ``"live"`` runs ``tools``, which must include every tool the log registered.
+    ``"live"`` runs ``tools``, which must include every tool the log registered. Live tools
+    run only from records verified with the log's key (:class:`VerifiedRecords`, from
+    :func:`read_verified`), or, from any records, with ``unverified=True``; else
+    :class:`UnverifiedLogError` (a :class:`ReplayError`) before anything runs. The report
+    says whether the records were verified (``report.verified``, and a note if not).
     ``handlers``, ``result_handlers``, ``rules`` and ``max_depth`` are today's; ``None``
     replays what the log shows (the handlers' recorded verdicts, the rules its decisions
     record, the settings its start records). ``clock`` stamps the replay's records (default ``time.time``); record times are
@@ -129,12 +135,17 @@ async def redrive(
     """
     if tool_mode not in ("recorded", "live"):
         raise ValueError(f"tool_mode must be 'recorded' or 'live', not {tool_mode!r}")
-    book = read_log(records)
+    given, verified = records_of(records)
+    check_live(tool_mode, verified=verified, unverified=unverified, remedy=(
+        "Read the records with engine.replay.read_verified(store, session_id) from a store "
+        "given the log's key, or pass unverified=True to run the tools anyway (only for a "
+        "log nobody else could have written)."))
+    book = read_log(given)
     replay = _Replay(
         book, tools=list(tools), tool_mode=tool_mode,
         handlers=None if handlers is None else list(handlers),
         result_handlers=None if result_handlers is None else list(result_handlers),
-        rules=rules, max_depth=max_depth, clock=clock, progress=progress,
+        rules=rules, max_depth=max_depth, clock=clock, progress=progress, verified=verified,
     )
     return await replay.run()
 
@@ -154,8 +165,10 @@ class _Replay:
         max_depth: int | None,
         clock: Callable[[], float] | None,
         progress: Progress | None,
+        verified: bool,
     ) -> None:
         self.book = book
+        self.verified = verified
         self.tool_mode = tool_mode
         self.today = {spec.name: spec for spec in tools}
         if len(self.today) != len(tools):
@@ -178,7 +191,7 @@ class _Replay:
         self.modes: dict[str, ExecutionMode] = {}
         self.stubs = RecordedTools(book, self.watch, self.timeouts)
         self.found: list[Divergence] = []
-        self.notes: list[str] = []
+        self.notes: list[str] = [] if verified else [unverified_note(tool_mode)]
         self.reported_missing: set[str] = set()
         self.session: Session | None = None
         self.hosts = ReplayedHosts(book, self.watch)
@@ -306,7 +319,7 @@ class _Replay:
             self.progress(len(book.records), len(book.records))
         replayed = await store.read(book.session_id)
         return draw_up(book, replayed, tool_mode=self.tool_mode, found=self.found,
-                       notes=self.notes)
+                       notes=self.notes, verified=self.verified)
 
     async def _follow(self, session: Session) -> None:
         async for record in session.follow():

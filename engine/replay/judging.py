@@ -23,10 +23,11 @@ __all__ = ["draw_up"]
 
 
 def draw_up(book: RecordedSession, replayed: Sequence[Record], *, tool_mode: ToolMode,
-            found: Sequence[Divergence], notes: list[str]) -> ReplayReport:
+            found: Sequence[Divergence], notes: list[str], verified: bool) -> ReplayReport:
     """The report of a replay of ``book`` that wrote ``replayed``: what the replay ``found`` on
     the way, then every divergence of the two logs, tools first, then calls, the transcript
     and the session. ``notes`` (the replay's) gets a note of its own if the log ends mid-turn.
+    ``verified`` says whether ``book``'s records were verified with the log's key.
     """
     recorded = in_todays_words(book.records)  # an older engine's wording is no divergence
     cut = book.cut_turn
@@ -54,7 +55,7 @@ def draw_up(book: RecordedSession, replayed: Sequence[Record], *, tool_mode: Too
     order = {"tool": 0, "call": 1, "transcript": 2, "session": 3}
     divergences.sort(key=lambda d: order[d.scope])
     return ReplayReport(
-        session_id=book.session_id, tool_mode=tool_mode,
+        session_id=book.session_id, tool_mode=tool_mode, verified=verified,
         divergences=tuple(divergences), notes=tuple(notes),
         records=len(book.records), calls=len(call_ids),
         transcript_entries=len(recorded_transcript), replayed=tuple(replayed),

@@ -33,13 +33,16 @@ VALUE_WIDTH = 160
 class ReplayReport:
     """What re-driving one session found: every divergence, first per call.
 
-    ``ok`` is true when nothing diverged. ``to_json()`` gives the report as a JSON object;
+    ``ok`` is true when nothing diverged. ``verified`` says whether the records replayed were
+    verified with the log's key (see :mod:`engine.replay.trust`; if not, a note says so too).
+    ``to_json()`` gives the report as a JSON object;
     ``console.print(report)`` prints it for people. ``replayed`` holds the replay's own log
     (for a closer look; not part of the JSON).
     """
 
     session_id: str
     tool_mode: ToolMode
+    verified: bool = False
     divergences: tuple[Divergence, ...] = ()
     notes: tuple[str, ...] = ()
     records: int = 0
@@ -61,6 +64,7 @@ class ReplayReport:
         return {
             "session_id": self.session_id,
             "tools": self.tool_mode,
+            "verified": self.verified,
             "ok": self.ok,
             "records": self.records,
             "calls": self.calls,
