@@ -352,6 +352,42 @@ async def test_a_host_call_left_open_by_a_closed_session_is_resumed_after_reopen
         check_log(await store.read(sid), state=session.state, closed=True)
 
 
+async def test_a_host_call_answered_just_before_the_close_runs_once_after_reopening() -> None:
+    store, later = MemoryStore(), Later()
+    runs: list[str] = []
+
+    @tool(annotations=DANGEROUS)
+    async def erase(call: Any, ctx: Any) -> ToolResult:
+        """Needs approval; counts its runs."""
+        runs.append(call.call_id)
+        return ToolResult(content=[text("erased")])
+
+    errors: list[BaseException] = []
+    async with trio.open_nursery() as nursery:
+        async with Session.open(store, model=FauxModel([]), tools=[erase],
+                                approver=later) as session:
+            sid = session.session_id
+
+            async def host() -> None:
+                try:
+                    await session.call_tool("erase")
+                except RuntimeError as exc:
+                    errors.append(exc)
+
+            nursery.start_soon(host)  # a task outside the session's block
+            await later.wait()
+            await session.resolve_approval("h0", granted=True)
+            # the block ends before the host's task has gone on with the answer
+    assert len(errors) + len(runs) == 1  # stopped with the block, or it ran before it ended
+
+    async with Session.open(store, model=FauxModel([]), tools=[erase], approver=later,
+                            session_id=sid) as session:
+        outcome = await session.resume_call("h0")
+        check_log(await store.read(sid), state=session.state, closed=True)
+    assert outcome.result.text == "erased"
+    assert runs == ["h0"]  # the answer was used, once
+
+
 async def test_a_host_call_interrupted_mid_body_ends_interrupted_on_resume() -> None:
     """A log cut while a non-idempotent body ran (the process stopped)."""
     store = MemoryStore()
