@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from events.codec import converter
-from events.results import FailureDetail, ToolResult
+from events.results import FailureDetail, TextContent, ToolResult
 
 __all__ = [
     "MAX_CALL_DEPTH",
@@ -42,6 +42,7 @@ __all__ = [
     "not_json_marker",
     "oversized",
     "result_size",
+    "sized_result",
 ]
 
 #: How long a model's tool name or call id may be in the log (MCP names are at most 128).
@@ -155,6 +156,17 @@ def result_size(result: ToolResult) -> int:
     MIME type or a link's description counts as its text does, and so will a field added
     to a block later. ``tests/test_limits.py`` checks the bound on arbitrary results."""
     return json_size(_UNSTRUCTURE_RESULT(result))
+
+
+#: What a result of one empty text block takes: the least a result with text takes.
+_EMPTY_TEXT = result_size(ToolResult(content=(TextContent(text=""),)))
+
+
+def sized_result(size: int) -> ToolResult:
+    """A result of one text block that takes ``size`` bytes as :func:`result_size` measures
+    them (or as few as such a result can, for a smaller ``size``): what a replay gives back
+    for a recorded result that was over the limit, which the log does not keep."""
+    return ToolResult(content=(TextContent(text="x" * max(0, size - _EMPTY_TEXT)),))
 
 
 def clip_name(value: str) -> str:
