@@ -131,7 +131,10 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
                   view: LiveCall) -> ToolResult:
     """Run the body of an allowed call and end it. ``started`` is recorded and written before
     the body runs, also when the body runs again after a restart (an interrupted idempotent
-    call): no body runs without a fact in the log that says so.
+    call): no body runs without a fact in the log that says so. And no such fact without a
+    body: a call already stopped when its body would begin (the session closing just after
+    the host answered it) records nothing, and stays allowed in the log for the next
+    ``resume()`` (docs/resume.md, "Closing a session with work in flight").
 
     The end is recorded, not written: whoever hands the result on writes it first
     (:mod:`engine.recorder` lists who, and when)."""
@@ -139,10 +142,15 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
     if not _may_run(env, recorder, view):  # a deny rule, or no such tool here: it ends unrun
         assert view.result is not None
         return view.result
-    # 6. started (written first), the body under its timeout, the output check
+    # 6. started (written first), the body under its timeout, the output check. A call
+    # stopped before its body could begin (its task was woken by an answer just as the session
+    # began to close, or the prompt was cancelled) is not started: the check and the record
+    # are one step, nothing can stop the call between them, and once recorded, started is
+    # written whatever happens, so the log says started only of a body that was entered.
     spec = env.registry.specs[view.name]
+    await trio.lowlevel.checkpoint_if_cancelled()
     recorder.record(ToolExecutionStarted(call_id=call_id))
-    await recorder.flush()
+    await recorder.flush_finally()
     call = ToolCall(call_id=call_id, name=spec.name, arguments=copy_json(view.arguments),
                     origin=view.origin, parent_id=view.parent_id)
     ctx = ToolContext(call, env, recorder, inflight, advance)

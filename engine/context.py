@@ -205,14 +205,15 @@ class ToolContext:
         """Record a progress update. Updates after the tool returned are dropped.
 
         ``message`` is text or ``None``; ``data`` any JSON value (``ValueError`` otherwise);
-        each may take up to the session's result size limit."""
+        each may take up to the session's result size limit (bytes of JSON, as a result is
+        measured)."""
         if message is not None and not isinstance(message, str):
             raise TypeError(f"a progress message is text, not {type(message).__name__}")
         ensure_json(data)
         limit = self._env.limits.max_result_bytes
         if data is not None and json_size(data) > limit:
             raise ValueError(f"progress data over the size limit of {limit} bytes")
-        if message is not None and len(message) > limit:
+        if message is not None and json_size(message) > limit:
             raise ValueError(f"a progress message over the size limit of {limit} bytes")
         if self._open:
             self._recorder.record(

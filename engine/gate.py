@@ -106,7 +106,7 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
     # (a handler that waited may have let the host register a new version)
     spec = env.newest.registry.specs.get(name, spec)
     decision = decide(name, spec.annotations, rules=env.rules,
-                      session_grants=projection.session_grants)
+                      session_grants=projection.session_answers)
     recorder.record(PolicyDecided(call_id=call_id, decision=decision.decision,
                                   reason=decision.reason, rule=decision.rule))
     if decision.decision == "deny":

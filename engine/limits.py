@@ -6,8 +6,11 @@ engine is handed goes into the log. The limits keep one call from filling it: ar
 size) and the call fails with kind ``too_large`` before any handler sees it; a result over
 ``max_result_bytes`` fails the call the same way and is not kept. A model's arguments that
 are not JSON at all (a NaN, a set, a value nested too deep) are not recorded either: a marker
-stands in their place, naming the problem, and the call fails ``invalid_arguments`` saying so. Sizes are measured as compact,
-ASCII-escaped JSON: an upper bound of the bytes a record spends on the value.
+stands in their place, naming the problem, and the call fails ``invalid_arguments`` saying so.
+Sizes are measured as compact, ASCII-escaped JSON: an upper bound of the bytes a record spends
+on the value. A result is measured in the form a record holds it, as the codec writes it
+(:func:`result_size`): every field of every content block counts, and a field added to a
+block tomorrow counts without a change here.
 
 Depth is bounded too. A nested call runs in its parent's task, four interpreter frames below
 it, so ``max_depth`` cannot go past :data:`MAX_CALL_DEPTH`: the deepest call must still have the
@@ -24,14 +27,7 @@ from typing import Any
 import attrs
 
 from events.codec import converter
-from events.results import (
-    AudioContent,
-    EmbeddedResource,
-    FailureDetail,
-    ImageContent,
-    TextContent,
-    ToolResult,
-)
+from events.results import FailureDetail, TextContent, ToolResult
 
 __all__ = [
     "MAX_CALL_DEPTH",
@@ -46,6 +42,7 @@ __all__ = [
     "not_json_marker",
     "oversized",
     "result_size",
+    "sized_result",
 ]
 
 #: How long a model's tool name or call id may be in the log (MCP names are at most 128).
@@ -145,19 +142,31 @@ def not_json(arguments: Any) -> tuple[str, FailureDetail | None] | None:
     return arguments[NOT_JSON], detail
 
 
+# the codec's own hook for a result, looked up once
+_UNSTRUCTURE_RESULT: Callable[[ToolResult], Any] = converter.get_unstructure_hook(ToolResult)
+
+
 def result_size(result: ToolResult) -> int:
-    """Bytes a result takes: its structured content as JSON plus its blocks' text and data."""
-    size = 0 if result.structured_content is None else json_size(result.structured_content)
-    for block in result.content:
-        if isinstance(block, TextContent):
-            size += len(block.text)
-        elif isinstance(block, (ImageContent, AudioContent)):
-            size += len(block.data)
-        elif isinstance(block, EmbeddedResource):
-            size += json_size(block.resource)
-        else:
-            size += len(block.uri) + len(block.name)
-    return size
+    """Bytes a result takes in the log: the result as the codec writes it into a record
+    (every field of every content block, the structured content, ``is_error``, and the keys
+    that name them), as compact, ASCII-escaped JSON. A record writes text as UTF-8, which
+    never takes more bytes than the escapes, so this bounds what the result adds to it.
+
+    Measuring the encoded form, not a list of fields, is what keeps the bound: a block's
+    MIME type or a link's description counts as its text does, and so will a field added
+    to a block later. ``tests/test_limits.py`` checks the bound on arbitrary results."""
+    return json_size(_UNSTRUCTURE_RESULT(result))
+
+
+#: What a result of one empty text block takes: the least a result with text takes.
+_EMPTY_TEXT = result_size(ToolResult(content=(TextContent(text=""),)))
+
+
+def sized_result(size: int) -> ToolResult:
+    """A result of one text block that takes ``size`` bytes as :func:`result_size` measures
+    them (or as few as such a result can, for a smaller ``size``): what a replay gives back
+    for a recorded result that was over the limit, which the log does not keep."""
+    return ToolResult(content=(TextContent(text="x" * max(0, size - _EMPTY_TEXT)),))
 
 
 def clip_name(value: str) -> str:

@@ -89,7 +89,11 @@ def check_output(
     except ValueError as exc:
         return None, ("not_serialisable", f"{spec.name} returned a result that is not JSON: {exc}",
                       None, exc.detail if isinstance(exc, NotJson) else None)
-    if (size := result_size(result)) > limits.max_result_bytes:
+    recorded = result
+    if result.structured_content is not None and not result.content:
+        # MCP's rule: the text block it gets is recorded too, so it is measured with the rest
+        recorded = attrs.evolve(result, content=(_json_block(result.structured_content),))
+    if (size := result_size(recorded)) > limits.max_result_bytes:
         return None, ("too_large", f"{spec.name} returned {size} bytes, over the limit of "
                       f"{limits.max_result_bytes}; the result was not kept", None,
                       FailureDetail(limit=limits.max_result_bytes, size=size))
@@ -102,9 +106,7 @@ def check_output(
         if problem is not None:
             return result, ("invalid_output", f"{spec.name} returned output that violates "
                             f"its output schema: {problem}", None, None)
-    if result.structured_content is not None and not result.content:
-        result = attrs.evolve(result, content=(_json_block(result.structured_content),))
-    return result, None
+    return recorded, None
 
 
 def _json_block(structured: Any) -> TextContent:

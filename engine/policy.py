@@ -12,7 +12,10 @@ asks even when the tool also claims ``read_only=True``. On top of it sit rules b
 refused "for the session", which the reducers fold from ``ApprovalResolved`` events.
 
 Precedence, first match wins: a deny rule; a session-wide refusal; an allow rule; a
-session-wide grant; an ask rule; the annotation rule. Deny beats everything so that a host's
+session-wide grant; an ask rule; the annotation rule. A session-wide refusal quotes the reason
+its answer gave (read from the recorded ``ApprovalResolved``, so a session reopened from its
+log quotes it too), cut to :data:`~engine.refusals.REASON_LIMIT` characters: every call it
+refuses says why, not only the one it answered. Deny beats everything so that a host's
 "never" cannot be overridden by a click in a terminal. It also beats the log: the runtime asks
 :func:`deny_rule` again just before a body runs, so a call the log allowed or sent for approval
 before the host added the rule (a session reopened with new rules) is denied, not run.
@@ -30,11 +33,13 @@ from typing import Any
 
 import attrs
 
-from events.types import Annotations, Decision
+from events.types import Annotations, ApprovalResolved, Decision
 
+from .refusals import REASON_LIMIT
 from .renamed import renamed_attribute
 
-__all__ = ["PolicyDecision", "PolicyRules", "decide", "deny_rule", "needs_approval"]
+__all__ = ["PolicyDecision", "PolicyRules", "decide", "deny_rule", "needs_approval",
+           "refused_for_session"]
 
 
 def needs_approval(annotations: Annotations) -> bool:
@@ -114,19 +119,23 @@ def decide(
     annotations: Annotations,
     *,
     rules: PolicyRules = PolicyRules(),
-    session_grants: Mapping[str, bool] = {},
+    session_grants: Mapping[str, bool | ApprovalResolved] = {},
 ) -> PolicyDecision:
     """Judge a call of tool ``name``.
 
-    ``session_grants`` maps a tool name to the last "for the session" answer the approver gave
-    (``True`` granted, ``False`` refused). The arguments do not enter the built-in rules; a
-    host that judges arguments does it in a ``tool_call`` handler, which runs first.
+    ``session_grants`` maps a tool name to the last "for the session" answer the approver gave:
+    the recorded ``ApprovalResolved`` (what a session passes: a refusal then quotes its
+    reason), or just whether it granted (``True`` granted, ``False`` refused). The arguments
+    do not enter the built-in rules; a host that judges arguments does it in a ``tool_call``
+    handler, which runs first.
     """
     if (denied := deny_rule(name, rules)) is not None:
         return denied
-    grant = session_grants.get(name)
+    answer = session_grants.get(name)
+    grant = answer if answer is None or isinstance(answer, bool) else answer.granted
     if grant is False:
-        return PolicyDecision(decision="deny", reason=f"{name} was refused for this session")
+        given = None if isinstance(answer, bool) or answer is None else answer.reason
+        return PolicyDecision(decision="deny", reason=refused_for_session(name, given))
     if pattern := _match(rules.allow, name):
         return PolicyDecision(decision="allow", reason=f"allowed by the rule {pattern!r}",
                               rule=pattern)
@@ -135,6 +144,23 @@ def decide(
     if pattern := _match(rules.ask, name):
         return PolicyDecision(decision="ask", reason=f"the rule {pattern!r} asks", rule=pattern)
     return _by_annotations(name, annotations)
+
+
+def refused_for_session(name: str, given: str | None) -> str:
+    """The reason of a decision that a refusal for the session made: the reason ``given``
+    with the refusal, if any, quoted (cut to :data:`~engine.refusals.REASON_LIMIT`
+    characters; the resolution keeps it whole)::
+
+        >>> refused_for_session("rm", "never in production")
+        'rm was refused for this session: never in production'
+        >>> refused_for_session("rm", None)
+        'rm was refused for this session'
+    """
+    if not given:
+        return f"{name} was refused for this session"
+    if len(given) > REASON_LIMIT:
+        given = f"{given[:REASON_LIMIT]}… ({len(given) - REASON_LIMIT} more characters)"
+    return f"{name} was refused for this session: {given}"
 
 
 @functools.lru_cache(maxsize=1024)

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from events.models import Usage
-from events.types import AssistantMessage, ModelToolCall, ToolSnapshot
+from events.types import ApprovalResolved, AssistantMessage, ModelToolCall, ToolSnapshot
 
 from .views import (
     CallsView,
@@ -48,6 +48,8 @@ class ProjectionState:
         self._declared: tuple[ToolSnapshot, ...] = ()
         self._grants: dict[str, bool] = {}
         self._grants_view = MappingProxyType(self._grants)
+        self._answers: dict[str, ApprovalResolved] = {}
+        self._answers_view = MappingProxyType(self._answers)
         self._calls: dict[str, LiveCall] = {}
         self._views: dict[str, CallView] = {}  # views handed out, until their call changes
         self._calls_view = CallsView(self._calls, self._views)
@@ -89,6 +91,13 @@ class ProjectionState:
     def session_grants(self) -> Mapping[str, bool]:
         """The approver's "for the session" answers by tool name (True granted)."""
         return self._grants_view
+
+    @property
+    def session_answers(self) -> Mapping[str, ApprovalResolved]:
+        """The same answers as the log recorded them, by tool name (the last one given for
+        each): whether it granted, and the reason a refusal gave, which the policy quotes to
+        every later call the refusal refuses."""
+        return self._answers_view
 
     @property
     def calls(self) -> Mapping[str, CallView]:
@@ -159,6 +168,7 @@ class ProjectionState:
             tools=dict(self._tools),
             active_tools=self._active_set,
             session_grants=dict(self._grants),
+            session_answers=dict(self._answers),
             calls=dict(self._calls_view),
             children={k: tuple(v) for k, v in self._children.items()},
             open_calls=tuple(self._open),

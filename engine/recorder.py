@@ -26,7 +26,11 @@ through the event loop. When such a store would have to wait (``trio.WouldBlock`
 process holds the JSONL file's lock, or a durable store must ``fsync``), the flush awaits its
 ``append`` instead, under the lock, unshielded: that wait is cancellable and writes nothing
 when cancelled, and the batch stays queued for the next flush. A flush is a cancellation point
-either way: a cancelled task is cancelled before it writes, never during the write.
+either way: a cancelled task is cancelled before it writes, never during the write. What must
+be written whatever happens to the task goes through :meth:`Recorder.flush_finally`: the
+end of a prompt or a host call, the session's close, and a body's ``tool_execution_started``
+(the log says started only of a body that was entered, so that write is never left queued
+for a later flush by a cancellation).
 
 Followers (:meth:`Recorder.follow`) read the in-memory history at their own pace; recording
 never waits for them.
@@ -113,18 +117,9 @@ class Recorder:
             return
         if self._append_nowait is not None and (lock is None or not lock.locked()):
             await trio.lowlevel.checkpoint_if_cancelled()
-            batch = self._outbox
-            try:
-                self._append_nowait(self.session_id, batch, batch[0].seq - 1)
-            except trio.WouldBlock:
-                pass  # the store must wait (a lock held elsewhere, an fsync): wait below
-            except BaseException as exc:
-                self._outbox = []
-                self._broken = exc
-                raise
-            else:
-                self._outbox = []
+            if self._write_now():
                 return
+            # the store must wait (a lock held elsewhere, an fsync): wait below
         if self._lock is None:
             self._lock = trio.Lock()
         async with self._lock:
@@ -149,11 +144,32 @@ class Recorder:
                 self._broken = exc
                 raise
 
+    def _write_now(self) -> bool:
+        """Write the queue to an inline store at once, if it takes no wait (no flush of
+        another task's under way, and the store need not wait): whether it did."""
+        lock = self._lock
+        if self._append_nowait is None or (lock is not None and lock.locked()):
+            return False
+        batch = self._outbox
+        try:
+            self._append_nowait(self.session_id, batch, batch[0].seq - 1)
+        except trio.WouldBlock:
+            return False
+        except BaseException as exc:
+            self._outbox = []
+            self._broken = exc
+            raise
+        self._outbox = []
+        return True
+
     async def flush_finally(self) -> None:
-        """:meth:`flush`, shielded from cancellation: what a prompt's or a host call's end and
-        the session's close write whatever happens to the task. With nothing queued and no
-        write under way there is nothing to shield (a flush then returns at once), and no
-        cancel scope is made."""
+        """:meth:`flush`, shielded from cancellation: what a prompt's or a host call's end,
+        the session's close, and a body's ``started`` write whatever happens to the task.
+        With nothing queued and no write under way there is nothing to shield (a flush then
+        returns at once), and an inline store that can write at once is written without a
+        cancel scope (a scope costs more than the write)."""
+        if self._outbox and self._write_now():
+            return
         if self._outbox or (self._lock is not None and self._lock.locked()):
             with trio.CancelScope(shield=True):
                 await self.flush()

@@ -240,6 +240,7 @@ class Projection(ProjectionState):
             self._pending.pop(call_id, None)
             if event.scope == "session":
                 self._grants[call.name] = event.granted
+                self._answers[call.name] = event
 
     def _enter_result(self, call: LiveCall) -> None:
         assert call.terminal is not None

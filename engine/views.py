@@ -251,3 +251,5 @@ class SessionState:
     transcript: tuple[TranscriptEntry, ...]
     system_prompt: str | None = None
     usage: Usage = Usage(input_tokens=0, output_tokens=0, cached_tokens=0)
+    #: the "for the session" answers as recorded, by tool name
+    session_answers: Mapping[str, ApprovalResolved] = attrs.field(factory=dict)

@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from trio.testing import MockClock
 
 from engine import LATER, Annotations, Limits, Session, ToolResult, approve_all, text, tool
+from engine.limits import result_size
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.reducers import TranscriptEntry, fold
 from engine.replay import redrive
@@ -125,7 +126,9 @@ def test_a_failure_records_the_limit_type_or_path_its_message_names() -> None:
         assert failed["1.1"].detail == FailureDetail(path=(0,) * 100, problem="depth",
                                                      limit=100)
         assert failed["1.2"].kind == "too_large"
-        assert failed["1.2"].detail == FailureDetail(limit=400, size=500)
+        # the size of the whole result as its record would hold it, not of its text alone
+        big = result_size(ToolResult(content=[text("x" * 500)]))
+        assert big > 500 and failed["1.2"].detail == FailureDetail(limit=400, size=big)
         assert failed["1.3"].detail == FailureDetail(type="bytes")
         assert failed["1.4/0"].kind == "invalid_arguments"
         assert failed["1.4/0"].detail == FailureDetail(path=("kind",), problem="number",

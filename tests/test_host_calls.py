@@ -317,23 +317,35 @@ async def test_cancelling_a_host_call_records_it_cancelled() -> None:
         check_log(await store.read(session.session_id), state=session.state, closed=True)
 
 
-async def test_a_host_call_left_open_by_a_closed_session_is_resumed_after_reopening() -> None:
-    store, later = MemoryStore(), Later()
+async def close_under_a_waiting_host_call(store: MemoryStore, later: Later, tools: list[Any],
+                                         name: str, *, answer: bool = False,
+                                         ) -> tuple[str, list[BaseException]]:
+    """Open a session, call ``name`` for the host from a task outside its block, and end the
+    block while the call waits for its approval (``answer``: just after granting it). The
+    session's id, and what the host's call raised."""
     errors: list[BaseException] = []
     async with trio.open_nursery() as nursery:
-        async with Session.open(store, model=FauxModel([]), tools=TOOLS,
+        async with Session.open(store, model=FauxModel([]), tools=tools,
                                 approver=later) as session:
-            sid = session.session_id
 
             async def host() -> None:
                 try:
-                    await session.call_tool("wipe")
+                    await session.call_tool(name)
                 except RuntimeError as exc:
                     errors.append(exc)
 
             nursery.start_soon(host)  # a task outside the session's block
             await later.wait()
-        # the block ended with the call waiting: it stays open in the log
+            if answer:
+                await session.resolve_approval("h0", granted=True)
+                # the block ends before the host's task has gone on with the answer
+    return session.session_id, errors
+
+
+async def test_a_host_call_left_open_by_a_closed_session_is_resumed_after_reopening() -> None:
+    store, later = MemoryStore(), Later()
+    sid, errors = await close_under_a_waiting_host_call(store, later, TOOLS, "wipe")
+    # the block ended with the call waiting: it stays open in the log
     [error] = errors
     assert "resume_call('h0')" in str(error)
     assert fold(await store.read(sid)).pending_approvals == ("h0",)
@@ -350,6 +362,28 @@ async def test_a_host_call_left_open_by_a_closed_session_is_resumed_after_reopen
         with pytest.raises(ValueError, match="not a host call"):
             await session.resume_call("1.0")
         check_log(await store.read(sid), state=session.state, closed=True)
+
+
+async def test_a_host_call_answered_just_before_the_close_runs_once_after_reopening() -> None:
+    store, later = MemoryStore(), Later()
+    runs: list[str] = []
+
+    @tool(annotations=DANGEROUS)
+    async def erase(call: Any, ctx: Any) -> ToolResult:
+        """Needs approval; counts its runs."""
+        runs.append(call.call_id)
+        return ToolResult(content=[text("erased")])
+
+    sid, errors = await close_under_a_waiting_host_call(store, later, [erase], "erase",
+                                                        answer=True)
+    assert len(errors) + len(runs) == 1  # stopped with the block, or it ran before it ended
+
+    async with Session.open(store, model=FauxModel([]), tools=[erase], approver=later,
+                            session_id=sid) as session:
+        outcome = await session.resume_call("h0")
+        check_log(await store.read(sid), state=session.state, closed=True)
+    assert outcome.result.text == "erased"
+    assert runs == ["h0"]  # the answer was used, once
 
 
 async def test_a_host_call_interrupted_mid_body_ends_interrupted_on_resume() -> None:

@@ -7,12 +7,17 @@ from typing import Any
 
 import pytest
 
+from hypothesis import given
+
 from engine import Annotations, Limits, Rewrite, ToolResult, text, tool
-from engine.limits import OVERSIZED, json_size
+from engine.limits import OVERSIZED, json_size, result_size
 from engine.models import faux_text, faux_tool_call
-from events.types import ToolCallFailed, ToolCallRequested
+from events.codec import encode_line
+from events.results import AudioContent, EmbeddedResource, ImageContent, ResourceLink
+from events.types import Record, ToolCallCompleted, ToolCallFailed, ToolCallRequested
 
 from conftest import run_session
+from strategies import instances_of
 
 SAFE = Annotations(read_only=True, open_world=False)
 LIMITS = Limits(max_argument_bytes=1_000, max_result_bytes=2_000)
@@ -42,8 +47,7 @@ def failure(records: list[Any], call_id: str) -> ToolCallFailed:
 
 
 def biggest_record(records: list[Any]) -> int:
-    from events.codec import encode_line
-    return max(len(encode_line(r)) for r in records)
+    return max(len(encode_line(r).encode()) for r in records)
 
 
 async def test_oversized_model_arguments_are_not_recorded_and_the_call_fails() -> None:
@@ -71,8 +75,66 @@ async def test_an_oversized_result_fails_its_call_and_is_not_kept() -> None:
         limits=LIMITS)
     end = failure(records, "1.0")
     assert end.kind == "too_large" and end.returned is None
-    assert "10000 bytes, over the limit of 2000" in end.result.text
+    size = result_size(ToolResult(content=[text("x" * 10_000)]))
+    assert f"{size} bytes, over the limit of 2000" in end.result.text
+    assert end.detail is not None and end.detail.size == size
     assert biggest_record(records) < 3_000
+
+
+BIG = "q" * 20_000
+
+#: Results whose bulk is in a field other than a block's text or data: each is recorded
+#: whole, so each counts.
+BULKY_RESULTS = {
+    "a resource link's description": ToolResult(content=[ResourceLink(
+        uri="file:///a", name="a", description=BIG)]),
+    "a resource link's title": ToolResult(content=[ResourceLink(uri="file:///a", name="a",
+                                                                title=BIG)]),
+    "a resource link's MIME type": ToolResult(content=[ResourceLink(
+        uri="file:///a", name="a", mime_type=BIG)]),
+    "an image's MIME type": ToolResult(content=[ImageContent(data="iVBO", mime_type=BIG)]),
+    "an audio clip's MIME type": ToolResult(content=[AudioContent(data="UklG",
+                                                                  mime_type=BIG)]),
+    "the text of non-ASCII characters, escaped": ToolResult(content=[text("\u2603" * 1_500)]),
+    "the JSON text block structured content gets": ToolResult(
+        structured_content={"blob": "b" * 1_200}),
+    "an embedded resource's fields": ToolResult(content=[EmbeddedResource(
+        resource={"uri": "file:///a", "text": "t", "extra": BIG})]),
+}
+
+
+@pytest.mark.parametrize("bulky", BULKY_RESULTS, ids=list(BULKY_RESULTS))
+async def test_every_field_a_result_records_counts_towards_the_limit(bulky: str) -> None:
+    returned = BULKY_RESULTS[bulky]
+
+    @tool(input_schema=ANY_OBJECT, annotations=SAFE)
+    async def bulky_tool(call: Any, ctx: Any) -> ToolResult:
+        return returned
+
+    state, records, _ = await run_session([bulky_tool],
+                                          [faux_tool_call("bulky_tool"), faux_text("after")],
+                                          limits=LIMITS)
+    end = failure(records, "1.0")
+    assert end.kind == "too_large" and end.returned is None
+    assert end.detail is not None and end.detail.size is not None and end.detail.size > 2_000
+    assert biggest_record(records) < 3_000  # the log did not take it
+    assert state.transcript[-1].text == "after"  # type: ignore[union-attr]
+
+
+def _completed(result: ToolResult) -> bytes:
+    event = ToolCallCompleted(call_id="1.0", result=result)
+    return encode_line(Record(session_id="s", seq=1, time=0.0, event=event)).encode()
+
+
+@given(instances_of(ToolResult))
+def test_the_counted_size_bounds_the_bytes_a_result_adds_to_its_record(
+    result: ToolResult,
+) -> None:
+    # whatever fields a result has (a field added tomorrow is drawn too), the bytes it adds
+    # to the record that keeps it are no more than the size the limit counts
+    empty = ToolResult()
+    grown = len(_completed(result)) - len(_completed(empty))
+    assert grown <= result_size(result) - result_size(empty)
 
 
 async def test_oversized_nested_arguments_fail_the_nested_call_only() -> None:
@@ -103,3 +165,20 @@ async def test_a_rewrite_over_the_limit_blocks_the_call() -> None:
 def test_limits_must_be_positive_byte_counts(bad: Any) -> None:
     with pytest.raises(ValueError, match="positive number of bytes"):
         Limits(max_argument_bytes=bad)
+
+
+async def test_a_progress_message_counts_its_bytes_not_its_characters() -> None:
+    refused: list[str] = []
+
+    @tool(input_schema=ANY_OBJECT, annotations=SAFE)
+    async def chatty(call: Any, ctx: Any) -> ToolResult:
+        try:
+            ctx.report_progress("\u2603" * 1_500)  # 1 500 characters, 4 500 bytes of UTF-8
+        except ValueError as exc:
+            refused.append(str(exc))
+        return ToolResult(content=[text("done")])
+
+    state, records, _ = await run_session([chatty], [faux_tool_call("chatty"), faux_text("ok")],
+                                          limits=LIMITS)
+    assert refused and "limit of 2000 bytes" in refused[0]
+    assert biggest_record(records) < 3_000

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import itertools
 
+import attrs
 import pytest
 
 from engine.policy import PolicyDecision, PolicyRules, decide, needs_approval
-from events.types import Annotations
+from events.types import Annotations, ApprovalResolved
 
 HINTS = (None, True, False)
 COMBINATIONS = list(itertools.product(HINTS, HINTS, HINTS))
@@ -206,3 +207,20 @@ def test_the_rule_does_not_depend_on_the_arguments_or_other_names() -> None:
     for name in ("ls", "cat2", "xrm_", "RM_rf"):
         assert decide(name, SAFE, rules=rules).decision == "allow"
         assert decide(name, DANGEROUS, rules=rules).decision == "ask"
+
+
+def test_a_session_refusal_quotes_the_reason_its_recorded_answer_gave() -> None:
+    refused = ApprovalResolved(call_id="1.0", granted=False, scope="session",
+                               reason="never in production")
+    decision = decide("cat", SAFE, session_grants={"cat": refused})
+    assert (decision.decision, decision.rule) == ("deny", None)
+    assert decision.reason == "cat was refused for this session: never in production"
+    # without a reason, or given only as a bool, it says what it always said
+    silent = attrs.evolve(refused, reason=None)
+    assert decide("cat", SAFE, session_grants={"cat": silent}).reason == (
+        "cat was refused for this session")
+    assert decide("cat", SAFE, session_grants={"cat": False}).reason == (
+        "cat was refused for this session")
+    # a recorded grant allows, as True does
+    granted = attrs.evolve(refused, granted=True, reason=None)
+    assert decide("deploy", DANGEROUS, session_grants={"deploy": granted}).decision == "allow"

@@ -366,7 +366,7 @@ def test_the_policy_judges_with_the_rules_and_the_grants_the_log_held(
         records = run.stored_records
         annotations: dict[str, Any] = {}
         names: dict[str, str] = {}
-        grants: dict[str, bool] = {}
+        grants: dict[str, ApprovalResolved] = {}
         for record in records:
             event = record.event
             if isinstance(event, ToolRegistered):
@@ -379,7 +379,7 @@ def test_the_policy_judges_with_the_rules_and_the_grants_the_log_held(
                                  session_grants=grants)
                 assert (event.decision, event.reason) == (verdict.decision, verdict.reason)
             elif isinstance(event, ApprovalResolved) and event.scope == "session":
-                grants[names[event.call_id]] = event.granted
+                grants[names[event.call_id]] = event  # a refusal's reason is quoted
         for call_id, (end,) in terminals(records).items():
             verdicts = [r.event for r in records
                         if isinstance(r.event, PolicyDecided) and r.event.call_id == call_id]

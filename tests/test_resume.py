@@ -225,6 +225,65 @@ async def test_a_non_idempotent_parent_left_running_ends_interrupted_and_the_mod
         assert isinstance(seen, ToolResultEntry) and "interrupted" in seen.result.text
 
 
+ANSWERED_BEFORE_CLOSE = {
+    # what the model asks for, and the call that waits for the host's answer
+    "top-level": ([faux_tool_call("danger", {"n": 1})], "1.0"),
+    "nested": ([faux_tool_call("parent")], "1.0/0"),
+}
+
+
+@pytest.mark.parametrize("reopen", ["the same store", "a new store on the file"])
+@pytest.mark.parametrize("where", list(ANSWERED_BEFORE_CLOSE))
+async def test_an_answer_given_before_the_close_is_honoured_by_the_next_resume_exactly_once(
+    tmp_path: Path, where: str, reopen: str
+) -> None:
+    asks, waiting = ANSWERED_BEFORE_CLOSE[where]
+    log = tmp_path / "log.jsonl"
+    store = JsonlStore(log)
+    tools = Tools(idempotent_parent=True)
+    async with Session.open(store, model=FauxModel(asks), tools=tools.specs, approver=later,
+                            session_id=SID, create=True) as session:
+        assert (await session.prompt("go")).stop == "paused"
+        await session.resolve_approval(waiting, True)
+        # the block ends at once: resume() comes in the next session
+
+    if reopen != "the same store":
+        store.close()
+        store = JsonlStore(log)  # what another process opens
+    model = FauxModel([faux_text("done")])
+    async with Session.open(store, model=model, tools=tools.specs, approver=later,
+                            session_id=SID) as session:
+        assert session.pending_approvals() == ()  # answered: nothing asks the host again
+        assert (await session.resume()).stop == "end_turn"
+    store.close()
+    danger = [run for run in tools.runs if run.startswith("danger")]
+    assert danger == [f"danger {waiting} {{'n': 1}}"]  # the answer was used, once
+    assert session.calls[waiting].status == "completed"
+    assert session.state.open_calls == ()
+    expected = "parent saw: danger 1" if where == "nested" else "danger 1"
+    assert results(session) == [("1.0", expected)]
+
+
+async def test_an_answered_nested_call_whose_parent_cannot_run_again_is_closed_unrun() -> None:
+    store = MemoryStore()
+    tools = Tools()  # the parent is not idempotent: its body cannot run again after a close
+    async with Session.open(store, model=FauxModel([faux_tool_call("parent")]),
+                            tools=tools.specs, approver=later, session_id=SID,
+                            create=True) as session:
+        await session.prompt("go")
+        await session.resolve_approval("1.0/0", True)
+    # the body of the answered call never began: the log does not say it did
+    state = fold(await store.read(SID))
+    assert state.calls["1.0/0"].status == "allowed"
+    async with Session.open(store, model=FauxModel([faux_text("done")]), tools=tools.specs,
+                            approver=later, session_id=SID) as session:
+        await session.resume()
+    assert tools.runs == ["parent 1.0"]  # danger never ran
+    terminal = session.calls["1.0"].terminal
+    assert isinstance(terminal, ToolCallFailed) and terminal.kind == "interrupted"
+    assert session.calls["1.0/0"].status == "cancelled"
+
+
 def leaves(exc: BaseException) -> list[BaseException]:
     if isinstance(exc, BaseExceptionGroup):
         return [leaf for inner in exc.exceptions for leaf in leaves(inner)]

@@ -32,7 +32,7 @@ from engine.replay import redrive
 from events import MemoryStore, Record
 from events.codec import decode_record, encode_record
 from events.results import ErrorInfo, error_result
-from events.types import TERMINAL_EVENTS, ToolCallBlocked, ToolCallDenied
+from events.types import TERMINAL_EVENTS, PolicyDecided, ToolCallBlocked, ToolCallDenied
 
 from conftest import call_events, counting_clock, run_session
 
@@ -47,6 +47,10 @@ def make_rm(runs: list[str]) -> Any:
         return ToolResult(content=[text("removed")])
 
     return rm
+
+
+async def later(request: ApprovalRequest) -> Any:
+    return LATER
 
 
 def terminal(records: Any, call_id: str) -> Any:
@@ -105,7 +109,75 @@ async def test_a_refusal_for_the_session_tells_its_reason_and_later_calls_say_wh
         approver=never)
     assert runs == []
     assert state.calls["1.0"].result.text == "rm was not approved: never in production"
-    assert state.calls["2.0"].result.text == "rm was denied: rm was refused for this session"
+    assert state.calls["2.0"].result.text == (
+        "rm was denied: rm was refused for this session: never in production")
+
+
+def make_tools(runs: list[str]) -> list[Any]:
+    """``rm``, and ``tidy``, which calls ``rm`` as a nested call."""
+
+    @tool(annotations=Annotations(read_only=True, open_world=False))
+    async def tidy(call: Any, ctx: Any) -> ToolResult:
+        outcome = await ctx.execute_tool("rm", {})
+        return ToolResult(content=[text(f"tidy saw: {outcome.result.text}")])
+
+    return [make_rm(runs), tidy]
+
+
+def denials(records: Any, call_id: str) -> tuple[Any, Any]:
+    [decided] = [e for e in call_events(records, call_id) if isinstance(e, PolicyDecided)]
+    return decided, terminal(records, call_id)
+
+
+async def test_every_call_a_refusal_for_the_session_refuses_reads_its_reason() -> None:
+    runs: list[str] = []
+    store = MemoryStore()
+    told = "rm was denied: rm was refused for this session: not on a Friday"
+    model = FauxModel([faux_tool_call("rm"), [faux_tool_call("rm"), faux_tool_call("tidy")],
+                       faux_text("ok")])
+    async with Session.open(store, model=model, tools=make_tools(runs), approver=later,
+                            session_id="s", create=True, clock=counting_clock()) as session:
+        assert (await session.prompt("go")).stop == "paused"
+        await session.resolve_approval("1.0", False, scope="session", reason="not on a Friday")
+        await session.resume()
+        assert session.calls["1.0"].result.text == "rm was not approved: not on a Friday"
+        assert session.calls["2.0"].result.text == told  # a later top-level call
+        assert session.calls["2.1/0"].result.text == told  # and a later nested one
+        assert session.calls["2.1"].result.text == f"tidy saw: {told}"
+
+    # reopened (as another process would), the refusal and its reason are read from the log
+    model = FauxModel([[faux_tool_call("rm"), faux_tool_call("tidy")], faux_text("ok")])
+    async with Session.open(store, model=model, tools=make_tools(runs), approver=later,
+                            session_id="s", clock=counting_clock()) as session:
+        await session.prompt("again")
+        assert session.calls["4.0"].result.text == told
+        assert session.calls["4.1/0"].result.text == told
+    assert runs == []
+    records = await store.read("s")
+    for call_id in ("2.0", "2.1/0", "4.0", "4.1/0"):
+        decided, denied = denials(records, call_id)
+        # the machine-readable fields: the policy denied it, no rule of the host's did
+        assert (decided.decision, decided.rule) == ("deny", None)
+        assert isinstance(denied, ToolCallDenied) and (denied.by, denied.rule) == ("policy", None)
+        assert denied.reason == decided.reason == "rm was refused for this session: not on a Friday"
+    assert (await redrive(records)).ok
+
+
+async def test_a_long_reason_for_the_session_is_quoted_bounded_in_each_later_refusal() -> None:
+    reason = "\x1b[2J" + "r" * 10_000
+
+    async def never(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=False, scope="session", reason=reason)
+
+    state, records, _ = await run_session(
+        [make_rm([])], [faux_tool_call("rm"), faux_tool_call("rm"), faux_text("ok")],
+        approver=never)
+    decided, denied = denials(records, "2.0")
+    assert decided.reason.startswith("rm was refused for this session: \x1b[2Jrrr")
+    assert len(decided.reason) < REASON_LIMIT + 100  # the resolution keeps it whole
+    told = state.calls["2.0"].result.text
+    assert told.startswith("rm was denied: rm was refused for this session: \ufffd[2Jrrr")
+    assert len(told) < REASON_LIMIT + 100
 
 
 async def test_the_reason_the_model_reads_is_bounded_and_has_no_control_characters() -> None:
@@ -241,3 +313,29 @@ async def test_a_log_an_older_engine_worded_replays_without_divergence() -> None
     edited = [attrs.evolve(r, event=attrs.evolve(r.event, result=error_result("rm ran fine")))
               if isinstance(r.event, ToolCallDenied) else r for r in records]
     assert not (await redrive(edited)).ok
+
+
+async def test_a_log_whose_later_refusals_did_not_quote_the_reason_replays_without_divergence(
+) -> None:
+    """Before a refusal for the session quoted its reason, each later call it refused read
+    "NAME was refused for this session": such a log replays as it is."""
+
+    async def never(request: ApprovalRequest) -> ApprovalAnswer:
+        return ApprovalAnswer(granted=False, scope="session", reason="never in production")
+
+    _, records, _ = await run_session(
+        [make_rm([])], [faux_tool_call("rm"), faux_tool_call("rm"), faux_text("ok")],
+        approver=never)
+    formerly = "rm was refused for this session"
+
+    def older(record: Record) -> Record:
+        event = record.event
+        if isinstance(event, PolicyDecided) and event.decision == "deny":
+            return attrs.evolve(record, event=attrs.evolve(event, reason=formerly))
+        if isinstance(event, ToolCallDenied) and event.by == "policy":
+            return attrs.evolve(record, event=attrs.evolve(
+                event, reason=formerly, result=error_result(f"rm was denied: {formerly}")))
+        return record
+
+    report = await redrive([older(r) for r in records])
+    assert report.ok, [d.describe() for d in report.divergences]

@@ -31,7 +31,7 @@ from typing import Any
 import attrs
 import trio
 
-from events.results import ToolResult, text
+from events.results import ToolResult
 from events.types import (
     FailureDetail,
     ToolCallCompleted,
@@ -43,6 +43,7 @@ from events.types import (
 
 from ..context import ToolContext
 from ..jsonvalues import MAX_DEPTH
+from ..limits import sized_result
 from ..tools import ToolCall, ToolSpec
 from .recorded import RecordedCall, RecordedSession
 from .watch import Watch
@@ -228,7 +229,7 @@ class RecordedTools:
                 return ToolResult(structured_content=not_json_value(terminal.detail))
             size = terminal.detail.size if terminal.detail is not None else None
             if kind == "too_large" and size is not None and 0 <= size <= MAX_REBUILT_BYTES:
-                return ToolResult(content=[text("x" * size)])  # as many bytes as it was
+                return sized_result(size)  # as many bytes as it was
         raise NoRecordedResult(
             f"call {call.call_id} ({call.name}) ended as "
             f"{type(terminal).__name__ if terminal else 'nothing'} in the log: the replay "

@@ -169,7 +169,7 @@ def check_approvals(
     the approver could answer."""
     notes: dict[str, Annotations] = {}
     names: dict[str, str] = {}
-    grants: dict[str, bool] = {}
+    grants: dict[str, ApprovalResolved] = {}  # the last answer for the session, by tool
     decisions: dict[str, str] = {}
     requested: dict[str, int] = {}
     resolved: dict[str, ApprovalResolved] = {}
@@ -193,13 +193,19 @@ def check_approvals(
             raise _fail(f"{where}: the policy said ask for call {call_id} ({name}), but its next "
                         f"event is {_kind(event)}, not approval_requested")
         if isinstance(event, PolicyDecided):
-            expected = decide(name, notes.get(name, Annotations()), rules=rules,
-                              session_grants=grants)
-            if (event.decision, event.reason) != (expected.decision, expected.reason):
+            annotations = notes.get(name, Annotations())
+            expected = decide(name, annotations, rules=rules, session_grants=grants)
+            # a log written before a refusal for the session quoted its reason to later calls
+            unquoted = decide(name, annotations, rules=rules,
+                              session_grants={tool: answer.granted
+                                              for tool, answer in grants.items()})
+            if (event.decision, event.reason) not in ((expected.decision, expected.reason),
+                                                      (unquoted.decision, unquoted.reason)):
+                held = {tool: answer.granted for tool, answer in grants.items()}
                 raise _fail(
                     f"{where}: the policy said {event.decision} ({event.reason}) for call "
                     f"{call_id} ({name}); with its annotations, the rules and the session's "
-                    f"grants then ({grants}) it says {expected.decision} ({expected.reason})")
+                    f"grants then ({held}) it says {expected.decision} ({expected.reason})")
             decisions[call_id] = event.decision
         elif isinstance(event, ApprovalRequested):
             if decisions.get(call_id) != "ask":
@@ -214,7 +220,7 @@ def check_approvals(
                 raise _fail(f"{where}: the approval of call {call_id} ({name}) was resolved twice")
             resolved[call_id] = event
             if event.scope == "session":
-                grants[name] = event.granted
+                grants[name] = event
         elif isinstance(event, ToolExecutionStarted):
             decision = decisions.get(call_id)
             approval = resolved.get(call_id)

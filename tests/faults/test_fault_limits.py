@@ -36,7 +36,7 @@ from engine import (
     text,
     tool,
 )
-from engine.limits import json_size
+from engine.limits import json_size, result_size
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import MemoryStore, Record, encode_line
 from events.types import (
@@ -57,6 +57,18 @@ def blob(size: int) -> dict[str, str]:
     arguments = {"blob": "x" * (size - EMPTY_BLOB)}
     assert json_size(arguments) == size
     return arguments
+
+
+#: The bytes a result with one empty text block takes: what a result adds to its text.
+EMPTY_RESULT = result_size(ToolResult(content=[text("")]))
+
+
+def filler(size: int, letter: str) -> str:
+    """The text of a result with one text block that takes exactly ``size`` bytes (a result
+    counts whole, as a record holds it: the block's ``type``, ``is_error`` and the keys)."""
+    words = letter * (size - EMPTY_RESULT)
+    assert result_size(ToolResult(content=[text(words)])) == size
+    return words
 
 
 def biggest(records: list[Record]) -> int:
@@ -87,7 +99,7 @@ class Probe:
                 except ValueError as exc:
                     probe.progress_error.append(str(exc))
             if probe.entry == "result":
-                return ToolResult(content=[text("r" * probe.size)])
+                return ToolResult(content=[text(filler(probe.size, "r"))])
             return ToolResult(content=[text("target done")])
 
         @tool(input_schema=ANY_OBJECT, annotations=SAFE)
@@ -105,7 +117,7 @@ class Probe:
 
     def patch(self, draft: ToolResultDraft) -> ResultPatch | None:
         if self.entry == "patch":
-            return ResultPatch(content=["p" * self.size])
+            return ResultPatch(content=[filler(self.size, "p")])
         return None
 
     async def run(self) -> list[Record]:
