@@ -46,6 +46,7 @@ from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies
 from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
 from .locks import claim_file
+from .modes import open_creating
 from .rows import check_rows, decode_row
 from .sqlite_schema import check_schema, init_schema
 
@@ -78,6 +79,16 @@ def _connect(
     return conn
 
 
+def _create(path: str) -> None:
+    """Make the database file owner-only if it is missing (see :mod:`events.stores.modes`):
+    SQLite would make it through the umask, and its ``-wal`` and ``-shm`` files take the
+    database's mode. A file that is there is left as it is."""
+    try:
+        os.close(open_creating(path, os.O_RDONLY))
+    except OSError:
+        pass  # no folder, a folder of that name: SQLite's own open fails too, and says why
+
+
 def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
     """Put the database in WAL mode (a no-op once it is: the mode is kept in the file).
 
@@ -98,7 +109,9 @@ def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
 class SqliteStore(InlineStore):
     """An :class:`~events.stores.EventStore` in the SQLite database at ``path``.
 
-    A missing file is created, and an empty database gets the store's tables; a database that
+    A missing file is created owner-only (mode ``0600`` whatever the umask; SQLite gives its
+    ``-wal`` and ``-shm`` files the database's mode; an existing file keeps its mode: see
+    :mod:`events.stores.modes`), and an empty database gets the store's tables; a database that
     holds other tables, or the store's tables laid out by an older toolledger, is left as it is
     until :meth:`init_schema` (``toolledger db init``) creates or upgrades them: until then
     every use raises :class:`~events.errors.DatabaseSchemaError` saying so. One laid out by a
@@ -146,6 +159,8 @@ class SqliteStore(InlineStore):
         self._appended = Appended()
         self._key = key
         self._write_conn: sqlite3.Connection | None = None
+        if not read_only:
+            _create(self.path)
         try:
             # reads, inline; waits up to busy_timeout (WAL readers rarely wait at all)
             conn = _connect(self.path, busy_timeout, durable=durable, read_only=read_only)
