@@ -160,7 +160,10 @@ def check_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> None:
     init = ("create them with `toolledger db init URL` (or `await store.init_schema()`), then "
             "open the store again")
     if version == 0:
-        raise DatabaseSchemaError(where, f"the database has no toolledger tables: {init}")
+        raise DatabaseSchemaError(
+            where, f"the database has no toolledger tables this role may see: {init}; if "
+                   f"they exist, the role lacks USAGE on their schema (who may read what: "
+                   f"docs/stores.md)")
     if version < SCHEMA_VERSION:
         raise DatabaseSchemaError(
             where, f"the toolledger tables are at schema version {version}, older than "
