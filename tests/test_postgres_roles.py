@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from events.errors import DatabaseSchemaError
 from events.types import UserMessage
@@ -34,14 +35,18 @@ def documented_grants() -> str:
     return found.group(1)
 
 
-def sql(url: str, query: str, *params: object) -> None:
+def refused(url: str, *statements: str) -> None:
+    """Each statement, run as the URL's role, is refused for want of a privilege."""
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(query, params or None)
+        for statement in statements:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(statement)
 
 
 @pytest.fixture
 def urls(postgres_server: Any, tmp_path: Path) -> Iterator[dict[str, str]]:
-    """A log with the documented roles granted on it; each role's URL, and the owner's."""
+    """A log with the documented roles granted on it, holding session "s" (seqs 1 and 2);
+    each role's URL, and the owner's."""
     owner = postgres_url(tmp_path)
     schema = owner.rsplit("%3D", 1)[1]
     grants = documented_grants().replace("agents", schema)
@@ -49,6 +54,8 @@ def urls(postgres_server: Any, tmp_path: Path) -> Iterator[dict[str, str]]:
         conn.execute(grants.encode())  # several statements: the simple query protocol
         conn.execute("CREATE ROLE toolledger_nobody LOGIN")
     try:
+        with PostgresStore(owner) as store:  # a session written by the tables' owner
+            trio.run(store.append, "s", recs("s", 1, 2), 0)
         yield {"owner": owner,
                **{role: owner.replace("postgres@", f"{role}@", 1) for role in ROLES}}
     finally:
@@ -58,50 +65,44 @@ def urls(postgres_server: Any, tmp_path: Path) -> Iterator[dict[str, str]]:
                 conn.execute(f"DROP ROLE {role}")
 
 
+async def reads(store: PostgresStore, session: str, last: int) -> None:
+    """The store reads, verifies and follows ``session``, which ends at seq ``last``."""
+    assert await store.read(session) == recs(session, 1, last)
+    assert (await store.verify()).ok
+    async with aclosing(store.follow(session, after=last - 1)) as followed:
+        assert await anext(followed) == rec(session, last)
+
+
 async def test_a_worker_role_does_its_work_and_cannot_rewrite_a_record(
     urls: dict[str, str]
 ) -> None:
     with PostgresStore(urls["toolledger_writer"]) as store:
-        with store.claim("s"):
-            await store.append("s", recs("s", 1, 2), expected_seq=0)
+        with store.claim("w"):
+            await store.append("w", recs("w", 1, 2), expected_seq=0)
             store.renew_leases()
-            await store.append("s", recs("s", 3, 3), expected_seq=2)
-        assert await store.read("s") == recs("s", 1, 3)
-        assert (await store.verify()).ok
-        async with aclosing(store.follow("s", after=2)) as followed:
-            assert await anext(followed) == rec("s", 3)
-    for forgery in ("UPDATE toolledger_records SET line = line",
-                    "DELETE FROM toolledger_records"):
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            sql(urls["toolledger_writer"], forgery)
+            await store.append("w", recs("w", 3, 3), expected_seq=2)
+        await reads(store, "w", 3)
+    refused(urls["toolledger_writer"], "UPDATE toolledger_records SET line = line",
+            "DELETE FROM toolledger_records")
 
 
 async def test_a_reader_role_reads_and_verifies_and_cannot_write_or_claim(
     urls: dict[str, str]
 ) -> None:
-    with PostgresStore(urls["owner"]) as owner:
-        await owner.append("s", recs("s", 1, 2), expected_seq=0)
     with PostgresStore(urls["toolledger_reader"]) as store:
         assert await store.sessions() == ["s"]
-        assert await store.read("s") == recs("s", 1, 2)
-        assert (await store.verify()).ok
-        async with aclosing(store.follow("s", after=1)) as followed:
-            assert await anext(followed) == rec("s", 2)
+        await reads(store, "s", 2)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             await store.append("s", [rec("s", 3, UserMessage(text="more"))], expected_seq=2)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             store.claim("s")
-    for forgery in ("UPDATE toolledger_sessions SET last_seq = 0",
-                    "SELECT * FROM toolledger_leases"):
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):
-            sql(urls["toolledger_reader"], forgery)
+    refused(urls["toolledger_reader"], "UPDATE toolledger_sessions SET last_seq = 0",
+            "SELECT * FROM toolledger_leases")
 
 
 async def test_a_role_granted_nothing_reads_nothing_and_is_told_why(
     urls: dict[str, str]
 ) -> None:
-    with PostgresStore(urls["owner"]) as owner:
-        await owner.append("s", recs("s", 1, 1), expected_seq=0)
     with PostgresStore(urls["toolledger_nobody"]) as store:
         with pytest.raises(DatabaseSchemaError,
                            match="no toolledger tables this role may see.*USAGE on their"):
