@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatabaseSchemaError
+from ..integrity import SEALED_TAIL
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,6 +37,7 @@ __all__ = [
     "APPEND_GROUP",
     "APPEND_NEW",
     "CHANNEL",
+    "HEAD",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "check_schema",
@@ -139,6 +141,20 @@ WITH input AS (
     WHERE r.session_id IN (SELECT session_id FROM stored)
 )
 SELECT session_id FROM stored
+"""
+
+
+# A session's row in the table of sessions, and its last record's seq and the end of that
+# record's line, where its hash is (to check that the two agree before chaining onto the row):
+# one row, of nulls where there is nothing.
+HEAD = f"""
+SELECT s.last_seq, s.head, r.seq, r.tail
+FROM (SELECT %(sid)s::bytea AS session_id) AS k
+LEFT JOIN toolledger_sessions AS s ON s.session_id = k.session_id
+LEFT JOIN LATERAL (
+    SELECT seq, substring(line FROM greatest(octet_length(line) - {SEALED_TAIL - 1}, 1)) AS tail
+    FROM toolledger_records WHERE session_id = k.session_id ORDER BY seq DESC LIMIT 1
+) AS r ON true
 """
 
 
