@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 import trio
+import trio.testing
 
 from events.errors import SessionRowError
 from events.integrity import VerifyReport
-from events.stores import EventStore
+from events.stores import EventStore, SqliteStore
 
 from tests.conformance.backends import forge_session_row, rec, recs, reopen
 
@@ -122,3 +123,31 @@ def test_the_verify_command_names_the_row_and_copy_refuses_the_session(
     assert main(["copy", url, str(tmp_path / "copy.jsonl"), "--session", "s"]) == 1
     err = capsys.readouterr().err
     assert "'s''s chain does not verify: its row in the table of sessions says" in err
+
+
+async def test_a_follower_waits_when_the_row_says_more_than_the_records_hold(
+    tmp_path: Path
+) -> None:
+    with closing(SqliteStore(tmp_path / "log.db", poll_interval=0.01)) as store:
+        await write(store)
+        forge_session_row("sqlite", tmp_path, "s", last_seq=5)
+        asked, last_seq = 0, store.last_seq
+
+        async def counted(session_id: str) -> int:
+            nonlocal asked
+            asked += 1
+            assert asked < 1000, "the follower asks again and again, never waiting"
+            return await last_seq(session_id)
+
+        store.last_seq = counted  # type: ignore[method-assign]
+        seen: list[int] = []
+
+        async def follow() -> None:
+            async for record in store.follow("s"):
+                seen.append(record.seq)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(follow)
+            await trio.testing.wait_all_tasks_blocked()
+            assert seen == [1, 2, 3]
+            nursery.cancel_scope.cancel()
