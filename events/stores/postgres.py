@@ -62,6 +62,11 @@ __all__ = ["PostgresStore"]
 T = TypeVar("T")
 
 
+# A durable store's commits wait for their WAL to be flushed: the server's own setting, unless
+# it is off (then "on"); a stronger one (remote_write, remote_apply) is kept.
+_DURABLE = ("SELECT set_config('synchronous_commit', 'on', false) "
+            "WHERE current_setting('synchronous_commit') = 'off'")
+
 #: the most batches one statement writes (group commit: :mod:`events.stores.pgappend`)
 GROUP_LIMIT = 64
 
@@ -88,11 +93,16 @@ class PostgresStore(ClosingStore):
     raises :class:`~events.errors.DatabaseSchemaError` saying so.
 
     ``durable=False`` (the default) commits with ``synchronous_commit=off``: a batch
-    acknowledged survives a crash of the writer's process, and of the server's processes
-    short of the machine; a crash of the server's machine keeps the database consistent but
-    may lose the batches of its last moment (up to three ``wal_writer_delay``\\ s, 0.6 s by
-    default). ``durable=True`` keeps the server's own setting, normally ``on``: a batch is
-    acknowledged once its commit is on the server's disk (or its standbys', as configured).
+    acknowledged survives a crash of the writer (its process or its machine: the batch is
+    committed on the server), but not a crash of the server, of its machine or of one of its
+    processes alone (the server then restarts them all and replays its WAL): the commit is
+    acknowledged before its WAL leaves the server's memory, so the batches of the crash's
+    last moment (up to three ``wal_writer_delay``\\ s, 0.6 s by default) may be gone; the
+    database stays consistent, every batch whole or absent. ``durable=True`` acknowledges a
+    batch once its commit is written to the WAL and flushed, so it survives a crash of the
+    server's processes, and of its machine where the server syncs (``fsync=on``, its
+    default): it keeps the server's own ``synchronous_commit`` (normally ``on``; stronger
+    settings wait for standbys too), raised to ``on`` where the server's is ``off``.
 
     ``key`` seals and verifies exactly as the keyed JSONL and SQLite stores do: a row that
     does not verify raises :class:`~events.errors.UnverifiedRecordError` naming the database,
@@ -137,8 +147,7 @@ class PostgresStore(ClosingStore):
         """A new autocommit connection, its schema checked (once per store)."""
         conn = psycopg.connect(self.conninfo, autocommit=True)
         try:
-            if not self.durable:
-                conn.execute("SET synchronous_commit = off")
+            conn.execute(_DURABLE if self.durable else "SET synchronous_commit = off")
             if not self._checked:
                 pgschema.check_schema(conn, self.where)
                 self._checked = True
