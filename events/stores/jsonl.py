@@ -71,10 +71,9 @@ _MAX_RUN = 1 << 20
 class JsonlStore(JsonlIndex, InlineStore):
     """An :class:`~events.stores.EventStore` in one JSON Lines file at ``path``.
 
-    The file is opened (created if missing, owner-only: mode ``0600`` whatever the umask; an
-    existing file keeps its mode, see :mod:`events.stores.modes`) and scanned in
-    ``__init__``, so a corrupt log is refused when the store is made, not at some later
-    ``await``. The scan keeps per session
+    The file is opened (created if missing, owner-only: :mod:`events.stores.modes`) and
+    scanned in ``__init__``, so a corrupt log is refused when the store is made, not at some
+    later ``await``. The scan keeps per session
     the offset of each line; reads seek to those lines and decode only them.
 
     The ``async`` methods do their file I/O inline when they can: local appends and indexed

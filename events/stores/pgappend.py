@@ -28,16 +28,11 @@ from ..integrity import GENESIS
 from ..types import Record
 from . import pgschema
 from .base import check_conflict, seal_lines
-from .rows import check_head
+from .rows import check_head, sid_of
 
-__all__ = ["Appender", "Connection", "Pending", "checked_head", "last_seq", "rows", "sid_of"]
+__all__ = ["Appender", "Connection", "Pending", "checked_head", "last_seq", "rows"]
 
 Connection = psycopg.Connection[tuple[Any, ...]]
-
-
-def sid_of(session_id: str) -> bytes:
-    """A session id as the tables store it: UTF-8 with ``surrogatepass``."""
-    return session_id.encode("utf-8", "surrogatepass")
 
 
 def rows(conn: Connection, session_id: str, first: int) -> list[tuple[int, bytes]]:

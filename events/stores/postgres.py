@@ -55,7 +55,7 @@ from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
 from .pgappend import Appender, Connection, Pending, checked_head, last_seq, rows
 from .pgfollow import follow_session
 from .pglease import Leases
-from .rows import check_rows, decode_row, verify_tables
+from .rows import check_rows, decode_row, session_of, verify_tables
 
 __all__ = ["PostgresStore"]
 
@@ -69,10 +69,6 @@ _DURABLE = ("SELECT set_config('synchronous_commit', 'on', false) "
 
 #: the most batches one statement writes (group commit: :mod:`events.stores.pgappend`)
 GROUP_LIMIT = 64
-
-
-def _session_id(sid: bytes) -> str:
-    return bytes(sid).decode("utf-8", "surrogatepass")
 
 
 def describe(conninfo: str) -> str:
@@ -267,7 +263,7 @@ class PostgresStore(ClosingStore):
         """Every session id, in order of first appearance."""
         rows = await self._run(lambda conn: conn.execute(
             "SELECT session_id FROM toolledger_sessions ORDER BY id").fetchall())
-        return [_session_id(row[0]) for row in rows]
+        return [session_of(row[0]) for row in rows]
 
     async def head(self, session_id: str) -> str | None:
         """The hash of the session's last record; ``None`` for an unknown session.
@@ -295,10 +291,10 @@ class PostgresStore(ClosingStore):
         time, in order of first appearance."""
 
         def check(conn: Connection) -> VerifyReport:
-            table = {_session_id(sid): (int(last), str(head)) for sid, last, head in
+            table = {session_of(sid): (int(last), str(head)) for sid, last, head in
                      conn.execute("SELECT session_id, last_seq, head FROM toolledger_sessions "
                                   "ORDER BY id")}
-            orphans = [_session_id(sid) for (sid,) in conn.execute(
+            orphans = [session_of(sid) for (sid,) in conn.execute(
                 "SELECT DISTINCT session_id FROM toolledger_records "
                 "WHERE session_id NOT IN (SELECT session_id FROM toolledger_sessions)")]
             return verify_tables(self._key, table, orphans,

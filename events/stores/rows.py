@@ -28,7 +28,17 @@ from ..integrity import (GENESIS, Anchor, ChainVerifier, LinkError, VerifyReport
 from ..types import Record
 from .jsonlines import decode_stored
 
-__all__ = ["check_head", "check_rows", "decode_row", "verify_tables"]
+__all__ = ["check_head", "check_rows", "decode_row", "session_of", "sid_of", "verify_tables"]
+
+
+def sid_of(session_id: str) -> bytes:
+    """A session id as the tables store it: UTF-8 with ``surrogatepass``."""
+    return session_id.encode("utf-8", "surrogatepass")
+
+
+def session_of(sid: bytes) -> str:
+    """The session id a table stores as ``sid`` (see :func:`sid_of`)."""
+    return bytes(sid).decode("utf-8", "surrogatepass")
 
 
 def decode_row(where: str, session_id: str, seq: int, line: bytes) -> tuple[Record, str | None]:

@@ -32,12 +32,9 @@ SMB.
 
 from __future__ import annotations
 
-import errno
 import os
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Iterable, Sequence
-from urllib.parse import quote
 
 import trio
 
@@ -48,73 +45,16 @@ from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies
 from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
 from .locks import claim_file
-from .modes import open_creating
-from .rows import check_head, check_rows, decode_row, verify_tables
+from .rows import check_head, check_rows, decode_row, session_of, sid_of, verify_tables
+from .sqlite_connect import connect, create_file
 from .sqlite_schema import check_schema, init_schema
 
 __all__ = ["SqliteStore"]
-
-def _sid(session_id: str) -> bytes:
-    return session_id.encode("utf-8", "surrogatepass")
-
-
-def _session_id(sid: bytes) -> str:
-    return bytes(sid).decode("utf-8", "surrogatepass")
 
 
 # the session's last record: its seq, and the end of its line that holds its hash
 _LAST_RECORD = (f"SELECT seq, substr(line, -{SEALED_TAIL}) FROM records WHERE session_id = ? "
                 f"ORDER BY seq DESC LIMIT 1")
-
-
-def _connect(
-    path: str, timeout: float, *, durable: bool, waits: bool = True, read_only: bool = False
-) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are begun explicitly), set up with WAL;
-    one that does not ``waits`` gets ``SQLITE_BUSY`` at once from a lock held elsewhere; a
-    ``read_only`` one can neither write nor create the file."""
-    if read_only:
-        if not os.path.exists(path):
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-        return sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=timeout,
-                               isolation_level=None, check_same_thread=False)
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
-    try:
-        _use_wal(conn, timeout)
-        conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        if not waits:
-            conn.execute("PRAGMA busy_timeout=0")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _create(path: str) -> None:
-    """Make the database file owner-only if it is missing (see :mod:`events.stores.modes`):
-    SQLite would make it through the umask, and its ``-wal`` and ``-shm`` files take the
-    database's mode. A file that is there is left as it is."""
-    try:
-        os.close(open_creating(path, os.O_RDONLY))
-    except OSError:
-        pass  # no folder, a folder of that name: SQLite's own open fails too, and says why
-
-
-def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
-    """Put the database in WAL mode (a no-op once it is: the mode is kept in the file).
-
-    Switching needs a lock SQLite does not wait for with its busy handler: several processes
-    opening a new database at once get ``SQLITE_BUSY`` at once. So the switch is tried again,
-    briefly, until ``timeout`` has passed, as a busy handler would have."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.001)
 
 
 class SqliteStore(InlineStore):
@@ -171,15 +111,15 @@ class SqliteStore(InlineStore):
         self._key = key
         self._write_conn: sqlite3.Connection | None = None
         if not read_only:
-            _create(self.path)
+            create_file(self.path)
         try:
             # reads, inline; waits up to busy_timeout (WAL readers rarely wait at all)
-            conn = _connect(self.path, busy_timeout, durable=durable, read_only=read_only)
+            conn = connect(self.path, busy_timeout, durable=durable, read_only=read_only)
             try:
                 #: why the tables cannot be used yet (:meth:`init_schema` fixes it), or None
                 self._unusable = check_schema(conn, self.path, create=not read_only)
                 if not read_only:  # inline appends: never wait for a lock on the event loop
-                    self._write_conn = _connect(self.path, busy_timeout, durable=durable,
+                    self._write_conn = connect(self.path, busy_timeout, durable=durable,
                                                 waits=False)
             except BaseException:
                 conn.close()
@@ -190,7 +130,7 @@ class SqliteStore(InlineStore):
         self._read_conn: sqlite3.Connection | None = conn
         # appends that wait, grouped, in a worker thread, on a connection that waits
         self._group = GroupCommit(
-            lambda: _connect(self.path, busy_timeout, durable=durable), self._write_batch)
+            lambda: connect(self.path, busy_timeout, durable=durable), self._write_batch)
 
     # -- appending ------------------------------------------------------------------------
 
@@ -238,7 +178,7 @@ class SqliteStore(InlineStore):
         head, insert its rows and move the head. Raises, having written nothing that the
         caller does not roll back, for a conflict or a head that does not verify."""
         session_id, records = batch.session_id, batch.records
-        sid = _sid(session_id)
+        sid = sid_of(session_id)
         has_row, last, head = self._head_row(conn, session_id)
         check_conflict(session_id, batch.expected_seq, last)
         if not records:
@@ -261,7 +201,7 @@ class SqliteStore(InlineStore):
         record verifies: a store never chains onto a head its records do not end with, and a
         keyed one never onto a record it cannot verify (see
         :func:`~events.stores.rows.check_head`)."""
-        sid = _sid(session_id)
+        sid = sid_of(session_id)
         row = conn.execute("SELECT last_seq, head FROM sessions WHERE session_id = ?",
                            (sid,)).fetchone()
         last = conn.execute(_LAST_RECORD, (sid,)).fetchone()
@@ -276,7 +216,7 @@ class SqliteStore(InlineStore):
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
         conn = self._ensure_open(self._read_conn)
         after = max(after, 0)
-        sid = _sid(session_id)
+        sid = sid_of(session_id)
         if self._key is None:
             rows = conn.execute("SELECT seq, line FROM records WHERE session_id = ? AND seq > ? "
                                 "ORDER BY seq", (sid, after)).fetchall()
@@ -290,7 +230,7 @@ class SqliteStore(InlineStore):
         """The seq of the session's last record; 0 for an unknown session."""
         conn = self._ensure_open(self._read_conn)
         row = conn.execute("SELECT last_seq FROM sessions WHERE session_id = ?",
-                           (_sid(session_id),)).fetchone()
+                           (sid_of(session_id),)).fetchone()
         return int(row[0]) if row is not None else 0
 
     def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
@@ -305,7 +245,7 @@ class SqliteStore(InlineStore):
         """Every session id, in order of first appearance."""
         conn = self._ensure_open(self._read_conn)
         rows = conn.execute("SELECT session_id FROM sessions ORDER BY id").fetchall()
-        return [_session_id(row[0]) for row in rows]
+        return [session_of(row[0]) for row in rows]
 
     def head(self, session_id: str) -> str | None:
         """The hash of the session's last record (see :meth:`JsonlStore.head
@@ -339,7 +279,7 @@ class SqliteStore(InlineStore):
                              f"tables")
 
         def init() -> None:
-            conn = _connect(self.path, self.busy_timeout, durable=self.durable)
+            conn = connect(self.path, self.busy_timeout, durable=self.durable)
             try:
                 init_schema(conn, self.path)
             finally:
@@ -358,15 +298,15 @@ class SqliteStore(InlineStore):
         that disagrees names the session (see :func:`~events.stores.rows.verify_tables`).
         Reads one session at a time, in order of first appearance."""
         conn = self._ensure_open(self._read_conn)
-        rows = {_session_id(sid): (int(last), str(head)) for sid, last, head in conn.execute(
+        rows = {session_of(sid): (int(last), str(head)) for sid, last, head in conn.execute(
             "SELECT session_id, last_seq, head FROM sessions ORDER BY id")}
-        orphans = [_session_id(sid) for (sid,) in conn.execute(
+        orphans = [session_of(sid) for (sid,) in conn.execute(
             "SELECT DISTINCT session_id FROM records "
             "WHERE session_id NOT IN (SELECT session_id FROM sessions)")]
         return verify_tables(
             self._key, rows, orphans,
             lambda session_id: conn.execute("SELECT seq, line FROM records WHERE session_id = ? "
-                                            "ORDER BY seq", (_sid(session_id),)),
+                                            "ORDER BY seq", (sid_of(session_id),)),
             session=session, anchors=anchors)
 
     def close(self) -> None:
