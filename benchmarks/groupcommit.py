@@ -26,7 +26,7 @@ import trio
 from events import Record, SqliteStore
 from events.stores.base import check_batch, encode_bodies
 from events.stores.groupcommit import Batch
-from events.stores.sqlite import _connect
+from events.stores.sqlite_connect import connect
 
 from .harness import Figure, Row, Settings, interleave, paired
 from .stores import call_records
@@ -41,7 +41,7 @@ class TransactionPerBatch:
 
     def __init__(self, path: str) -> None:
         self._store = SqliteStore(path, durable=True)
-        self._conn = _connect(path, 5.0, durable=True)
+        self._conn = connect(path, 5.0, durable=True)
         self._lock = trio.Lock()
 
     async def append(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:

@@ -12,6 +12,7 @@ from .errors import (
     LogError,
     SessionInUse,
     SessionNotFound,
+    SessionRowError,
     UnverifiedRecordError,
 )
 from .integrity import GENESIS, Anchor, VerifyReport, verify_lines
@@ -47,6 +48,7 @@ __all__ = [
     "Record",
     "SessionInUse",
     "SessionNotFound",
+    "SessionRowError",
     "SqliteStore",
     "SystemPromptSet",
     "ToolResult",

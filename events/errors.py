@@ -25,9 +25,9 @@ class CodecError(LogError, ValueError):
 class CorruptLogError(LogError):
     """A log file with a bad record that is not a torn last line. Names the file and line."""
 
-    def __init__(self, path: str, line: int, problem: str) -> None:
+    def __init__(self, path: str, line: int, problem: str, *, message: str | None = None) -> None:
         super().__init__(
-            f"{path}:{line}: corrupt record: {problem}. The log was not changed; "
+            message or f"{path}:{line}: corrupt record: {problem}. The log was not changed; "
             f"inspect that line (a torn last line is dropped on open, nothing else is)."
         )
         self.path = path
@@ -87,6 +87,24 @@ class UnverifiedRecordError(CorruptLogError):
         self.session_id = session_id
         self.seq = seq
         self.hint = hint
+
+
+class SessionRowError(CorruptLogError):
+    """A database store's row for a session, in its table of sessions (the session's last seq
+    and head, which the next append chains onto), disagrees with the session's records: it
+    was changed outside the store, or records were removed from or added past its end.
+
+    The store appends nothing to the session until they agree; ``toolledger verify`` names the
+    row. ``line`` is the seq the row says the session ends at (a database has no lines).
+    """
+
+    def __init__(self, path: str, session_id: str, last_seq: int, problem: str) -> None:
+        super().__init__(path, last_seq, problem, message=(
+            f"{path}: session {session_id!r}: {problem}. The row was changed outside the "
+            f"store, or records were removed from or added past the session's end: nothing "
+            f"is appended to the session until they agree. `toolledger verify` names the row; "
+            f"restore the database from a copy."))
+        self.session_id = session_id
 
 
 class ConflictError(LogError):

@@ -1,13 +1,8 @@
 """The hash chain that makes a log tamper-evident: sealing lines, and checking them.
 
-Each line a store writes carries one envelope field more than the record needs, ``"hash"``,
-appended last. It is the hex SHA-256 (with a key: HMAC-SHA256) of the previous record's hash
-*in the same session* (:data:`GENESIS` for a session's first chained record) followed by this
-line's *canonical bytes*: the exact UTF-8 bytes of the line as written without the hash field.
-The line is then the canonical bytes with their closing brace replaced by
-``,"hash":"<64 hex>"}``, so a verifier gets the canonical bytes back by cutting that fixed-size
-suffix off and putting the brace back (:func:`unseal`): nothing is re-serialised, and a
-verifier in any language (or ``sha256sum``) computes the same digest from the bytes on disk.
+How a line is sealed into its session's chain (its ``"hash"`` field, of the previous record's
+hash and the line's canonical bytes) is :mod:`events.sealing`, whose names this module gives
+too; this module checks chains.
 
 Because each hash covers the one before it, changing, removing, inserting or reordering a
 record breaks the chain at that record, and a changed byte in record N breaks N's own hash,
@@ -21,21 +16,25 @@ record from :data:`GENESIS`. With a key nothing unchained is accepted: whoever c
 file can strip every hash and call the records version 1, so a keyed check refuses them
 (:func:`check_link`, which a keyed store applies to every record it hands out).
 
+A database store keeps each session's last seq and head in a table of sessions and chains the
+next append onto it, so that table takes part in the chain: :func:`row_problem` says whether a
+row agrees with its session's last record, which a store checks before chaining onto it and
+:class:`ChainVerifier` (given the ``rows``) checks for every session.
+
 Pure functions and values only: no I/O. :func:`events.stores.jsonl.verify_jsonl` streams a
 file through :func:`verify_lines`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .chainreport import Anchor, Break, SessionChain, VerifyReport
 from .codec import decode_record, loads_strict
 from .errors import CodecError
+from .sealing import (GENESIS, HASH_FIELD, SEALED_TAIL, link, seal, seal_bytes, sealed_hash,
+                      unseal)
 
 __all__ = [
     "GENESIS",
@@ -43,25 +42,20 @@ __all__ = [
     "Anchor",
     "Break",
     "ChainVerifier",
+    "SEALED_TAIL",
     "LinkError",
     "SessionChain",
     "VerifyReport",
     "check_link",
     "link",
+    "row_problem",
     "seal",
     "seal_bytes",
+    "sealed_hash",
     "unseal",
     "verify_lines",
 ]
 
-#: The "previous hash" of a session's first chained record.
-GENESIS = "0" * 64
-#: The envelope field that holds a line's link in the chain.
-HASH_FIELD = "hash"
-
-_PREFIX = b',"hash":"'
-_SUFFIX_LEN = len(_PREFIX) + 64 + len(b'"}')
-_HEX = re.compile(rb"[0-9a-f]{64}")
 
 _CHANGED = "the record was changed"
 _KEY_HINT = (
@@ -76,6 +70,10 @@ _WRONG_KEY_HINT = (
     "no record has verified with this key: the key is probably wrong (it is the key file's "
     "exact bytes, a trailing newline included)"
 )
+_ROW_HINT = (
+    "the row was changed outside the store, or records were removed from or added past the "
+    "session's end; the store appends nothing to the session until they agree"
+)
 _NOT_CHAINED = (
     "the record is not chained (schema version 1, no hash), and a key was given: every record "
     "of a keyed log carries an HMAC"
@@ -84,46 +82,6 @@ _NOT_CHAINED_HINT = (
     "a chained record rewritten as version 1 with its hash stripped, or a record written "
     "before the chain existed: a keyed log holds only records sealed with its key"
 )
-
-
-def link(prev: str, body: bytes, key: bytes | None = None) -> str:
-    """The hash of a line whose canonical bytes are ``body``, following hash ``prev``."""
-    data = prev.encode("ascii") + body
-    if key is None:
-        return hashlib.sha256(data).hexdigest()
-    return hmac.new(key, data, hashlib.sha256).hexdigest()
-
-
-def seal_bytes(
-    body: bytes, prev: str, key: bytes | None = None, end: bytes = b""
-) -> tuple[bytes, str]:
-    """The sealed line for canonical bytes ``body`` after ``prev``, followed by ``end`` (a
-    newline, for a file; nothing by default), and its hash.
-
-    ``body`` must be a JSON object with at least one field and no ``"hash"`` of its own.
-    """
-    if len(body) < 3 or body[:1] != b"{" or body[-1:] != b"}":
-        raise ValueError("only a JSON object with at least one field can be sealed")
-    digest = link(prev, body, key)
-    return b"".join((body[:-1], _PREFIX, digest.encode("ascii"), b'"}', end)), digest
-
-
-def seal(body: str, prev: str, key: bytes | None = None) -> tuple[str, str]:
-    """:func:`seal_bytes` for text: the sealed line and its hash."""
-    line, digest = seal_bytes(body.encode("utf-8"), prev, key)
-    return line.decode("utf-8"), digest
-
-
-def unseal(line: bytes) -> tuple[bytes, str] | None:
-    """The canonical bytes and hash of a sealed line (without its newline); ``None`` if the
-    line does not end the way :func:`seal_bytes` writes it."""
-    cut = len(line) - _SUFFIX_LEN
-    if cut < 2 or line[cut : cut + len(_PREFIX)] != _PREFIX or not line.endswith(b'"}'):
-        return None
-    digest = line[cut + len(_PREFIX) : -2]
-    if not _HEX.fullmatch(digest):
-        return None
-    return line[:cut] + b"}", digest.decode("ascii")
 
 
 # -- one link -----------------------------------------------------------------------------
@@ -188,6 +146,28 @@ def check_link(
     raise LinkError(f"{kind} does not match ({_CHANGED})", hint, mismatch=True)
 
 
+# -- a database store's table of sessions -------------------------------------------------
+
+
+def row_problem(row: tuple[int, str] | None, last: tuple[int, str] | None) -> str | None:
+    """What is wrong with a session's row in a database store's table of sessions, or
+    ``None`` if nothing is: ``row`` is the last seq and head the row keeps (what the next
+    append chains onto; ``None`` if the session has no row), ``last`` the seq and hash of the
+    session's last record (:data:`GENESIS` if it is not chained; ``None`` if the session has
+    no records). They must agree: a store that chained onto a row that does not would seal an
+    honest record onto a forged head, and the chain would then blame that record."""
+    if row == last:
+        return None
+    if row is None:
+        assert last is not None
+        return (f"the session has records (up to seq {last[0]}) but no row in the table of "
+                f"sessions")
+    said = f"its row in the table of sessions says it ends at seq {row[0]} with head {row[1]}"
+    if last is None:
+        return f"{said}, but it has no records"
+    return f"{said}, but its last record is seq {last[0]} with hash {last[1]}"
+
+
 # -- the verifier -------------------------------------------------------------------------
 
 
@@ -209,6 +189,11 @@ class ChainVerifier:
 
     Memory grows with the number of sessions, not of records. ``session`` limits the check to
     one session (a line that cannot be read still counts: it may have been that session's).
+
+    ``rows`` is a database store's table of sessions (each session's last seq and head, by
+    its id), which takes part in the chain: the report checks that every session with a row
+    or records ends where its row says (:func:`row_problem`), and names the first row that
+    does not (its break has no line and no seq: it is not a record).
     """
 
     def __init__(
@@ -217,10 +202,12 @@ class ChainVerifier:
         *,
         session: str | None = None,
         anchors: Iterable[Anchor] = (),
+        rows: Mapping[str, tuple[int, str]] | None = None,
     ) -> None:
         self._key = key
         self._session = session
         self._anchors = {(a.session_id, a.seq): a.hash for a in anchors}
+        self._rows = rows
         self._chains: dict[str, _Chain] = {}
         self._lines = 0
         self._verified = 0
@@ -254,7 +241,10 @@ class ChainVerifier:
         return True
 
     def report(self) -> VerifyReport:
-        """The report; call it after the last line (it checks the anchors were all reached)."""
+        """The report; call it after the last line (it checks the rows, and that the anchors
+        were all reached)."""
+        if self.broken is None and self._rows is not None:
+            self.broken = self._check_rows(self._rows)
         if self.broken is None:
             for (session, seq), _ in self._anchors.items():
                 chain = self._chains.get(session)
@@ -282,6 +272,19 @@ class ChainVerifier:
             broken=self.broken,
             anchors=len(self._anchors),
         )
+
+    def _check_rows(self, rows: Mapping[str, tuple[int, str]]) -> Break | None:
+        """The first session, of those with a row or records, whose row does not agree with
+        its records."""
+        for session in dict.fromkeys([*rows, *self._chains]):
+            if self._session is not None and session != self._session:
+                continue
+            chain = self._chains.get(session)
+            last = (chain.last_seq, chain.head or GENESIS) if chain is not None else None
+            problem = row_problem(rows.get(session), last)
+            if problem is not None:
+                return Break(line=None, problem=problem, session_id=session, hint=_ROW_HINT)
+        return None
 
     def _check(self, line: bytes, obj: Any) -> None:
         try:

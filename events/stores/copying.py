@@ -65,10 +65,11 @@ async def verified_chain(
     broken = report.broken
     if broken is not None:
         hint = f" ({broken.hint})" if broken.hint else ""
-        where = f"line {broken.line}, " if broken.line is not None else ""
+        where = ", ".join([*([f"line {broken.line}"] if broken.line is not None else []),
+                           *([f"seq {broken.seq}"] if broken.seq is not None else [])])
         raise CopyError(
-            f"{_name(store)}: session {session_id!r}'s chain does not verify at {where}seq "
-            f"{broken.seq}: {broken.problem}{hint}")
+            f"{_name(store)}: session {session_id!r}'s chain does not verify"
+            f"{f' at {where}' if where else ''}: {broken.problem}{hint}")
     for chain in report.sessions:
         if chain.session_id == session_id:
             return chain

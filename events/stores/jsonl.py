@@ -60,6 +60,7 @@ from .jsonlindex import JsonlIndex, SessionIndex, file_size, write_all
 from .jsonlines import decode_stored, read_jsonl, verify_jsonl
 from .locks import (byte_claims_hold, claim_byte, claim_file, locked_elsewhere, open_for_claims,
                     try_lock)
+from .modes import open_creating
 
 __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 
@@ -70,8 +71,9 @@ _MAX_RUN = 1 << 20
 class JsonlStore(JsonlIndex, InlineStore):
     """An :class:`~events.stores.EventStore` in one JSON Lines file at ``path``.
 
-    The file is opened (created if missing) and scanned in ``__init__``, so a corrupt log is
-    refused when the store is made, not at some later ``await``. The scan keeps per session
+    The file is opened (created if missing, owner-only: :mod:`events.stores.modes`) and
+    scanned in ``__init__``, so a corrupt log is refused when the store is made, not at some
+    later ``await``. The scan keeps per session
     the offset of each line; reads seek to those lines and decode only them.
 
     The ``async`` methods do their file I/O inline when they can: local appends and indexed
@@ -119,8 +121,10 @@ class JsonlStore(JsonlIndex, InlineStore):
         super().__init__(os.fspath(path), durable=durable, key=key, read_only=read_only)
         self.poll_interval = poll_interval
         self._appended = Appended()
-        flags = os.O_RDONLY if read_only else os.O_RDWR | os.O_APPEND | os.O_CREAT
-        fd = os.open(self.path, flags | os.O_CLOEXEC, 0o644)
+        if read_only:
+            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        else:  # a new log is owner-only (see events.stores.modes)
+            fd = open_creating(self.path, os.O_RDWR | os.O_APPEND)
         try:
             if durable and not read_only:
                 _fsync_dir(self.path)

@@ -30,9 +30,10 @@ never waits, it either holds the lock or raises :class:`~events.errors.SessionIn
 process that does (its pid is written in the file). ``flock`` belongs to one open file
 description, so a second claim in the same process is refused too, and the kernel drops the
 lock when its holder dies, however it dies: a killed process never leaves a session locked.
-The file (and the folder, once empty) is removed when the claim ends; a claimer that locked a
-file removed meanwhile (the file's inode is no longer the path's) lets it go and tries again,
-so two claimers can never hold two different files under one name.
+The file and the folder take the log's mode (:mod:`events.stores.modes`: owner-only beside a
+log the store created). The file (and the folder, once empty) is removed when the claim ends;
+a claimer that locked a file removed meanwhile (the file's inode is no longer the path's) lets
+it go and tries again, so two claimers can never hold two different files under one name.
 
 **Waiting for the log's lock.** An append or a read first tries the lock without waiting. Only
 when another process holds it does the caller wait, in a worker thread
@@ -58,6 +59,7 @@ import trio
 
 from ..errors import SessionInUse
 from .base import Claim
+from .modes import beside, make_folder, open_creating
 
 __all__ = ["BYTE_CLAIMS", "byte_claims_hold", "claim_byte", "claim_file", "locked_elsewhere",
            "open_for_claims", "try_lock"]
@@ -227,10 +229,11 @@ def claim_file(path: str, session_id: str) -> Claim:
     folder = f"{path}.owners"
     name = os.path.join(folder, hashlib.sha256(session_id.encode("utf-8", "surrogatepass"))
                         .hexdigest()[:32] + ".lock")
+    mode = beside(path)  # who may read the log may read who holds its sessions
     while True:
-        os.makedirs(folder, exist_ok=True)
+        make_folder(folder, mode)
         try:
-            fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = open_creating(name, os.O_RDWR, mode)
         except FileNotFoundError:  # the last owner removed the empty folder just now
             continue
         try:

@@ -28,16 +28,11 @@ from ..integrity import GENESIS
 from ..types import Record
 from . import pgschema
 from .base import check_conflict, seal_lines
-from .rows import check_rows
+from .rows import check_head, sid_of
 
-__all__ = ["Appender", "Connection", "Pending", "last_seq", "rows", "sid_of"]
+__all__ = ["Appender", "Connection", "Pending", "checked_head", "last_seq", "rows"]
 
 Connection = psycopg.Connection[tuple[Any, ...]]
-
-
-def sid_of(session_id: str) -> bytes:
-    """A session id as the tables store it: UTF-8 with ``surrogatepass``."""
-    return session_id.encode("utf-8", "surrogatepass")
 
 
 def rows(conn: Connection, session_id: str, first: int) -> list[tuple[int, bytes]]:
@@ -106,21 +101,26 @@ class Appender:
         """One batch, one statement (two round trips if this store does not know the head)."""
         session_id, records, expected = pending.session_id, pending.records, pending.expected_seq
         if not records:
-            check_conflict(session_id, expected, last_seq(conn, session_id))
+            check_conflict(session_id, expected, checked_head(conn, self.where, session_id)[1])
             return
+        prev = self._prev(conn, pending)
         for _ in range(2):  # a second time only if the head we knew was not the session's
-            prev = self._prev(conn, pending)
             lines, head = seal_lines(pending.bodies, prev, self.key)
-            cursor = conn.execute(
-                pgschema.APPEND_NEW if expected == 0 else pgschema.APPEND,
-                {"sid": sid_of(session_id), "last": records[-1].seq, "head": head,
-                 "expected": expected, "prev": prev, "seqs": [r.seq for r in records],
-                 "lines": [line[:-1] for line in lines]})
+            try:
+                cursor = conn.execute(
+                    pgschema.APPEND_NEW if expected == 0 else pgschema.APPEND,
+                    {"sid": sid_of(session_id), "last": records[-1].seq, "head": head,
+                     "expected": expected, "prev": prev, "seqs": [r.seq for r in records],
+                     "lines": [line[:-1] for line in lines]})
+            except psycopg.errors.UniqueViolation:
+                # a new session's records met records already there: its row is missing
+                self.head_of(conn, session_id, expected)  # SessionRowError says so
+                raise
             if cursor.rowcount == len(records):
                 self.heads[session_id] = (records[-1].seq, head)
                 return
             self.heads.pop(session_id, None)
-            check_conflict(session_id, expected, last_seq(conn, session_id))
+            prev = self.head_of(conn, session_id, expected)  # ConflictError if it moved
         raise ConflictError(session_id, expected, last_seq(conn, session_id))
 
     def _write_group(self, conn: Connection, group: list[Pending]) -> None:
@@ -153,8 +153,6 @@ class Appender:
                 continue
             self.heads.pop(pending.session_id, None)
             try:  # not moved: a conflict, or a head this store remembered wrong (retry it)
-                check_conflict(pending.session_id, pending.expected_seq,
-                               last_seq(conn, pending.session_id))
                 self.append(conn, pending)
             except Exception as exc:
                 pending.error = exc
@@ -172,13 +170,26 @@ class Appender:
         return self.head_of(conn, pending.session_id, pending.expected_seq)
 
     def head_of(self, conn: Connection, session_id: str, expected_seq: int) -> str:
-        """The head to chain onto, the session ending at ``expected_seq`` (else a conflict);
-        with a key, only once its last record links to the one before it."""
-        row = conn.execute("SELECT last_seq, head FROM toolledger_sessions WHERE session_id = %s",
-                           (sid_of(session_id),)).fetchone()
-        check_conflict(session_id, expected_seq, int(row[0]) if row else 0)
-        assert row is not None
-        if self.key is None:
-            return str(row[1])
-        found = rows(conn, session_id, expected_seq - 1)
-        return check_rows(self.where, self.key, session_id, expected_seq - 1, found)[1]
+        """The head to chain onto, the session ending at ``expected_seq`` (else a conflict),
+        once its row in the table of sessions agrees with its last record (see
+        :func:`checked_head`); with a key, only once that record links to the one before
+        it."""
+        _, last, head = checked_head(conn, self.where, session_id, self.key)
+        check_conflict(session_id, expected_seq, last)
+        return head
+
+
+def checked_head(
+    conn: Connection, where: str, session_id: str, key: bytes | None = None
+) -> tuple[bool, int, str]:
+    """Whether the session has a row in the table of sessions, and the last seq and head it
+    keeps, once they agree with the session's last record (one round trip:
+    :data:`~events.stores.pgschema.HEAD`), and with a ``key`` once that record verifies (one
+    more); :class:`~events.errors.SessionRowError` naming the row otherwise (see
+    :func:`~events.stores.rows.check_head`)."""
+    found = conn.execute(pgschema.HEAD, {"sid": sid_of(session_id)}).fetchone()
+    assert found is not None  # one row, whatever the tables hold
+    row = found[:2] if found[0] is not None else None
+    last = found[2:] if found[2] is not None else None
+    return (row is not None, *check_head(where, session_id, row, last, key,
+                                         lambda first: rows(conn, session_id, first)))

@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatabaseSchemaError
+from ..integrity import SEALED_TAIL
 
 if TYPE_CHECKING:
     import psycopg
@@ -36,6 +37,7 @@ __all__ = [
     "APPEND_GROUP",
     "APPEND_NEW",
     "CHANNEL",
+    "HEAD",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "check_schema",
@@ -142,6 +144,20 @@ SELECT session_id FROM stored
 """
 
 
+# A session's row in the table of sessions, and its last record's seq and the end of that
+# record's line, where its hash is (to check that the two agree before chaining onto the row):
+# one row, of nulls where there is nothing.
+HEAD = f"""
+SELECT s.last_seq, s.head, r.seq, r.tail
+FROM (SELECT %(sid)s::bytea AS session_id) AS k
+LEFT JOIN toolledger_sessions AS s ON s.session_id = k.session_id
+LEFT JOIN LATERAL (
+    SELECT seq, substring(line FROM greatest(octet_length(line) - {SEALED_TAIL - 1}, 1)) AS tail
+    FROM toolledger_records WHERE session_id = k.session_id ORDER BY seq DESC LIMIT 1
+) AS r ON true
+"""
+
+
 def _version(conn: psycopg.Connection[tuple[Any, ...]]) -> int:
     """The schema's version in the connection's search path; 0 if it has no tables."""
     row = conn.execute("SELECT to_regclass('toolledger_schema') IS NOT NULL").fetchone()
@@ -160,7 +176,10 @@ def check_schema(conn: psycopg.Connection[tuple[Any, ...]], where: str) -> None:
     init = ("create them with `toolledger db init URL` (or `await store.init_schema()`), then "
             "open the store again")
     if version == 0:
-        raise DatabaseSchemaError(where, f"the database has no toolledger tables: {init}")
+        raise DatabaseSchemaError(
+            where, f"the database has no toolledger tables this role may see: {init}; if "
+                   f"they exist, the role lacks USAGE on their schema (who may read what: "
+                   f"docs/stores.md)")
     if version < SCHEMA_VERSION:
         raise DatabaseSchemaError(
             where, f"the toolledger tables are at schema version {version}, older than "

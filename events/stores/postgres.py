@@ -16,8 +16,10 @@ left them. An append seals the batch onto that head and sends one statement
 (:data:`~events.stores.pgschema.APPEND`) that moves the session's row from the expected seq
 and head to the new ones and inserts the batch's rows only if it did; fewer rows than the
 batch means another writer got there first: :class:`~events.errors.ConflictError`. When the
-store does not know the session's head (the first append of a session it has not written),
-it reads it first, and with a key verifies the last record before chaining onto it. Batches
+store does not know the session's head (the first append of a session it has not written,
+or a row that did not move), it reads it first, with the end of the session's last record's
+line, and chains onto it only if the two agree (the table of sessions takes part in the chain:
+:func:`~events.stores.rows.check_head`), with a key once that record verifies. Batches
 that queue while every connection is busy go together, in one statement and one commit
 (group commit, :mod:`events.stores.pgappend`).
 
@@ -33,7 +35,6 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import TypeVar
 
-import attrs
 import trio
 import trio.lowlevel
 
@@ -47,19 +48,24 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
     ) from exc
 
 from ..errors import SessionInUse
-from ..integrity import Anchor, ChainVerifier, VerifyReport
+from ..integrity import Anchor, VerifyReport
 from ..types import Record
 from . import pgschema
 from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
-from .pgappend import Appender, Connection, Pending, last_seq, rows, sid_of
+from .pgappend import Appender, Connection, Pending, checked_head, last_seq, rows
 from .pgfollow import follow_session
 from .pglease import Leases
-from .rows import check_rows, decode_row
+from .rows import check_rows, decode_row, session_of, verify_tables
 
 __all__ = ["PostgresStore"]
 
 T = TypeVar("T")
 
+
+# A durable store's commits wait for their WAL to be flushed: the server's own setting, unless
+# it is off (then "on"); a stronger one (remote_write, remote_apply) is kept.
+_DURABLE = ("SELECT set_config('synchronous_commit', 'on', false) "
+            "WHERE current_setting('synchronous_commit') = 'off'")
 
 #: the most batches one statement writes (group commit: :mod:`events.stores.pgappend`)
 GROUP_LIMIT = 64
@@ -83,11 +89,16 @@ class PostgresStore(ClosingStore):
     raises :class:`~events.errors.DatabaseSchemaError` saying so.
 
     ``durable=False`` (the default) commits with ``synchronous_commit=off``: a batch
-    acknowledged survives a crash of the writer's process, and of the server's processes
-    short of the machine; a crash of the server's machine keeps the database consistent but
-    may lose the batches of its last moment (up to three ``wal_writer_delay``\\ s, 0.6 s by
-    default). ``durable=True`` keeps the server's own setting, normally ``on``: a batch is
-    acknowledged once its commit is on the server's disk (or its standbys', as configured).
+    acknowledged survives a crash of the writer (its process or its machine: the batch is
+    committed on the server), but not a crash of the server, of its machine or of one of its
+    processes alone (the server then restarts them all and replays its WAL): the commit is
+    acknowledged before its WAL leaves the server's memory, so the batches of the crash's
+    last moment (up to three ``wal_writer_delay``\\ s, 0.6 s by default) may be gone; the
+    database stays consistent, every batch whole or absent. ``durable=True`` acknowledges a
+    batch once its commit is written to the WAL and flushed, so it survives a crash of the
+    server's processes, and of its machine where the server syncs (``fsync=on``, its
+    default): it keeps the server's own ``synchronous_commit`` (normally ``on``; stronger
+    settings wait for standbys too), raised to ``on`` where the server's is ``off``.
 
     ``key`` seals and verifies exactly as the keyed JSONL and SQLite stores do: a row that
     does not verify raises :class:`~events.errors.UnverifiedRecordError` naming the database,
@@ -132,8 +143,7 @@ class PostgresStore(ClosingStore):
         """A new autocommit connection, its schema checked (once per store)."""
         conn = psycopg.connect(self.conninfo, autocommit=True)
         try:
-            if not self.durable:
-                conn.execute("SET synchronous_commit = off")
+            conn.execute(_DURABLE if self.durable else "SET synchronous_commit = off")
             if not self._checked:
                 pgschema.check_schema(conn, self.where)
                 self._checked = True
@@ -253,14 +263,15 @@ class PostgresStore(ClosingStore):
         """Every session id, in order of first appearance."""
         rows = await self._run(lambda conn: conn.execute(
             "SELECT session_id FROM toolledger_sessions ORDER BY id").fetchall())
-        return [bytes(row[0]).decode("utf-8", "surrogatepass") for row in rows]
+        return [session_of(row[0]) for row in rows]
 
     async def head(self, session_id: str) -> str | None:
-        """The hash of the session's last record; ``None`` for an unknown session."""
-        row = await self._run(lambda conn: conn.execute(
-            "SELECT head FROM toolledger_sessions WHERE session_id = %s",
-            (sid_of(session_id),)).fetchone())
-        return str(row[0]) if row is not None else None
+        """The hash of the session's last record; ``None`` for an unknown session.
+        :class:`~events.errors.SessionRowError` if the session's row in the table of
+        sessions does not agree with its records."""
+        has_row, _, head = await self._run(
+            lambda conn: checked_head(conn, self.where, session_id, self._key))
+        return head if has_row else None
 
     def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
         """Every record of the session with ``seq > after``, then each one appended after
@@ -273,25 +284,24 @@ class PostgresStore(ClosingStore):
         self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
     ) -> VerifyReport:
         """Check the hash chain of every session (or of ``session``), with the store's key if
-        it has one, as ``toolledger verify`` does for a JSONL file: a broken link names the
-        session and seq (its ``line`` is ``None``: rows have no line number). Reads one
-        session at a time, in order of first appearance."""
-        verifier = ChainVerifier(self._key, session=session, anchors=anchors)
-        ids = [session] if session is not None else await self.sessions()
+        it has one, as ``toolledger verify`` does for a JSONL file, and each session's row in
+        the table of sessions against its records: a broken link names the session and seq
+        (its ``line`` is ``None``: rows have no line number); a row that disagrees names the
+        session (see :func:`~events.stores.rows.verify_tables`). Reads one session at a
+        time, in order of first appearance."""
 
-        def check(conn: Connection) -> None:
-            number = 0
-            for session_id in ids:
-                for _, line in rows(conn, session_id, 1):
-                    number += 1
-                    if not verifier.feed(number, bytes(line) + b"\n"):
-                        return
+        def check(conn: Connection) -> VerifyReport:
+            table = {session_of(sid): (int(last), str(head)) for sid, last, head in
+                     conn.execute("SELECT session_id, last_seq, head FROM toolledger_sessions "
+                                  "ORDER BY id")}
+            orphans = [session_of(sid) for (sid,) in conn.execute(
+                "SELECT DISTINCT session_id FROM toolledger_records "
+                "WHERE session_id NOT IN (SELECT session_id FROM toolledger_sessions)")]
+            return verify_tables(self._key, table, orphans,
+                                 lambda session_id: rows(conn, session_id, 1),
+                                 session=session, anchors=anchors)
 
-        await self._run(check)
-        report = verifier.report()
-        if report.broken is not None and report.broken.line is not None:
-            report = attrs.evolve(report, broken=attrs.evolve(report.broken, line=None))
-        return report
+        return await self._run(check)
 
     @property
     def keyed(self) -> bool:

@@ -5,12 +5,15 @@ very bytes :class:`~events.stores.JsonlStore` would write (without the newline),
 the session's hash chain the same way (:func:`~events.stores.base.seal_lines`), so one
 verifier checks both and a session copied from one to the other keeps its chain. A table of
 sessions keeps each session's last seq and head (the hash of its last line) and their order
-of first appearance.
+of first appearance; it takes part in the chain (an append chains onto the head it keeps), so
+a row that does not agree with its session's last record is refused
+(:func:`~events.stores.rows.check_head`) and named by :meth:`SqliteStore.verify`.
 
 Appends run ``BEGIN IMMEDIATE`` (the write lock is taken at once: a read transaction never has
-to upgrade to one), read the session's head, check the conflict, insert the batch's rows and
-``COMMIT``: a batch is all there or not at all, whatever happens to the process. Session ids
-are stored as their UTF-8 bytes (``surrogatepass``), so any Python string names a session.
+to upgrade to one), read the session's head and check it, check the conflict, insert the
+batch's rows and ``COMMIT``: a batch is all there or not at all, whatever happens to the
+process. Session ids are stored as their UTF-8 bytes (``surrogatepass``), so any Python string
+names a session.
 
 The ``async`` methods do their work inline when they can, as the JSONL store does: an append
 first tries the write lock without waiting; if another process holds it, or the store is
@@ -29,76 +32,37 @@ SMB.
 
 from __future__ import annotations
 
-import errno
 import os
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Iterable, Sequence
-from urllib.parse import quote
 
-import attrs
 import trio
 
 from ..errors import DatabaseSchemaError
-from ..integrity import GENESIS, Anchor, ChainVerifier, VerifyReport
+from ..integrity import SEALED_TAIL, Anchor, VerifyReport
 from ..types import Record
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
 from .locks import claim_file
-from .rows import check_rows, decode_row
+from .rows import check_head, check_rows, decode_row, session_of, sid_of, verify_tables
+from .sqlite_connect import connect, create_file
 from .sqlite_schema import check_schema, init_schema
 
 __all__ = ["SqliteStore"]
 
-def _sid(session_id: str) -> bytes:
-    return session_id.encode("utf-8", "surrogatepass")
 
-
-def _connect(
-    path: str, timeout: float, *, durable: bool, waits: bool = True, read_only: bool = False
-) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are begun explicitly), set up with WAL;
-    one that does not ``waits`` gets ``SQLITE_BUSY`` at once from a lock held elsewhere; a
-    ``read_only`` one can neither write nor create the file."""
-    if read_only:
-        if not os.path.exists(path):
-            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
-        return sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True, timeout=timeout,
-                               isolation_level=None, check_same_thread=False)
-    conn = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
-    try:
-        _use_wal(conn, timeout)
-        conn.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-        if not waits:
-            conn.execute("PRAGMA busy_timeout=0")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _use_wal(conn: sqlite3.Connection, timeout: float) -> None:
-    """Put the database in WAL mode (a no-op once it is: the mode is kept in the file).
-
-    Switching needs a lock SQLite does not wait for with its busy handler: several processes
-    opening a new database at once get ``SQLITE_BUSY`` at once. So the switch is tried again,
-    briefly, until ``timeout`` has passed, as a busy handler would have."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.001)
+# the session's last record: its seq, and the end of its line that holds its hash
+_LAST_RECORD = (f"SELECT seq, substr(line, -{SEALED_TAIL}) FROM records WHERE session_id = ? "
+                f"ORDER BY seq DESC LIMIT 1")
 
 
 class SqliteStore(InlineStore):
     """An :class:`~events.stores.EventStore` in the SQLite database at ``path``.
 
-    A missing file is created, and an empty database gets the store's tables; a database that
+    A missing file is created owner-only (mode ``0600`` whatever the umask; SQLite gives its
+    ``-wal`` and ``-shm`` files the database's mode; an existing file keeps its mode: see
+    :mod:`events.stores.modes`), and an empty database gets the store's tables; a database that
     holds other tables, or the store's tables laid out by an older toolledger, is left as it is
     until :meth:`init_schema` (``toolledger db init``) creates or upgrades them: until then
     every use raises :class:`~events.errors.DatabaseSchemaError` saying so. One laid out by a
@@ -146,14 +110,16 @@ class SqliteStore(InlineStore):
         self._appended = Appended()
         self._key = key
         self._write_conn: sqlite3.Connection | None = None
+        if not read_only:
+            create_file(self.path)
         try:
             # reads, inline; waits up to busy_timeout (WAL readers rarely wait at all)
-            conn = _connect(self.path, busy_timeout, durable=durable, read_only=read_only)
+            conn = connect(self.path, busy_timeout, durable=durable, read_only=read_only)
             try:
                 #: why the tables cannot be used yet (:meth:`init_schema` fixes it), or None
                 self._unusable = check_schema(conn, self.path, create=not read_only)
                 if not read_only:  # inline appends: never wait for a lock on the event loop
-                    self._write_conn = _connect(self.path, busy_timeout, durable=durable,
+                    self._write_conn = connect(self.path, busy_timeout, durable=durable,
                                                 waits=False)
             except BaseException:
                 conn.close()
@@ -164,7 +130,7 @@ class SqliteStore(InlineStore):
         self._read_conn: sqlite3.Connection | None = conn
         # appends that wait, grouped, in a worker thread, on a connection that waits
         self._group = GroupCommit(
-            lambda: _connect(self.path, busy_timeout, durable=durable), self._write_batch)
+            lambda: connect(self.path, busy_timeout, durable=durable), self._write_batch)
 
     # -- appending ------------------------------------------------------------------------
 
@@ -212,33 +178,37 @@ class SqliteStore(InlineStore):
         head, insert its rows and move the head. Raises, having written nothing that the
         caller does not roll back, for a conflict or a head that does not verify."""
         session_id, records = batch.session_id, batch.records
-        sid = _sid(session_id)
-        row = conn.execute("SELECT last_seq, head FROM sessions WHERE session_id = ?",
-                           (sid,)).fetchone()
-        last, head = (row[0], row[1]) if row is not None else (0, GENESIS)
+        sid = sid_of(session_id)
+        has_row, last, head = self._head_row(conn, session_id)
         check_conflict(session_id, batch.expected_seq, last)
         if not records:
             return
-        if self._key is not None and last:
-            head = self._verified_head(conn, session_id, last)
         lines, new_head = seal_lines(batch.bodies, head, self._key)
         conn.executemany(
             "INSERT INTO records (session_id, seq, line) VALUES (?, ?, ?)",
             [(sid, record.seq, line[:-1]) for record, line in zip(records, lines)])
         new_last = records[-1].seq
-        if row is None:
+        if not has_row:
             conn.execute("INSERT INTO sessions (session_id, last_seq, head) VALUES (?, ?, ?)",
                          (sid, new_last, new_head))
         else:
             conn.execute("UPDATE sessions SET last_seq = ?, head = ? WHERE session_id = ?",
                          (new_last, new_head, sid))
 
-    def _verified_head(self, conn: sqlite3.Connection, session_id: str, last: int) -> str:
-        """The session's head as its last row says, once that row links to the one before it
-        with the key: a keyed store never chains onto a record it cannot verify."""
-        rows = conn.execute("SELECT seq, line FROM records WHERE session_id = ? AND seq >= ? "
-                            "ORDER BY seq", (_sid(session_id), last - 1)).fetchall()
-        return self._check_rows(session_id, last - 1, rows)[1]
+    def _head_row(self, conn: sqlite3.Connection, session_id: str) -> tuple[bool, int, str]:
+        """Whether the session has a row in the table of sessions, and the last seq and head
+        it keeps, once they agree with the session's last record, and with a key once that
+        record verifies: a store never chains onto a head its records do not end with, and a
+        keyed one never onto a record it cannot verify (see
+        :func:`~events.stores.rows.check_head`)."""
+        sid = sid_of(session_id)
+        row = conn.execute("SELECT last_seq, head FROM sessions WHERE session_id = ?",
+                           (sid,)).fetchone()
+        last = conn.execute(_LAST_RECORD, (sid,)).fetchone()
+        return (row is not None, *check_head(
+            self.path, session_id, row, last, self._key,
+            lambda first: conn.execute("SELECT seq, line FROM records WHERE session_id = ? "
+                                       "AND seq >= ? ORDER BY seq", (sid, first)).fetchall()))
 
     # -- reading --------------------------------------------------------------------------
 
@@ -246,7 +216,7 @@ class SqliteStore(InlineStore):
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
         conn = self._ensure_open(self._read_conn)
         after = max(after, 0)
-        sid = _sid(session_id)
+        sid = sid_of(session_id)
         if self._key is None:
             rows = conn.execute("SELECT seq, line FROM records WHERE session_id = ? AND seq > ? "
                                 "ORDER BY seq", (sid, after)).fetchall()
@@ -260,7 +230,7 @@ class SqliteStore(InlineStore):
         """The seq of the session's last record; 0 for an unknown session."""
         conn = self._ensure_open(self._read_conn)
         row = conn.execute("SELECT last_seq FROM sessions WHERE session_id = ?",
-                           (_sid(session_id),)).fetchone()
+                           (sid_of(session_id),)).fetchone()
         return int(row[0]) if row is not None else 0
 
     def follow(self, session_id: str, after: int = 0) -> AsyncIterator[Record]:
@@ -275,15 +245,13 @@ class SqliteStore(InlineStore):
         """Every session id, in order of first appearance."""
         conn = self._ensure_open(self._read_conn)
         rows = conn.execute("SELECT session_id FROM sessions ORDER BY id").fetchall()
-        return [bytes(row[0]).decode("utf-8", "surrogatepass") for row in rows]
+        return [session_of(row[0]) for row in rows]
 
     def head(self, session_id: str) -> str | None:
         """The hash of the session's last record (see :meth:`JsonlStore.head
         <events.stores.JsonlStore.head>`); ``None`` for an unknown session."""
-        conn = self._ensure_open(self._read_conn)
-        row = conn.execute("SELECT head FROM sessions WHERE session_id = ?",
-                           (_sid(session_id),)).fetchone()
-        return str(row[0]) if row is not None else None
+        has_row, _, head = self._head_row(self._ensure_open(self._read_conn), session_id)
+        return head if has_row else None
 
     @property
     def keyed(self) -> bool:
@@ -311,7 +279,7 @@ class SqliteStore(InlineStore):
                              f"tables")
 
         def init() -> None:
-            conn = _connect(self.path, self.busy_timeout, durable=self.durable)
+            conn = connect(self.path, self.busy_timeout, durable=self.durable)
             try:
                 init_schema(conn, self.path)
             finally:
@@ -324,23 +292,22 @@ class SqliteStore(InlineStore):
         self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
     ) -> VerifyReport:
         """Check the hash chain of every session (or of ``session``), with the store's key if
-        it has one: :func:`~events.stores.jsonl.verify_jsonl` for the rows of the database. A broken
-        link names the session and seq (its ``line`` is ``None``: rows have no line number).
+        it has one: :func:`~events.stores.jsonl.verify_jsonl` for the rows of the database,
+        and each session's row in the table of sessions against its records. A broken link
+        names the session and seq (its ``line`` is ``None``: rows have no line number); a row
+        that disagrees names the session (see :func:`~events.stores.rows.verify_tables`).
         Reads one session at a time, in order of first appearance."""
         conn = self._ensure_open(self._read_conn)
-        verifier = ChainVerifier(self._key, session=session, anchors=anchors)
-        ids = [session] if session is not None else await self.sessions()
-        number = 0
-        for session_id in ids:
-            for _, line in conn.execute("SELECT seq, line FROM records WHERE session_id = ? "
-                                        "ORDER BY seq", (_sid(session_id),)):
-                number += 1
-                if not verifier.feed(number, bytes(line) + b"\n"):
-                    break
-        report = verifier.report()
-        if report.broken is not None and report.broken.line is not None:
-            report = attrs.evolve(report, broken=attrs.evolve(report.broken, line=None))
-        return report
+        rows = {session_of(sid): (int(last), str(head)) for sid, last, head in conn.execute(
+            "SELECT session_id, last_seq, head FROM sessions ORDER BY id")}
+        orphans = [session_of(sid) for (sid,) in conn.execute(
+            "SELECT DISTINCT session_id FROM records "
+            "WHERE session_id NOT IN (SELECT session_id FROM sessions)")]
+        return verify_tables(
+            self._key, rows, orphans,
+            lambda session_id: conn.execute("SELECT seq, line FROM records WHERE session_id = ? "
+                                            "ORDER BY seq", (sid_of(session_id),)),
+            session=session, anchors=anchors)
 
     def close(self) -> None:
         """Close the database. Idempotent; the store refuses to be used afterwards."""

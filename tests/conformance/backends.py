@@ -3,7 +3,8 @@
 Every test in ``tests/conformance/`` runs against each backend in :data:`BACKENDS` (memory,
 JSONL, SQLite, PostgreSQL): the suite is the specification of a store. A new store is one more entry in
 :func:`make_store` and, if its log outlives the store object (shared by several store objects
-and processes, or keyed), in :data:`SHARED`, :func:`reopen` and :func:`forge_row`. The JSONL
+and processes, or keyed), in :data:`SHARED`, :func:`reopen` and :func:`forge_row` (and
+:func:`forge_session_row` for a store with a table of sessions). The JSONL
 file's own promises (torn lines, corruption) are in ``tests/test_stores.py``, the SQLite
 database's in ``tests/test_sqlite_store.py``, PostgreSQL's in ``tests/test_postgres_store.py``.
 
@@ -133,6 +134,26 @@ def forge_row(kind: str, directory: Path, record: Record, key: bytes | None) -> 
         if record.seq > 1 else GENESIS
     lines[index], _ = seal_bytes(encode_line_bytes(record)[1], prev, key)
     path.write_bytes(b"\n".join(lines) + b"\n")
+
+
+def forge_session_row(kind: str, directory: Path, session_id: str, **values: object) -> None:
+    """Set ``values`` (``last_seq``, ``head``) in the session's row of the database's table of
+    sessions, or without values delete the row, as someone with write access to the database
+    can ("sqlite" and "postgres")."""
+    names = sorted(values)
+    change = (f"UPDATE {{table}} SET {', '.join(f'{name} = %s' for name in names)}"
+              if names else "DELETE FROM {table}")
+    statement = change + " WHERE session_id = %s"
+    params = [*(values[name] for name in names), session_id.encode("utf-8", "surrogatepass")]
+    if kind == "postgres":
+        import psycopg
+
+        with psycopg.connect(postgres_url(directory), autocommit=True) as conn:
+            conn.execute(statement.format(table="toolledger_sessions"), params)
+        return
+    assert kind == "sqlite", f"a {kind} log has no table of sessions"
+    with closing(sqlite3.connect(directory / LOGS[kind], isolation_level=None)) as db:
+        db.execute(statement.format(table="sessions").replace("%s", "?"), params)
 
 
 def run_on(kind: str, body: Callable[[EventStore], Awaitable[None]]) -> None:
