@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from contextlib import suppress
 
+import attrs
+
 from events.models import ModelFailed, ModelRequested, ModelResponded, ProviderContent
 
 from .deltas import Deltas
 from .jsonvalues import own_json
-from .limits import Limits, json_size
+from .limits import MAX_NAME, Limits, clip_name, json_size
 from .models import Model, ModelError, ModelMessage, ModelRequest, model_info
 from .outputs import error_info
 from .recorder import Recorder, SessionBroken
@@ -47,10 +49,26 @@ async def ask_model(model: Model, recorder: Recorder, deltas: Deltas) -> ModelMe
         with suppress(SessionBroken):  # a log that cannot be written says so on its own
             recorder.record(model_failed(turn, exc))
         raise
+    reply = _clipped(reply)
     recorder.record(ModelResponded(
         turn=turn, stop_reason=reply.stop_reason, model=reply.model,
         response_id=reply.response_id, usage=reply.usage))
     return reply
+
+
+def _clipped(reply: ModelMessage) -> ModelMessage:
+    """``reply`` with the provider's names for the exchange (stop reason, model, response id)
+    cut to :data:`~engine.limits.MAX_NAME` characters, as a call's name and id are: they go on
+    the record, and a provider may send anything."""
+    said = (reply.stop_reason, reply.model or "", reply.response_id or "")
+    if all(len(name) <= MAX_NAME for name in said):
+        return reply
+    return attrs.evolve(reply, stop_reason=clip_name(reply.stop_reason),
+                        model=_clip(reply.model), response_id=_clip(reply.response_id))
+
+
+def _clip(name: str | None) -> str | None:
+    return None if name is None else clip_name(name)
 
 
 def model_failed(turn: int, exc: BaseException) -> ModelFailed:
@@ -59,7 +77,7 @@ def model_failed(turn: int, exc: BaseException) -> ModelFailed:
     error = error_info(exc)
     if isinstance(exc, ModelError):
         return ModelFailed(turn=turn, kind=exc.kind, error=error, status=exc.status,
-                           request_id=exc.request_id, response_id=exc.response_id)
+                           request_id=_clip(exc.request_id), response_id=_clip(exc.response_id))
     interrupted = not isinstance(exc, Exception)
     return ModelFailed(turn=turn, kind="cancelled" if interrupted else "error", error=error)
 

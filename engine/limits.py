@@ -45,7 +45,8 @@ __all__ = [
     "sized_result",
 ]
 
-#: How long a model's tool name or call id may be in the log (MCP names are at most 128).
+#: How long a model's tool name or call id (or a provider's stop reason, model name, response
+#: id) may be in the log (MCP names are at most 128).
 MAX_NAME = 256
 
 #: How deep nested calls may go (``Session.open``'s ``max_depth`` is refused above it). Measured
@@ -170,7 +171,8 @@ def sized_result(size: int) -> ToolResult:
 
 
 def clip_name(value: str) -> str:
-    """A model's tool name or call id, cut to :data:`MAX_NAME` characters (a cut name names
+    """A model's tool name or call id, or another name a provider gives (a stop reason, a
+    model's name, a response's id), cut to :data:`MAX_NAME` characters (a cut tool name names
     no tool, so its call fails as unavailable)."""
     if len(value) <= MAX_NAME:
         return value

@@ -178,6 +178,8 @@ def _assistant(message: AssistantMessage) -> Text:
         body.append("→ ", style="dim")
         body.append(f"{message.turn}.{index} ", style="dim")
         body.append(visible(call.name, newlines=False), style="bold")
+        if call.model_name is not None:  # the name the tool had at the provider
+            body.append(f" (as {visible(call.model_name, newlines=False)})", style="dim")
         body.append(" " + short_json(call.arguments))
     if message.stop_reason != "stop":
         body.append(f"\n(stop reason: {message.stop_reason})", style="dim")

@@ -332,9 +332,11 @@ class Session(SessionControls):
             limits = env.limits
             self._recorder.record(AssistantMessage(
                 turn=self.state.turn + 1, text=reply.text, stop_reason=reply.stop_reason,
-                tool_calls=tuple(ModelToolCall(id=clip_name(call.id), name=clip_name(call.name),
-                                               arguments=_admissible(call.arguments, limits))
-                                 for call in reply.tool_calls),
+                tool_calls=tuple(ModelToolCall(
+                    id=clip_name(call.id), name=clip_name(call.name),
+                    arguments=_admissible(call.arguments, limits),
+                    model_name=None if call.model_name is None else clip_name(call.model_name))
+                    for call in reply.tool_calls),
                 provider_content=kept_content(reply, limits),
             ))
             if not reply.tool_calls:

@@ -69,6 +69,7 @@ from .types import (
     Event,
     FailureDetail,
     JsonPath,
+    ModelToolCall,
     PolicyDecided,
     Record,
     SessionStarted,
@@ -135,6 +136,7 @@ ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {  # (a nested class before its
     ApprovalResolved: ("later",),
     ToolCallFailed: ("detail",),
     ToolSnapshot: ("source",),              # a mounted MCP server's tool
+    ModelToolCall: ("model_name",),          # the name the tool had at the provider
     AssistantMessage: ("provider_content",),  # blocks the engine does not interpret
 }
 for _cls, _names in ADDED_FIELDS.items():

@@ -104,7 +104,7 @@ def strict_opt_int(value: Any) -> int | None:
 
 #: The classes inside events that the readers build themselves, with the fields they read.
 NESTED: dict[type[Any], frozenset[str]] = {
-    ModelToolCall: frozenset({"id", "name", "arguments"}),
+    ModelToolCall: frozenset({"id", "name", "arguments", "model_name"}),
     ToolResult: frozenset({"content", "structured_content", "is_error"}),
     TextContent: frozenset({"text", "type"}),
     ErrorInfo: frozenset({"type", "message", "traceback"}),

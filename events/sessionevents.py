@@ -90,11 +90,17 @@ class ToolSnapshot:
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ModelToolCall:
-    """One tool call as the model wrote it; ``id`` is the model's, used only for pairing."""
+    """One tool call as the model wrote it; ``id`` is the model's, used only for pairing.
+
+    ``name`` is the tool's. ``model_name`` is the name the model wrote, when its adapter gave
+    the tool another name at the provider (OpenAI and Anthropic take only
+    ``[a-zA-Z0-9_-]{1,64}``: docs/models.md, "Tool names"); ``None`` when they are the same.
+    """
 
     id: str
     name: str
     arguments: Any
+    model_name: str | None = None
 
 
 @fast_init

@@ -31,6 +31,7 @@ _Usage = builder(Usage)
 _ModelResponded = builder(ModelResponded)
 
 _CALL = NESTED[ModelToolCall]
+_CALL_BARE = _CALL - {"model_name"}
 
 
 ASSISTANT = frozenset({"turn", "text", "tool_calls", "stop_reason", "provider_content"})
@@ -55,9 +56,12 @@ def assistant(data: Any) -> AssistantMessage:
         raise FALLBACK
     tool_calls = []
     for call in calls:
-        exact_fields(call, _CALL)
+        # ``model_name`` is written only when the adapter renamed the tool at the provider
+        if type(call) is not dict or (call.keys() != _CALL_BARE and call.keys() != _CALL):
+            raise FALLBACK
         tool_calls.append(_ModelToolCall(id=strict_str(call["id"]), name=strict_str(call["name"]),
-                                         arguments=call["arguments"]))
+                                         arguments=call["arguments"],
+                                         model_name=strict_opt_str(call.get("model_name"))))
     return _AssistantMessage(turn=turn, text=strict_str(data["text"]), tool_calls=tuple(tool_calls),
                              stop_reason=strict_str(data["stop_reason"]),
                              provider_content=_provider_content(data.get("provider_content")))

@@ -29,14 +29,14 @@ def import_sdk(name: str) -> ModuleType:
         ) from exc
 
 
-def provider_error(exc: BaseException, sdk: ModuleType) -> ModelError | None:
-    """``exc`` (raised by ``sdk``'s client after its own retries) as a :class:`ModelError`;
-    ``None`` if it is not the SDK's."""
-    if not isinstance(exc, (sdk.APIError, sdk.APIConnectionError)):
-        return None
+def provider_error(exc: BaseException, sdk: ModuleType) -> ModelError:
+    """``exc``, an exception of ``sdk`` (its client's, after its own retries), as a
+    :class:`ModelError`."""
     status: int | None = getattr(exc, "status_code", None)
     kind: ModelFailureKind
-    if isinstance(exc, sdk.APITimeoutError):
+    if not isinstance(exc, (sdk.APIError, sdk.APIConnectionError)):
+        kind = "error"  # the SDK's own checks (a stream's helpers, a missing setting)
+    elif isinstance(exc, sdk.APITimeoutError):
         kind = "timeout"
     elif isinstance(exc, sdk.APIConnectionError):
         kind = "connection"
@@ -55,5 +55,11 @@ def provider_error(exc: BaseException, sdk: ModuleType) -> ModelError | None:
 
 
 def dump(value: Any) -> Any:
-    """An SDK response object (pydantic) as JSON, without the fields it left unset."""
-    return value.model_dump(mode="json", exclude_none=True)
+    """An SDK response object (pydantic) as JSON, without the fields it left unset; a part the
+    SDK left as it came (a dict: it could not type it) as it is. The session keeps it only if
+    it is JSON within its limits."""
+    if not hasattr(value, "model_dump"):
+        return value
+    # ``warnings=False``: a field of another type than the SDK declares is the provider's
+    # doing, and is dumped as it came rather than warned about
+    return value.model_dump(mode="json", exclude_none=True, warnings=False)

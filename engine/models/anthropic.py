@@ -11,6 +11,10 @@ What it does (the mapping tables are in docs/models.md):
   messages (a batch's results, and a user message that follows them, share one user
   message: ``tool_result`` blocks first, ``is_error`` set for an error result), the declared
   tools as ``{name, description, input_schema}``, and ``max_tokens`` (required by the API);
+- gives each tool a name the API takes (:mod:`engine.models.toolnames`: ``notes.read`` is
+  sent as ``notes_read``) and reads the names in the reply back;
+- reads the reply field by field (:mod:`engine.models.replies`): a reply that is not in the
+  API's format fails the turn with a :class:`~engine.models.ModelError` naming the field;
 - keeps a message whose blocks it does not interpret (thinking, redacted thinking, text with
   citations, server tools) as provider content, sent back unchanged on the next turn;
 - streams when asked (``stream=True``): text and ``input_json`` deltas go to the session's
@@ -24,18 +28,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from events.models import ProviderContent, Usage
-from events.types import AssistantMessage, ModelToolCall, UserMessage
+from events.types import AssistantMessage, UserMessage
 
 from ..views import ToolResultEntry
 from ._sdk import dump, import_sdk, provider_error
 from .formats import anthropic_tool, result_blocks
-from .protocol import ModelDelta, ModelError, ModelInfo, ModelMessage, ModelRequest
+from .protocol import ModelError, ModelInfo, ModelMessage, ModelRequest
+from .replies import Part, Streamed, reading, sendable
+from .toolnames import ToolNames
 
 anthropic = import_sdk("anthropic")
 
 __all__ = ["AnthropicModel", "anthropic_messages"]
 
 API = "anthropic.messages"
+FORMAT = "Messages"
 
 
 class AnthropicModel:
@@ -60,44 +67,49 @@ class AnthropicModel:
 
     async def complete(self, request: ModelRequest) -> ModelMessage:
         """The next assistant message (see the module docstring)."""
-        params: dict[str, Any] = {"model": self._model, "messages": anthropic_messages(request),
+        names = ToolNames.of(request)
+        params: dict[str, Any] = {"model": self._model,
+                                  "messages": anthropic_messages(request, names),
                                   **self._settings}
         if request.system is not None:
             params["system"] = request.system
         if request.tools:
-            params["tools"] = [anthropic_tool(tool) for tool in request.tools]
+            params["tools"] = [anthropic_tool(tool, name=names.sent(tool.name))
+                               for tool in request.tools]
         try:
             if not self._stream:
-                return anthropic_message(await self._client.messages.create(**params))
-            return anthropic_message(await self._streamed(params, request))
+                answer = await self._client.messages.with_raw_response.create(**params)
+                with reading(FORMAT, anthropic.AnthropicError):
+                    return anthropic_message(await answer.parse(), names)
+            return await self._streamed(params, request, names)
         except anthropic.AnthropicError as exc:
-            error = provider_error(exc, anthropic)
-            if error is None:
-                raise
-            raise error from exc
+            raise provider_error(exc, anthropic) from exc
 
-    async def _streamed(self, params: dict[str, Any], request: ModelRequest) -> Any:
-        calls: dict[int, tuple[int, str, str]] = {}  # block index -> call
+    async def _streamed(self, params: dict[str, Any], request: ModelRequest,
+                        names: ToolNames) -> ModelMessage:
+        streamed = Streamed(request, names)  # a call is keyed by its block's index
         async with self._client.messages.stream(**params) as stream:
-            async for event in stream:
-                if event.type == "content_block_start" and event.content_block.type == "tool_use":
-                    block = event.content_block
-                    calls[event.index] = (len(calls), block.id, block.name)
-                elif event.type == "content_block_delta":
-                    delta = event.delta
-                    if delta.type == "text_delta":
-                        request.on_delta(ModelDelta(turn=request.turn, kind="text",
-                                                    text=delta.text))
-                    elif delta.type == "input_json_delta" and event.index in calls:
-                        index, call_id, name = calls[event.index]
-                        request.on_delta(ModelDelta(turn=request.turn, kind="arguments",
-                                                    text=delta.partial_json, index=index,
-                                                    call_id=call_id, name=name))
-            return await stream.get_final_message()
+            with reading(FORMAT, anthropic.AnthropicError):
+                async for event in stream:
+                    if event.type == "content_block_start" and \
+                            event.content_block.type == "tool_use":
+                        block = event.content_block
+                        streamed.call(event.index, block.id, block.name)
+                    elif event.type == "content_block_delta":
+                        delta = event.delta
+                        if delta.type == "text_delta":
+                            streamed.text(delta.text)
+                        elif delta.type == "input_json_delta":
+                            streamed.arguments(event.index, delta.partial_json)
+                return anthropic_message(await stream.get_final_message(), names)
 
 
-def anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """The transcript as Messages API messages (the system prompt goes as ``system``)."""
+def anthropic_messages(request: ModelRequest,
+                       names: ToolNames | None = None) -> list[dict[str, Any]]:
+    """The transcript as Messages API messages (the system prompt goes as ``system``;
+    ``names``: the tools' names at the provider, by default :meth:`ToolNames.of` the
+    request)."""
+    names = ToolNames.of(request) if names is None else names
     messages: list[dict[str, Any]] = []
 
     def user(blocks: list[dict[str, Any]]) -> None:
@@ -116,7 +128,7 @@ def anthropic_messages(request: ModelRequest) -> list[dict[str, Any]]:
                 continue
             blocks: list[dict[str, Any]] = [{"type": "text", "text": entry.text}] \
                 if entry.text else []
-            blocks.extend({"type": "tool_use", "id": call.id, "name": call.name,
+            blocks.extend({"type": "tool_use", "id": call.id, "name": names.sent(call.name),
                            "input": call.arguments if isinstance(call.arguments, dict) else {}}
                           for call in entry.tool_calls)
             messages.append({"role": "assistant", "content": blocks})
@@ -137,30 +149,42 @@ def _tool_result(entry: ToolResultEntry) -> dict[str, Any]:
     return block
 
 
-def anthropic_message(message: Any) -> ModelMessage:
-    """A Messages API response as an assistant message."""
-    if message.stop_reason == "refusal":
+def anthropic_message(message: Any, names: ToolNames | None = None) -> ModelMessage:
+    """A Messages API response as an assistant message (``names``: the request's tool names,
+    to read the calls' back); a ``ModelError`` naming the field if it is not one."""
+    names = ToolNames(()) if names is None else names
+    reply = Part.of(message, FORMAT)
+    stop_reason = reply.optional_text("stop_reason")
+    if stop_reason == "refusal":
         raise ModelError("refused", "the model refused to answer (stop reason 'refusal')",
-                         response_id=message.id)
+                         response_id=reply.response_id)
     texts: list[str] = []
-    calls: list[ModelToolCall] = []
+    calls = []
     plain = True  # nothing in it the adapter does not interpret
-    for block in message.content:
-        if block.type == "text":
-            texts.append(block.text)
-            plain = plain and not getattr(block, "citations", None)
-        elif block.type == "tool_use":
-            calls.append(ModelToolCall(id=block.id, name=block.name, arguments=block.input))
+    content = reply.items("content")
+    for block in content:
+        kind = block.text("type")
+        if kind == "text":
+            texts.append(block.text("text"))
+            plain = plain and not block.get("citations")
+        elif kind == "tool_use":
+            calls.append(names.call(block.text("id"), block.text("name"), block.get("input")))
         else:
             plain = False
-    usage = message.usage
-    read = getattr(usage, "cache_read_input_tokens", None) or 0
-    written = getattr(usage, "cache_creation_input_tokens", None) or 0
-    return ModelMessage(
-        text="".join(texts), tool_calls=tuple(calls), stop_reason=message.stop_reason or "stop",
-        model=message.model, response_id=message.id,
-        usage=Usage(input_tokens=usage.input_tokens + read + written,
-                    output_tokens=usage.output_tokens, cached_tokens=read),
+    usage = reply.optional_part("usage")
+    return sendable(ModelMessage(
+        text="".join(texts), tool_calls=calls, stop_reason=stop_reason or "stop",
+        model=reply.optional_text("model"), response_id=reply.optional_text("id"),
+        usage=None if usage is None else _usage(usage),
         provider_content=None if plain else ProviderContent(
-            api=API, items=[dump(block) for block in message.content]),
-    )
+            api=API, items=[dump(block.value) for block in content]),
+    ), reply)
+
+
+def _usage(usage: Part) -> Usage:
+    """The Messages API counts cached input apart: input tokens are its three counts."""
+    given = usage.count("input_tokens")
+    read = usage.count("cache_read_input_tokens") or 0
+    written = usage.count("cache_creation_input_tokens") or 0
+    return Usage(input_tokens=None if given is None else given + read + written,
+                 output_tokens=usage.count("output_tokens"), cached_tokens=read)

@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 
+from events.jsontext import loads_strict
 from events.results import (
     AudioContent,
     EmbeddedResource,
@@ -50,22 +51,24 @@ __all__ = [
 ]
 
 
-def chat_tool(tool: ToolSnapshot) -> dict[str, Any]:
-    """``tool`` as an OpenAI Chat Completions function tool."""
+def chat_tool(tool: ToolSnapshot, *, name: str | None = None) -> dict[str, Any]:
+    """``tool`` as an OpenAI Chat Completions function tool (``name``: the name it is given at
+    the provider, if not its own; see :mod:`engine.models.toolnames`)."""
     return {"type": "function", "function": {
-        "name": tool.name, "description": tool.description, "parameters": tool.input_schema}}
+        "name": name or tool.name, "description": tool.description,
+        "parameters": tool.input_schema}}
 
 
-def responses_tool(tool: ToolSnapshot) -> dict[str, Any]:
+def responses_tool(tool: ToolSnapshot, *, name: str | None = None) -> dict[str, Any]:
     """``tool`` as an OpenAI Responses function tool (``strict: false``: the engine validates
-    the arguments itself, with the schema as declared)."""
-    return {"type": "function", "name": tool.name, "description": tool.description,
+    the arguments itself, with the schema as declared; ``name``: as for :func:`chat_tool`)."""
+    return {"type": "function", "name": name or tool.name, "description": tool.description,
             "parameters": tool.input_schema, "strict": False}
 
 
-def anthropic_tool(tool: ToolSnapshot) -> dict[str, Any]:
-    """``tool`` as an Anthropic Messages tool."""
-    return {"name": tool.name, "description": tool.description,
+def anthropic_tool(tool: ToolSnapshot, *, name: str | None = None) -> dict[str, Any]:
+    """``tool`` as an Anthropic Messages tool (``name``: as for :func:`chat_tool`)."""
+    return {"name": name or tool.name, "description": tool.description,
             "input_schema": tool.input_schema}
 
 
@@ -107,20 +110,22 @@ def tool_from_anthropic(tool: dict[str, Any], *, like: ToolSnapshot | None = Non
 # -- arguments ---------------------------------------------------------------------------------
 
 
-def parse_arguments(raw: str) -> Any:
-    """A model's argument string as JSON; the string itself if it is not JSON, so that input
-    validation fails that one call, naming the problem (an empty string means no
-    arguments: ``{}``)."""
+def parse_arguments(raw: Any) -> Any:
+    """A model's argument string as JSON; the string itself if it is not JSON (``NaN``, text
+    cut short, JSON nested deeper than the parser can read), so that input validation fails
+    that one call, naming the problem. An empty string, or none, means no arguments: ``{}``.
+    Arguments a provider sent as a JSON value instead of a string are taken as they are (the
+    session checks them like any)."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, str):
+        return raw
     if not raw.strip():
         return {}
     try:
-        return json.loads(raw, parse_constant=_no_constant)
+        return loads_strict(raw)
     except ValueError:
         return raw
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def arguments_json(arguments: Any) -> str:
@@ -128,7 +133,7 @@ def arguments_json(arguments: Any) -> str:
     was not JSON."""
     if isinstance(arguments, str):
         try:
-            json.loads(arguments)
+            loads_strict(arguments)
         except ValueError:
             return arguments
     return json.dumps(arguments, ensure_ascii=False)

@@ -11,8 +11,12 @@ The mapping, both ways, is in docs/models.md ("Mapping tables"). What an adapter
 
 - sends the system prompt (Chat: a ``system`` message; Responses: ``instructions``), the
   transcript, and the declared tools (:mod:`engine.models.formats`);
+- gives each tool a name the API takes (:mod:`engine.models.toolnames`: ``notes.read`` is
+  sent as ``notes_read``) and reads the names in the reply back;
 - parses each call's argument string as JSON, passing a string that is not JSON through as
   it is, so validation fails that call alone;
+- reads the reply field by field (:mod:`engine.models.replies`): a reply that is not in the
+  API's format fails the turn with a :class:`~engine.models.ModelError` naming the field;
 - keeps the output items it does not interpret (Responses' reasoning items, annotated text)
   as the message's provider content, sent back unchanged on the next turn;
 - streams when asked (``stream=True``): text and argument deltas go to the session's
@@ -26,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from events.models import ModelFailureKind, ProviderContent, Usage
-from events.types import AssistantMessage, ModelToolCall, UserMessage
+from events.types import AssistantMessage, UserMessage
 
 from ..views import ToolResultEntry
 from ._sdk import dump, import_sdk, provider_error
@@ -38,7 +42,9 @@ from .formats import (
     result_blocks,
     result_text,
 )
-from .protocol import ModelDelta, ModelError, ModelInfo, ModelMessage, ModelRequest
+from .protocol import ModelError, ModelInfo, ModelMessage, ModelRequest
+from .replies import Part, Streamed, reading, sendable
+from .toolnames import ToolNames
 
 openai = import_sdk("openai")
 
@@ -46,6 +52,8 @@ __all__ = ["OpenAIChatModel", "OpenAIResponsesModel", "chat_messages", "response
 
 CHAT = "openai.chat"
 RESPONSES = "openai.responses"
+CHAT_FORMAT = "Chat Completions"
+RESPONSES_FORMAT = "Responses"
 
 
 class _OpenAIModel:
@@ -64,14 +72,11 @@ class _OpenAIModel:
     async def complete(self, request: ModelRequest) -> ModelMessage:
         """The next assistant message (see the module docstring)."""
         try:
-            return await self._complete(request)
+            return await self._complete(request, ToolNames.of(request))
         except openai.OpenAIError as exc:
-            error = provider_error(exc, openai)
-            if error is None:
-                raise
-            raise error from exc
+            raise provider_error(exc, openai) from exc
 
-    async def _complete(self, request: ModelRequest) -> ModelMessage:
+    async def _complete(self, request: ModelRequest, names: ToolNames) -> ModelMessage:
         raise NotImplementedError
 
 
@@ -87,28 +92,41 @@ class OpenAIChatModel(_OpenAIModel):
 
     api = CHAT
 
-    async def _complete(self, request: ModelRequest) -> ModelMessage:
-        params: dict[str, Any] = {"model": self._model, "messages": chat_messages(request),
-                                  **self._settings}
+    async def _complete(self, request: ModelRequest, names: ToolNames) -> ModelMessage:
+        params: dict[str, Any] = {"model": self._model,
+                                  "messages": chat_messages(request, names), **self._settings}
         if request.tools:
-            params["tools"] = [chat_tool(tool) for tool in request.tools]
+            params["tools"] = [chat_tool(tool, name=names.sent(tool.name))
+                               for tool in request.tools]
         if not self._stream:
-            return chat_message(await self._client.chat.completions.create(**params))
+            answer = await self._client.chat.completions.with_raw_response.create(**params)
+            with reading(CHAT_FORMAT, openai.OpenAIError):
+                return chat_message(answer.parse(), names)
         params.setdefault("stream_options", {"include_usage": True})
+        streamed = Streamed(request, names)  # a call is keyed by its index in the message
         async with self._client.chat.completions.stream(**params) as stream:
-            async for event in stream:
-                if event.type == "content.delta":
-                    request.on_delta(ModelDelta(turn=request.turn, kind="text",
-                                                text=event.delta))
-                elif event.type == "tool_calls.function.arguments.delta":
-                    request.on_delta(ModelDelta(turn=request.turn, kind="arguments",
-                                                text=event.arguments_delta, index=event.index,
-                                                name=event.name))
-            return chat_message(await stream.get_final_completion())
+            with reading(CHAT_FORMAT, openai.OpenAIError):
+                async for event in stream:
+                    if event.type == "content.delta":
+                        streamed.text(event.delta)
+                    elif event.type == "tool_calls.function.arguments.delta":
+                        streamed.call(event.index, None, event.name)
+                        streamed.arguments(event.index, event.arguments_delta)
+                try:
+                    final = await stream.get_final_completion()
+                except (openai.LengthFinishReasonError,
+                        openai.ContentFilterFinishReasonError) as exc:
+                    # the SDK's check for its own parsing: the message, cut off or filtered,
+                    # is still the answer, and its stop reason says so
+                    final = exc.completion
+                return chat_message(final, names)
 
 
-def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
-    """The request as Chat Completions messages."""
+def chat_messages(request: ModelRequest,
+                  names: ToolNames | None = None) -> list[dict[str, Any]]:
+    """The request as Chat Completions messages (``names``: the tools' names at the provider,
+    by default :meth:`ToolNames.of` the request)."""
+    names = ToolNames.of(request) if names is None else names
     messages: list[dict[str, Any]] = []
     if request.system is not None:
         messages.append({"role": "system", "content": request.system})
@@ -124,7 +142,8 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
             if entry.tool_calls:
                 message["tool_calls"] = [
                     {"id": call.id, "type": "function",
-                     "function": {"name": call.name, "arguments": arguments_json(call.arguments)}}
+                     "function": {"name": names.sent(call.name),
+                                  "arguments": arguments_json(call.arguments)}}
                     for call in entry.tool_calls]
             messages.append(message)
         elif isinstance(entry, ToolResultEntry):
@@ -133,28 +152,37 @@ def chat_messages(request: ModelRequest) -> list[dict[str, Any]]:
     return messages
 
 
-def chat_message(completion: Any) -> ModelMessage:
-    """A Chat Completions response as an assistant message."""
-    if not completion.choices:
-        raise ModelError("error", "the response has no choices", response_id=completion.id)
-    choice = completion.choices[0]
-    message = choice.message
-    if getattr(message, "refusal", None):
-        raise ModelError("refused", f"the model refused: {message.refusal}",
-                         response_id=completion.id)
-    calls = tuple(
-        ModelToolCall(id=call.id, name=call.function.name,
-                      arguments=parse_arguments(call.function.arguments or ""))
-        for call in message.tool_calls or () if call.type == "function")
-    usage = completion.usage
-    return ModelMessage(
-        text=message.content or "", tool_calls=calls,
-        stop_reason=choice.finish_reason or "stop", model=completion.model,
-        response_id=completion.id,
+def chat_message(completion: Any, names: ToolNames | None = None) -> ModelMessage:
+    """A Chat Completions response as an assistant message (``names``: the request's tool
+    names, to read the calls' back); a ``ModelError`` naming the field if it is not one."""
+    names = ToolNames(()) if names is None else names
+    reply = Part.of(completion, CHAT_FORMAT)
+    choices = reply.items("choices")
+    if not choices:
+        raise reply.error("it has no choices")
+    choice = choices[0]
+    message = choice.part("message")
+    refusal = message.optional_text("refusal")
+    if refusal:
+        raise ModelError("refused", f"the model refused: {refusal}",
+                         response_id=reply.response_id)
+    calls = []
+    for call in message.items("tool_calls"):
+        if call.text("type") == "function":  # not a custom tool's: none is declared
+            function = call.part("function")
+            calls.append(names.call(call.text("id"), function.text("name"),
+                                    parse_arguments(function.get("arguments"))))
+    usage = reply.optional_part("usage")
+    details = None if usage is None else usage.optional_part("prompt_tokens_details")
+    return sendable(ModelMessage(
+        text=message.optional_text("content") or "", tool_calls=calls,
+        stop_reason=choice.optional_text("finish_reason") or "stop",
+        model=reply.optional_text("model"), response_id=reply.optional_text("id"),
         usage=None if usage is None else Usage(
-            input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens,
-            cached_tokens=getattr(usage.prompt_tokens_details, "cached_tokens", None)),
-    )
+            input_tokens=usage.count("prompt_tokens"),
+            output_tokens=usage.count("completion_tokens"),
+            cached_tokens=None if details is None else details.count("cached_tokens")),
+    ), reply)
 
 
 class OpenAIResponsesModel(_OpenAIModel):
@@ -168,35 +196,37 @@ class OpenAIResponsesModel(_OpenAIModel):
 
     api = RESPONSES
 
-    async def _complete(self, request: ModelRequest) -> ModelMessage:
-        params: dict[str, Any] = {"model": self._model, "input": responses_input(request),
-                                  **self._settings}
+    async def _complete(self, request: ModelRequest, names: ToolNames) -> ModelMessage:
+        params: dict[str, Any] = {"model": self._model,
+                                  "input": responses_input(request, names), **self._settings}
         if request.system is not None:
             params["instructions"] = request.system
         if request.tools:
-            params["tools"] = [responses_tool(tool) for tool in request.tools]
+            params["tools"] = [responses_tool(tool, name=names.sent(tool.name))
+                               for tool in request.tools]
         if not self._stream:
-            return responses_message(await self._client.responses.create(**params))
-        calls: dict[int, tuple[int, str | None, str | None]] = {}  # output index -> call
+            answer = await self._client.responses.with_raw_response.create(**params)
+            with reading(RESPONSES_FORMAT, openai.OpenAIError):
+                return responses_message(answer.parse(), names)
+        streamed = Streamed(request, names)  # a call is keyed by its output item's index
         async with self._client.responses.stream(**params) as stream:
-            async for event in stream:
-                if event.type == "response.output_text.delta":
-                    request.on_delta(ModelDelta(turn=request.turn, kind="text",
-                                                text=event.delta))
-                elif event.type == "response.output_item.added" and \
-                        event.item.type == "function_call":
-                    calls[event.output_index] = (len(calls), event.item.call_id, event.item.name)
-                elif event.type == "response.function_call_arguments.delta":
-                    index, call_id, name = calls.get(event.output_index, (0, None, None))
-                    request.on_delta(ModelDelta(turn=request.turn, kind="arguments",
-                                                text=event.delta, index=index,
-                                                call_id=call_id, name=name))
-            return responses_message(await stream.get_final_response())
+            with reading(RESPONSES_FORMAT, openai.OpenAIError):
+                async for event in stream:
+                    if event.type == "response.output_text.delta":
+                        streamed.text(event.delta)
+                    elif event.type == "response.output_item.added" and \
+                            event.item.type == "function_call":
+                        streamed.call(event.output_index, event.item.call_id, event.item.name)
+                    elif event.type == "response.function_call_arguments.delta":
+                        streamed.arguments(event.output_index, event.delta)
+                return responses_message(await stream.get_final_response(), names)
 
 
-def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
+def responses_input(request: ModelRequest,
+                    names: ToolNames | None = None) -> list[dict[str, Any]]:
     """The transcript as Responses input items (the system prompt goes as
-    ``instructions``)."""
+    ``instructions``; ``names`` as for :func:`chat_messages`)."""
+    names = ToolNames.of(request) if names is None else names
     items: list[dict[str, Any]] = []
     for entry in request.transcript:
         if isinstance(entry, UserMessage):
@@ -208,7 +238,8 @@ def responses_input(request: ModelRequest) -> list[dict[str, Any]]:
                 continue
             if entry.text:
                 items.append({"role": "assistant", "content": entry.text})
-            items.extend({"type": "function_call", "call_id": call.id, "name": call.name,
+            items.extend({"type": "function_call", "call_id": call.id,
+                          "name": names.sent(call.name),
                           "arguments": arguments_json(call.arguments)}
                          for call in entry.tool_calls)
         elif isinstance(entry, ToolResultEntry):
@@ -236,42 +267,48 @@ _FAILURES: dict[str, ModelFailureKind] = {"rate_limit_exceeded": "rate_limited",
                                           "server_error": "server_error"}
 
 
-def responses_message(response: Any) -> ModelMessage:
-    """A Responses response as an assistant message."""
-    if response.status == "failed":
-        error = response.error
-        code = getattr(error, "code", None) or "error"
-        raise ModelError(_FAILURES.get(code, "error"),
-                         f"the response failed: {code}: {getattr(error, 'message', '')}",
-                         response_id=response.id)
+def responses_message(response: Any, names: ToolNames | None = None) -> ModelMessage:
+    """A Responses response as an assistant message (``names`` as for :func:`chat_message`);
+    a ``ModelError`` naming the field if it is not one."""
+    names = ToolNames(()) if names is None else names
+    reply = Part.of(response, RESPONSES_FORMAT)
+    status = reply.optional_text("status")
+    if status == "failed":
+        error = reply.optional_part("error")
+        code = (None if error is None else error.optional_text("code")) or "error"
+        said = (None if error is None else error.optional_text("message")) or ""
+        raise ModelError(_FAILURES.get(code, "error"), f"the response failed: {code}: {said}",
+                         response_id=reply.response_id)
     texts: list[str] = []
-    calls: list[ModelToolCall] = []
+    calls = []
     plain = True  # nothing in it the adapter does not interpret
-    for item in response.output:
-        if item.type == "function_call":
-            calls.append(ModelToolCall(id=item.call_id, name=item.name,
-                                       arguments=parse_arguments(item.arguments or "")))
-        elif item.type == "message":
-            for part in item.content:
-                if part.type == "refusal":
-                    raise ModelError("refused", f"the model refused: {part.refusal}",
-                                     response_id=response.id)
-                texts.append(part.text)
-                plain = plain and not part.annotations
+    output = reply.items("output")
+    for item in output:
+        kind = item.text("type")
+        if kind == "function_call":
+            calls.append(names.call(item.text("call_id"), item.text("name"),
+                                    parse_arguments(item.get("arguments"))))
+        elif kind == "message":
+            for part in item.items("content"):
+                if part.get("type") == "refusal":
+                    raise ModelError("refused",
+                                     f"the model refused: {part.optional_text('refusal') or ''}",
+                                     response_id=reply.response_id)
+                texts.append(part.text("text"))
+                plain = plain and not part.get("annotations")
         else:  # reasoning, and the items of built-in tools
             plain = False
-    if response.status == "incomplete":
-        details = response.incomplete_details
-        stop_reason = getattr(details, "reason", None) or "incomplete"
-    else:
-        stop_reason = response.status or "completed"
-    usage = response.usage
-    return ModelMessage(
-        text="".join(texts), tool_calls=tuple(calls), stop_reason=stop_reason,
-        model=response.model, response_id=response.id,
+    details = reply.optional_part("incomplete_details")
+    reason = None if details is None or status != "incomplete" else details.optional_text("reason")
+    usage = reply.optional_part("usage")
+    cached = None if usage is None else usage.optional_part("input_tokens_details")
+    return sendable(ModelMessage(
+        text="".join(texts), tool_calls=calls,
+        stop_reason=reason or status or "completed",
+        model=reply.optional_text("model"), response_id=reply.optional_text("id"),
         usage=None if usage is None else Usage(
-            input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
-            cached_tokens=getattr(usage.input_tokens_details, "cached_tokens", None)),
+            input_tokens=usage.count("input_tokens"), output_tokens=usage.count("output_tokens"),
+            cached_tokens=None if cached is None else cached.count("cached_tokens")),
         provider_content=None if plain else ProviderContent(
-            api=RESPONSES, items=[dump(item) for item in response.output]),
-    )
+            api=RESPONSES, items=[dump(item.value) for item in output]),
+    ), reply)

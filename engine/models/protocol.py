@@ -59,6 +59,11 @@ def truncated(stop_reason: str) -> bool:
     return stop_reason.strip().lower() in TRUNCATED_STOP_REASONS
 
 
+_str = attrs.validators.instance_of(str)
+_int = attrs.validators.instance_of(int)
+_optional_str = attrs.validators.optional(_str)
+
+
 @attrs.frozen(kw_only=True)
 class ModelDelta:
     """A piece of an assistant message while it streams: for live subscribers only
@@ -66,15 +71,18 @@ class ModelDelta:
 
     ``kind`` is ``"text"`` (a piece of the message's text) or ``"arguments"`` (a piece of the
     JSON arguments of the tool call at ``index``, in the message's order of calls, whose
-    model id and name are ``call_id`` and ``name`` when the provider has said them).
+    model id and tool name are ``call_id`` and ``name`` when the provider has said them).
+    Each field is checked: a piece a provider sent malformed fails the turn (the adapter
+    turns the ``TypeError`` into a :class:`ModelError`) instead of reaching a subscriber.
     """
 
     turn: int
-    kind: Literal["text", "arguments"]
-    text: str
-    index: int = 0
-    call_id: str | None = None
-    name: str | None = None
+    kind: Literal["text", "arguments"] = attrs.field(
+        validator=attrs.validators.in_(("text", "arguments")))
+    text: str = attrs.field(validator=_str)
+    index: int = attrs.field(default=0, validator=_int)
+    call_id: str | None = attrs.field(default=None, validator=_optional_str)
+    name: str | None = attrs.field(default=None, validator=_optional_str)
 
 
 def _ignore(delta: ModelDelta) -> None:
@@ -95,7 +103,27 @@ class ModelRequest:
 
 
 def _calls(value: Any) -> tuple[ModelToolCall, ...]:
-    return tuple(value)
+    calls = tuple(value)
+    for index, call in enumerate(calls):
+        if not isinstance(call, ModelToolCall):
+            raise TypeError(f"tool call {index} is a {type(call).__name__}, not a ModelToolCall")
+        for field in ("id", "name", "model_name"):
+            said = getattr(call, field)
+            if not isinstance(said, str) and (said is not None or field != "model_name"):
+                raise TypeError(f"the {field} of tool call {index} is "
+                                f"{type(said).__name__}, not a string")
+    return calls
+
+
+def _usage(_: Any, __: Any, usage: Any) -> None:
+    if usage is None:
+        return
+    if not isinstance(usage, Usage):
+        raise TypeError(f"usage is a {type(usage).__name__}, not a Usage")
+    for field in ("input_tokens", "output_tokens", "cached_tokens"):
+        count = getattr(usage, field)
+        if count is not None and (type(count) is not int or count < 0):
+            raise TypeError(f"usage.{field} is {count!r}, not a number of tokens")
 
 
 @attrs.frozen(kw_only=True)
@@ -110,15 +138,21 @@ class ModelMessage:
     record (:class:`~events.models.ModelResponded`); ``provider_content`` keeps blocks the
     engine does not interpret, for the adapter to send back (:class:`~events.models.
     ProviderContent`).
+
+    Each field's type is checked when the message is made (a ``TypeError`` naming it), so
+    what a model hands the session is a message the log can hold; a call's arguments may be
+    anything, and the session bounds them.
     """
 
-    text: str = ""
+    text: str = attrs.field(default="", validator=_str)
     tool_calls: tuple[ModelToolCall, ...] = attrs.field(default=(), converter=_calls)
-    stop_reason: str = attrs.field(default="stop", validator=attrs.validators.instance_of(str))
-    model: str | None = None
-    response_id: str | None = None
-    usage: Usage | None = None
-    provider_content: ProviderContent | None = None
+    stop_reason: str = attrs.field(default="stop", validator=_str)
+    model: str | None = attrs.field(default=None, validator=_optional_str)
+    response_id: str | None = attrs.field(default=None, validator=_optional_str)
+    usage: Usage | None = attrs.field(default=None, validator=_usage)
+    provider_content: ProviderContent | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(attrs.validators.instance_of(ProviderContent)))
 
 
 @attrs.frozen(kw_only=True)

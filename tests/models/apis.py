@@ -1,20 +1,29 @@
 """The three provider APIs under test, side by side: how to build each adapter against the
-loopback server, and how to read the tool results back out of a request it sent."""
+loopback server (or, where a test runs hundreds of exchanges, over an in-process transport that
+answers the same scripted replies), and how to read the tool results back out of a request it
+sent."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anthropic
 import attrs
+import httpx
+import httpx2
 import openai
 
-from engine.models import Model
+from engine import Session, approve_all
+from engine.models import Model, ModelError
+from engine.testing import check_session
+from events import MemoryStore
 from engine.models.anthropic import AnthropicModel
 from engine.models.openai import OpenAIChatModel, OpenAIResponsesModel
-from tests.models.server import ReplayServer
+from tests.models.server import ReplayServer, Reply
+from tests.models.tools import TOOLS
 
 
 @attrs.frozen
@@ -38,6 +47,31 @@ class Api:
                                       max_retries=max_retries, timeout=timeout) as client:
             cls = OpenAIChatModel if self.name == "chat" else OpenAIResponsesModel
             yield cls(client, "gpt-4.1-mini", stream=stream, settings={"temperature": 0})
+
+    @asynccontextmanager
+    async def answering(self, replies: Sequence[Reply], *,
+                        stream: bool = False) -> AsyncIterator[tuple[Model, list[Any]]]:
+        """The adapter, over an SDK client whose transport answers ``replies`` in order, in
+        the process (no socket; no retries), and the JSON bodies of the requests it sent."""
+        script, sent = list(replies), []
+        http = httpx2 if self.name == "anthropic" else httpx
+
+        def answer(request: Any) -> Any:
+            sent.append(json.loads(request.content))
+            reply = script.pop(0) if script else Reply(status=500, body=b"{}")
+            return http.Response(reply.status, content=reply.body,
+                                 headers={"content-type": reply.content_type, **dict(reply.headers)})
+
+        async with http.AsyncClient(transport=http.MockTransport(answer)) as transport:
+            if self.name == "anthropic":
+                client: Any = anthropic.AsyncAnthropic(api_key="sk-ant-test", max_retries=0,
+                                                       http_client=transport)
+                yield AnthropicModel(client, "claude-sonnet-4-5", max_tokens=1024,
+                                     stream=stream), sent
+                return
+            client = openai.AsyncOpenAI(api_key="sk-test", max_retries=0, http_client=transport)
+            cls = OpenAIChatModel if self.name == "chat" else OpenAIResponsesModel
+            yield cls(client, "gpt-4.1-mini", stream=stream), sent
 
     @property
     def path(self) -> str:
@@ -86,3 +120,21 @@ class Api:
 
 
 APIS = [Api("chat"), Api("responses"), Api("anthropic")]
+
+
+async def prompted(model: Model, store: MemoryStore, *, resume: bool = False,
+                   **options: Any) -> Any:
+    """Session ``"s"`` over ``model`` and the recorded payloads' tools, prompted once: what
+    the prompt returned, or the ``ModelError`` it raised (then, with ``resume``, the session
+    resumed once, to show it goes on). The log is checked whole at the end. ``options`` go
+    to ``Session.open``."""
+    async with Session.open(store, model=model, tools=TOOLS, approver=approve_all,
+                            session_id="s", create=True, **options) as session:
+        try:
+            outcome: Any = await session.prompt("look up a")
+        except ModelError as exc:
+            outcome = exc
+            if resume:
+                assert (await session.resume()).stop == "end_turn"
+        await check_session(session, store, closed=True)
+    return outcome

@@ -17,7 +17,7 @@ from engine.replay import redrive
 from events import MemoryStore, Record
 from events.models import ModelFailed, ModelRequested, ModelResponded, Usage
 from events.types import AssistantMessage, ToolCallCompleted, ToolCallFailed
-from tests.models.apis import APIS, Api
+from tests.models.apis import APIS, Api, prompted
 from tests.models.server import ReplayServer, Reply, payload, serving
 from tests.models.tools import TOOLS
 
@@ -37,15 +37,8 @@ async def run(api: Api, replies: Sequence[Reply], *, stream: bool = False,
     (or the exception it raised)."""
     store = MemoryStore()
     async with serving(replies) as server, api.model(server, stream=stream, **client) as model:
-        async with Session.open(store, model=model, tools=TOOLS, approver=approve_all,
-                                session_id="s", create=True, system_prompt=SYSTEM) as session:
-            try:
-                outcome: Any = await session.prompt("look up a")
-            except ModelError as exc:
-                outcome = exc
-    records = await store.read("s")
-    fold(records)  # consistent
-    return server, records, outcome
+        outcome = await prompted(model, store, system_prompt=SYSTEM)
+    return server, await store.read("s"), outcome
 
 
 async def test_a_tool_call_runs_and_both_turns_are_on_the_record(api: Api) -> None:
