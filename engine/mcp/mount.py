@@ -8,13 +8,14 @@ any tool. What is particular to a server lives here:
 
 - **Names.** ``prefix`` is put before every tool's name, so that two servers (or a server and
   a local tool) cannot collide; a name the session already has for another tool is refused.
-- **Hints.** A server's annotations are taken as it declares them, an unset hint staying unset
-  (MCP's default: destructive and open-world, so the policy asks). They are the server's word
-  and nothing checks them: ``hints`` replaces them tool by tool with the host's, and
-  ``trust_hints=False`` drops every hint the host does not give.
+- **Hints** are the server's word, which nothing checks, and MCP says a client must not trust
+  an untrusted server's: a mounted tool's policy reads MCP's defaults (destructive and
+  open-world, so the policy asks) whatever the server declares. ``hints`` gives tools the
+  host's own hints; ``trust_hints=True`` takes the server's at its word, an explicit choice.
 - **Identity.** The server's name and version from its handshake are recorded with each tool's
-  registration (:class:`~events.types.ToolSource`, beside the tool's name on the server), so
-  every call in the log names the server that answered it.
+  registration (:class:`~events.types.ToolSource`, beside the tool's name on the server, the
+  hints it declared and whether the host trusted them), so every call in the log names the
+  server that answered it, and ``toolledger show`` says what it claimed.
 - **Failures.** A server's error result is the call's error result. A protocol error, a lost
   connection, a server that died, or no answer within ``timeout`` ends the call as a failure
   (``raised``, ``timeout``); the session goes on, and the next call connects again. Structured
@@ -172,15 +173,17 @@ class Mount:
         specs = []
         for name in wanted:
             tool = by_name[name]
+            said = annotations_from_mcp(tool.annotations, tool.title)
             annotations = hints.get(name)
-            if annotations is None and not trust_hints:
-                annotations = Annotations(title=annotations_from_mcp(tool.annotations,
-                                                                     tool.title).title)
+            trusted = annotations is None and trust_hints
+            if annotations is None:
+                annotations = said if trusted else Annotations(title=said.title)
             try:
                 spec = tool_from_mcp(
                     tool, self._execute(name), name=f"{prefix}{name}", annotations=annotations,
                     exposure=exposure, timeout=timeout,
-                    source=ToolSource(server=self.server, version=self.version, tool=name))
+                    source=ToolSource(server=self.server, version=self.version, tool=name,
+                                      hints=said, hints_trusted=trusted))
             except ValueError as exc:
                 raise ValueError(f"the MCP server {self.server!r}'s tool {name!r} cannot be "
                                  f"mounted: {exc}") from None
@@ -215,7 +218,7 @@ async def mount(
     prefix: str = "",
     only: Iterable[str] | None = None,
     hints: Mapping[str, Annotations] | None = None,
-    trust_hints: bool = True,
+    trust_hints: bool = False,
     timeout: float | None = 60.0,
     exposure: Exposure = "direct",
     name: str | None = None,
@@ -228,11 +231,12 @@ async def mount(
     ``Server`` / ``MCPServer`` object (in memory). ``client_options`` go to ``mcp.Client``.
 
     ``prefix`` goes before each tool's name (``prefix="fs."`` makes ``read`` ``fs.read``);
-    ``only`` names the server's tools to mount (all by default); ``hints`` replaces the
-    annotations of the tools it names (by their names on the server) with the host's;
-    ``trust_hints=False`` drops the server's hints on every other tool, which then counts as
-    destructive and open-world. ``timeout`` bounds each call, in seconds; ``exposure`` is every
-    mounted tool's; ``name`` stands for the server when its handshake gives no name.
+    ``only`` names the server's tools to mount (all by default); ``hints`` gives the tools it
+    names (by their names on the server) the host's annotations. Every other tool counts as
+    destructive and open-world, MCP's defaults, whatever the server declares, unless
+    ``trust_hints=True``: then the server's hints decide, and every call shows it.
+    ``timeout`` bounds each call, in seconds; ``exposure`` is every mounted tool's; ``name``
+    stands for the server when its handshake gives no name.
 
     Nothing is registered unless every tool passes the session's schema rules
     (``SchemaError`` names the tool and the keyword) and no name collides with another tool's
