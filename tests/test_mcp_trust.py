@@ -124,3 +124,19 @@ def test_a_registration_logged_before_hints_were_recorded_reads_as_not_recorded(
     assert record.event.spec.source.hints is None
     assert record.event.spec.source.hints_trusted is None
     assert encode_line(record) == old  # unchanged, so it hashes as it did
+
+
+# -- output -----------------------------------------------------------------------------------
+
+async def test_a_backtracking_output_pattern_is_checked_by_our_linear_validator_only() -> None:
+    model = FauxModel([faux_tool_call("spell", {}), faux_text("done")])
+    async with Session.open(MemoryStore(), model=model, approver=approve_all) as session:
+        async with mount(session, redos_server()):
+            with trio.fail_after(5):  # Python's re takes about 10 s on it: never ask it
+                await session.prompt("go")
+    failed = ends(session)["1.0"]
+    assert isinstance(failed, ToolCallFailed) and failed.kind == "invalid_output"
+    # our check's words, and the value kept in the log, as for a local tool's output
+    assert "violates its output schema" in failed.message
+    assert failed.returned is not None
+    assert failed.returned.structured_content == {"s": BACKTRACKED}

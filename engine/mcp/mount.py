@@ -18,9 +18,11 @@ any tool. What is particular to a server lives here:
   server that answered it, and ``toolledger show`` says what it claimed.
 - **Failures.** A server's error result is the call's error result. A protocol error, a lost
   connection, a server that died, or no answer within ``timeout`` ends the call as a failure
-  (``raised``, ``timeout``); the session goes on, and the next call connects again. Structured
-  content that breaks the tool's output schema, which the SDK's client refuses with a
-  ``RuntimeError``, ends the call as ``invalid_output``.
+  (``raised``, ``timeout``); the session goes on, and the next call connects again.
+- **Output** is checked by the session alone, against the output schema that passed its rules
+  at registration, with linear-time patterns: the SDK client's own check, which runs Python's
+  backtracking ``re`` on the event loop, is turned off. Structured content that breaks the
+  schema ends the call as ``invalid_output``, the value kept in the log.
 
 The connection is the SDK's :class:`mcp.Client`, run in a task of the mount's own, so a
 connection that breaks never takes the host's block with it. A session reopened after a
@@ -40,7 +42,6 @@ from events.results import ToolResult
 from events.types import Annotations, Exposure, ToolSource
 
 from ..context import ToolContext
-from ..outputs import InvalidOutput
 from ..registry import Registry
 from ..session import Session
 from ..tools import Execute, ToolCall, ToolSpec
@@ -91,6 +92,7 @@ class Mount:
         started = False
         try:
             async with client:
+                _leave_output_to_the_session(client)
                 self._client, self._stop = client, stop
                 task_status.started()
                 started = True
@@ -117,9 +119,9 @@ class Mount:
         """Call the server's tool ``tool`` (its name on the server) and return its result.
 
         This is the body of every mounted tool; it raises for whatever is not a result:
-        :class:`~engine.outputs.InvalidOutput` for structured content that breaks the output
-        schema, ``ConnectionError`` for a connection that closed during the call, the SDK's
-        ``MCPError`` for a protocol error."""
+        ``ConnectionError`` for a connection that closed during the call, the SDK's
+        ``MCPError`` for a protocol error. The result's structured content is the session's
+        to check against the tool's output schema, as a local tool's is."""
         client = await self._connected()
         try:
             result = await client.call_tool(tool, arguments)
@@ -130,14 +132,6 @@ class Mount:
             raise ConnectionError(
                 f"the MCP server {self.server!r} closed the connection during the call "
                 f"({exc.error.message}); the next call connects again") from exc
-        except RuntimeError as exc:
-            # the client refuses structured content that breaks the tool's output schema with
-            # a plain RuntimeError (and keeps nothing of it); its other RuntimeErrors say that
-            # it is no longer connected, or gave up on a server that kept asking for input
-            if (isinstance(exc, mcp.InputRequiredRoundsExceededError)
-                    or self._client is not client):
-                raise
-            raise InvalidOutput(str(exc)) from exc
         return result_from_mcp(result)
 
     def _execute(self, tool: str) -> Execute:
@@ -191,6 +185,31 @@ class Mount:
             specs.append(spec)
         self.tools = {spec.source.tool: spec.name for spec in specs if spec.source is not None}
         return specs
+
+
+async def _checked_by_the_session(name: str, result: mcp_types.CallToolResult) -> None:
+    """What a mount's client does instead of checking a result against the tool's output
+    schema itself: nothing. The session checks it, against the schema it registered.
+
+    The SDK's client checks with ``jsonschema``, whose ``pattern`` runs in Python's
+    backtracking ``re``, on the event loop, where no timeout or cancel scope can stop it: a
+    server whose schema says ``^(a+)+$`` and that answers 28 ``a`` and a ``!`` froze the loop
+    for seconds. For a tool it has not listed yet, the check lists the server's tools again,
+    unbounded. The session's own check uses the schema that passed its rules when the tool was
+    registered, with linear-time patterns (:mod:`engine.patterns`), and keeps the value that
+    failed in the log, as for a local tool's output."""
+
+
+def _leave_output_to_the_session(client: mcp.Client) -> None:
+    """Turn off ``client``'s own check of tool results (:func:`_checked_by_the_session`), or
+    refuse to go on with an SDK whose check cannot be turned off this way."""
+    session = client.session
+    if not callable(getattr(type(session), "validate_tool_result", None)):
+        raise RuntimeError(
+            "this version of the MCP SDK checks tool results in a way toolledger does not "
+            "know how to leave to the session (ClientSession.validate_tool_result is gone); "
+            "install an mcp version that toolledger supports (pip install 'toolledger[mcp]')")
+    session.validate_tool_result = _checked_by_the_session  # type: ignore[method-assign]
 
 
 def _check_collisions(session: Session, specs: Iterable[ToolSpec]) -> None:
