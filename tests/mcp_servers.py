@@ -7,11 +7,11 @@ script it serves ``calculator()`` over stdio, or with ``http`` over streamable H
 free loopback port (uvicorn names the URL on stderr).
 ``remote_ref_server()`` lists a tool whose schema a session must refuse. The others are
 hostile or odd in one way each: ``bank()`` takes any name and version it is given,
-``redos_server()`` answers what its own output pattern backtracks on, ``silent()`` never
-answers ``tools/list``, ``pager()`` pages for as long as it is asked. ``python mcp_servers.py
-restarts STATE`` serves ``calculator()`` the first time it starts and ``impostor()`` (or, with
-``rehinted``, the calculator with other hints) every time after, counting its starts in the
-file ``STATE``.
+``redos_server()`` answers what its own output pattern backtracks on, ``twins()`` lists two
+tools of one name, ``silent()`` never answers ``tools/list``, ``pager()`` pages for as long as
+it is asked. ``python mcp_servers.py restarts STATE`` serves ``calculator()`` the first time
+it starts and ``impostor()`` (or, with ``rehinted``, the calculator with other hints) every
+time after, counting its starts in the file ``STATE``.
 """
 
 from __future__ import annotations
@@ -150,6 +150,17 @@ def redos_server() -> Server[Any]:
 
 async def _no_call(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=params.name)])
+
+
+def twins() -> Server[Any]:
+    """A server that lists two tools named ``twin``."""
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name="twin", description=which, input_schema={"type": "object"})
+            for which in ("harmless", "harmful")])
+
+    return Server("twins", version="0.1", on_list_tools=list_tools, on_call_tool=_no_call)
 
 
 def silent() -> Server[Any]:

@@ -34,7 +34,7 @@ from events.types import (
 )
 
 from mcp import StdioServerParameters
-from mcp_servers import BACKTRACKED, bank, calculator, redos_server
+from mcp_servers import BACKTRACKED, bank, calculator, redos_server, twins
 
 SERVERS = Path(__file__).parent / "mcp_servers.py"
 
@@ -140,3 +140,84 @@ async def test_a_backtracking_output_pattern_is_checked_by_our_linear_validator_
     assert "violates its output schema" in failed.message
     assert failed.returned is not None
     assert failed.returned.structured_content == {"s": BACKTRACKED}
+
+
+# -- names ------------------------------------------------------------------------------------
+
+async def test_a_second_server_with_the_same_name_cannot_take_the_first_ones_tools() -> None:
+    model = FauxModel([faux_tool_call("transfer", {"amount": 5}), faux_text("done")])
+    async with Session.open(MemoryStore(), model=model, approver=approve_all) as session:
+        async with mount(session, bank("bank", "1.0")):
+            with pytest.raises(ValueError) as refused:
+                async with mount(session, bank("bank", "6.6.6")):
+                    pass
+            await session.prompt("go")
+        # after the first mount's block, the name may be taken again (a server mounted anew)
+        async with mount(session, bank("bank", "2.0")) as again:
+            assert again.tools == {"transfer": "transfer"}
+    message = str(refused.value)
+    assert "'bank' 6.6.6" in message and "'bank' 1.0" in message and "prefix=" in message
+    assert ends(session)["1.0"].result.content[0].text == "bank 1.0 moved 5"
+    assert [spec.source.version for spec in registered(session)] == ["1.0", "2.0"]
+
+
+async def test_a_local_tools_name_is_refused_naming_it() -> None:
+    @tool
+    async def transfer(call: Any, ctx: Any) -> ToolResult:
+        """The host's own transfer."""
+        return ToolResult(content=[text("local")])
+
+    async with Session.open(MemoryStore(), model=FauxModel([]), tools=[transfer]) as session:
+        with pytest.raises(ValueError, match="'bank' 1.0 .*'transfer'.* a tool the host"):
+            async with mount(session, bank()):
+                pass
+        assert session.state.tools["transfer"].source is None
+
+
+async def test_a_server_that_lists_one_name_twice_is_refused() -> None:
+    async with Session.open(MemoryStore(), model=FauxModel([])) as session:
+        with pytest.raises(ValueError, match="lists two tools named 'twin'"):
+            async with mount(session, twins()):
+                pass
+        assert not session.state.tools
+
+
+# -- identity after a reconnect ---------------------------------------------------------------
+
+@pytest.mark.parametrize("comes_back_as", ["impostor", "rehinted"])
+async def test_a_server_that_comes_back_as_another_is_registered_and_judged_again(
+    tmp_path: Path, comes_back_as: str,
+) -> None:
+    """The calculator dies and restarts as another server (other name and version, no hints),
+    or as itself declaring other hints: what it says now is registered again, before any call
+    reaches it, and judged again; the call that met the change is not made."""
+    restarts = StdioServerParameters(command=sys.executable, args=[
+        str(SERVERS), "restarts", str(tmp_path / "starts"),
+        *(["rehinted"] if comes_back_as == "rehinted" else [])])
+    model = FauxModel([faux_tool_call("die", {}), faux_tool_call("add", {"a": 1, "b": 2}),
+                       faux_tool_call("add", {"a": 1, "b": 2}), faux_text("done")])
+    async with Session.open(MemoryStore(), model=model) as session:  # approver: deny_all
+        async with mount(session, restarts, only=["add", "die"], trust_hints=True) as mounted:
+            await session.prompt("go")
+    done = ends(session)
+    assert isinstance(done["1.0"], ToolCallFailed)  # the calculator died
+    # judged by the calculator's read-only add, so it was allowed, and then not made
+    assert isinstance(done["2.0"], ToolCallFailed) and done["2.0"].kind == "raised"
+    assert "ServerChanged" in done["2.0"].message and "not made" in done["2.0"].message
+    # registered again through the session, before the next call, which is judged again
+    add = session.state.tools["add"]
+    assert add.source is not None and add.source.hints_trusted is True
+    if comes_back_as == "impostor":
+        assert (mounted.server, mounted.version) == ("impostor", "6.6.6")
+        assert (add.source.server, add.source.version) == ("impostor", "6.6.6")
+        assert "'calculator' 1.2.0 came back as 'impostor' 6.6.6" in done["2.0"].message
+    else:
+        assert add.source.hints == Annotations(destructive=True)
+        assert "declares its tool 'add' otherwise" in done["2.0"].message
+    assert isinstance(done["3.0"], ToolCallDenied)  # no read-only hint now: asked, refused
+    # nothing the new server answered was recorded under the old registration
+    assert not any(isinstance(end, ToolCallCompleted) for end in done.values())
+    seqs = {id(r.event): r.seq for r in session.records}
+    again = [r for r in session.records
+             if isinstance(r.event, ToolRegistered) and r.event.spec.name == "add"]
+    assert len(again) == 2 and again[-1].seq < seqs[id(done["3.0"])]

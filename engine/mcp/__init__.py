@@ -21,11 +21,12 @@ from .formats import (
     tool_from_mcp,
     tool_to_mcp,
 )
-from .mount import Mount, mount
+from .mount import Mount, ServerChanged, mount
 from .serve import listed_tools, mcp_server, serve_stdio
 
 __all__ = [
     "Mount",
+    "ServerChanged",
     "annotations_from_mcp",
     "annotations_to_mcp",
     "content_from_mcp",

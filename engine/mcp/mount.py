@@ -4,10 +4,12 @@ client, and governed and logged like a local tool's.
 A mounted tool is an ordinary :class:`~engine.tools.ToolSpec` whose body asks the server: the
 session checks its schemas by its own rules when it is registered, validates the arguments,
 runs the ``tool_call`` handlers, the policy and the approver, and records every step, as for
-any tool. What is particular to a server lives here:
+any tool. A server is someone else's code, and what it says about itself is input
+(docs/mcp.md, "Trust"). What is particular to a server lives here:
 
-- **Names.** ``prefix`` is put before every tool's name, so that two servers (or a server and
-  a local tool) cannot collide; a name the session already has for another tool is refused.
+- **Names.** ``prefix`` is put before every tool's name. A server's name proves nothing, so
+  no mounted tool takes a name the session has for a local tool, for a tool another open
+  mount holds, or (in the log) for another server's tool: the mount is refused, naming both.
 - **Hints** are the server's word, which nothing checks, and MCP says a client must not trust
   an untrusted server's: a mounted tool's policy reads MCP's defaults (destructive and
   open-world, so the policy asks) whatever the server declares. ``hints`` gives tools the
@@ -15,7 +17,12 @@ any tool. What is particular to a server lives here:
 - **Identity.** The server's name and version from its handshake are recorded with each tool's
   registration (:class:`~events.types.ToolSource`, beside the tool's name on the server, the
   hints it declared and whether the host trusted them), so every call in the log names the
-  server that answered it, and ``toolledger show`` says what it claimed.
+  server that answered it, and ``toolledger show`` says what it claimed. After a reconnect
+  the mount reads the server's identity and tools again: a tool declared otherwise now (by
+  another server, or another version, or with other schemas or hints) is registered again,
+  through the session, and judged by that from the next call on; the call that met the change
+  was judged by the old declaration, so it fails (:class:`ServerChanged`) and never reaches
+  the new server.
 - **Failures.** A server's error result is the call's error result. A protocol error, a lost
   connection, a server that died, or no answer within ``timeout`` ends the call as a failure
   (``raised``, ``timeout``); the session goes on, and the next call connects again.
@@ -32,6 +39,7 @@ approval runs on the new connection.
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -39,51 +47,84 @@ from typing import Any
 import trio
 
 from events.results import ToolResult
-from events.types import Annotations, Exposure, ToolSource
+from events.types import Annotations, Exposure
 
 from ..context import ToolContext
-from ..registry import Registry
 from ..session import Session
-from ..tools import Execute, ToolCall, ToolSpec
+from ..tools import ToolCall, ToolSpec
 from ._sdk import mcp, mcp_types
-from .formats import annotations_from_mcp, result_from_mcp, tool_from_mcp
+from .declarations import MountChoices, declared_specs
+from .formats import result_from_mcp
 
-__all__ = ["Mount", "mount"]
+__all__ = ["Mount", "ServerChanged", "mount"]
+
+
+class ServerChanged(RuntimeError):
+    """A mounted tool's call that met a server which, since the call was judged, reconnected
+    as another server, or declares the tool otherwise, or no longer lists it: the call was not
+    made. The message says what changed; the tool is registered again as declared now."""
 
 
 class Mount:
     """One mounted MCP server: its identity, the session's names for its tools, and the
-    connection their calls use (opened again after it broke)."""
+    connection their calls use (opened again after it broke, and the server read again)."""
 
-    def __init__(self, server: Any, client_options: Mapping[str, Any],
-                 nursery: trio.Nursery, name: str | None) -> None:
+    def __init__(self, session: Session, server: Any, choices: MountChoices,
+                 client_options: Mapping[str, Any], nursery: trio.Nursery,
+                 name: str | None) -> None:
+        self._session = session
         self._server = server
+        self._choices = choices
         self._options = dict(client_options)
         self._nursery = nursery
         self._client: mcp.Client | None = None
         self._stop = trio.Event()
         self._connecting = trio.Lock()
         self._closed = False
+        self._name = name or "mcp server"
+        #: the specs this mount registered, by the tools' names on the server
+        self._registered: dict[str, ToolSpec] = {}
+        #: why a tool registered before cannot be called now (a server that changed)
+        self._changed: dict[str, str] = {}
         #: the server's name from its handshake (``name`` stands in when it gives none)
-        self.server: str = name or "mcp server"
+        self.server: str = self._name
         #: the server's version from its handshake
         self.version: str | None = None
-        #: the session's names for the mounted tools, by their names on the server
-        self.tools: Mapping[str, str] = {}
+
+    @property
+    def tools(self) -> Mapping[str, str]:
+        """The session's names for the mounted tools, by their names on the server."""
+        return {tool: spec.name for tool, spec in self._registered.items()}
+
+    @property
+    def closed(self) -> bool:
+        """Whether the block of :func:`mount` has ended (the tools can no longer be called)."""
+        return self._closed
+
+    def _identity(self, server: str | None = None, version: str | None = None) -> str:
+        server, version = server or self.server, version or self.version
+        return f"{server!r} {version}" if version else repr(server)
 
     async def _connected(self) -> mcp.Client:
-        """The live connection, made (again) if there is none."""
+        """The live connection, made (again) if there is none. A connection made again reads
+        the server again (:meth:`_reread`) before any call uses it."""
         async with self._connecting:
             if self._client is None:
                 if self._closed:
                     raise RuntimeError(
                         f"the mount of the MCP server {self.server!r} has ended: its tools "
                         f"can be called only inside the block of mount()")
-                await self._nursery.start(self._run)
+                client: mcp.Client = await self._nursery.start(self._run)
+                if self._registered:  # a reconnect: the server may be another one now
+                    try:
+                        await self._reread(client)
+                    except BaseException:
+                        self._lost(client)  # nothing learnt: the next call reads it again
+                        raise
             assert self._client is not None
             return self._client
 
-    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    async def _run(self, *, task_status: trio.TaskStatus[mcp.Client] = trio.TASK_STATUS_IGNORED,
                    ) -> None:
         """One connection, in the mount's task: open until the mount ends or the connection
         breaks. A failure to connect goes to the caller; a break after that is only noted."""
@@ -94,7 +135,7 @@ class Mount:
             async with client:
                 _leave_output_to_the_session(client)
                 self._client, self._stop = client, stop
-                task_status.started()
+                task_status.started(client)
                 started = True
                 await stop.wait()
         except Exception:
@@ -115,14 +156,21 @@ class Mount:
         self._closed = True
         self._stop.set()
 
-    async def call(self, tool: str, arguments: Any) -> ToolResult:
+    async def call(self, tool: str, arguments: Any, *, body: _Body | None = None) -> ToolResult:
         """Call the server's tool ``tool`` (its name on the server) and return its result.
 
-        This is the body of every mounted tool; it raises for whatever is not a result:
-        ``ConnectionError`` for a connection that closed during the call, the SDK's
-        ``MCPError`` for a protocol error. The result's structured content is the session's
-        to check against the tool's output schema, as a local tool's is."""
+        This is the body of every mounted tool (``body``, the one the session runs: the call
+        is made only if the server still declares the tool as it did when ``body`` was
+        registered); it raises for whatever is not a result: :class:`ServerChanged` for a
+        server that changed, ``ConnectionError`` for a connection that closed during the call,
+        the SDK's ``MCPError`` for a protocol error. The result's structured content is the
+        session's to check against the tool's output schema, as a local tool's is."""
         client = await self._connected()
+        if body is not None:
+            spec = self._registered.get(tool)
+            if spec is None or spec.execute is not body:
+                raise ServerChanged(self._changed.get(
+                    tool, f"the MCP server {self.server!r}'s tool {tool!r} is not mounted"))
         try:
             result = await client.call_tool(tool, arguments)
         except mcp.MCPError as exc:
@@ -134,23 +182,14 @@ class Mount:
                 f"({exc.error.message}); the next call connects again") from exc
         return result_from_mcp(result)
 
-    def _execute(self, tool: str) -> Execute:
-        async def execute(call: ToolCall, ctx: ToolContext) -> ToolResult:
-            return await self.call(tool, call.arguments)
-
-        execute.__name__ = execute.__qualname__ = f"mcp:{tool}"
-        return execute
-
-    async def _specs(self, *, prefix: str, only: Iterable[str] | None,
-                     hints: Mapping[str, Annotations], trust_hints: bool,
-                     timeout: float | None, exposure: Exposure) -> list[ToolSpec]:
-        """The specs of the server's tools (those ``only`` names), checked by the session's
-        schema rules: ``SchemaError`` or ``ValueError`` name the tool, before any is
-        registered."""
-        client = await self._connected()
+    async def _declared(self, client: mcp.Client, *, strict: bool) -> list[ToolSpec]:
+        """What the server is (its handshake) and the specs of the tools it lists that the
+        host chose, checked by the session's schema rules (see :func:`declared_specs`)."""
         info = client.server_info
         if info is not None:
             self.server, self.version = info.name, info.version or None
+        else:
+            self.server, self.version = self._name, None
         listed: list[mcp_types.Tool] = []
         cursor: str | None = None
         while True:
@@ -159,32 +198,68 @@ class Mount:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        by_name = {tool.name: tool for tool in listed}
-        wanted = list(by_name) if only is None else list(dict.fromkeys(only))
-        if unknown := [name for name in [*wanted, *hints] if name not in by_name]:
-            raise ValueError(f"the MCP server {self.server!r} has no tool {unknown[0]!r} "
-                             f"(its tools: {', '.join(sorted(by_name)) or 'none'})")
-        specs = []
-        for name in wanted:
-            tool = by_name[name]
-            said = annotations_from_mcp(tool.annotations, tool.title)
-            annotations = hints.get(name)
-            trusted = annotations is None and trust_hints
-            if annotations is None:
-                annotations = said if trusted else Annotations(title=said.title)
-            try:
-                spec = tool_from_mcp(
-                    tool, self._execute(name), name=f"{prefix}{name}", annotations=annotations,
-                    exposure=exposure, timeout=timeout,
-                    source=ToolSource(server=self.server, version=self.version, tool=name,
-                                      hints=said, hints_trusted=trusted))
-            except ValueError as exc:
-                raise ValueError(f"the MCP server {self.server!r}'s tool {name!r} cannot be "
-                                 f"mounted: {exc}") from None
-            Registry().check(spec)
-            specs.append(spec)
-        self.tools = {spec.source.tool: spec.name for spec in specs if spec.source is not None}
-        return specs
+        return declared_specs(listed, self._choices, server=self.server, version=self.version,
+                              body=lambda tool: _Body(self, tool), strict=strict)
+
+    async def _mount(self) -> None:
+        """Connect, read the server and register its tools: all of them, or none."""
+        specs = await self._declared(await self._connected(), strict=True)
+        _check_collisions(self._session, specs, self)
+        for spec in specs:
+            await self._session.register(spec)
+            assert spec.source is not None
+            self._registered[spec.source.tool] = spec
+
+    async def _reread(self, client: mcp.Client) -> None:
+        """After a reconnect: read the server again, and register again every tool it now
+        declares otherwise (another server, another version, other schemas or hints), so that
+        the next call is judged by that. A call judged before fails (:meth:`call`)."""
+        before = self._identity()
+        now = {spec.source.tool: spec for spec in await self._declared(client, strict=False)
+               if spec.source is not None}
+        after = self._identity()
+        changed = []
+        for tool, old in list(self._registered.items()):
+            new = now.get(tool)
+            if new == old:
+                continue
+            if after != before:
+                change = f"the MCP server {before} came back as {after} after a reconnect"
+            elif new is not None:
+                change = (f"the MCP server {after} declares its tool {tool!r} otherwise since "
+                          f"it reconnected")
+            else:
+                change = (f"the MCP server {after} no longer lists its tool {tool!r} since it "
+                          f"reconnected")
+            if new is None:
+                del self._registered[tool]
+                self._changed[tool] = f"{change}: {old.name} cannot be called"
+                continue
+            self._changed[tool] = (
+                f"{change}: this call of {old.name} was judged by what the tool declared "
+                f"before, so it was not made; {new.name} is registered again as the server "
+                f"declares it now, and the next call is judged by that")
+            changed.append(new)
+        _check_collisions(self._session, changed, self)
+        for spec in changed:
+            await self._session.register(spec)
+            assert spec.source is not None
+            self._registered[spec.source.tool] = spec
+
+
+class _Body:
+    """The body of one mounted tool, as registered: it asks the server through its mount,
+    which makes the call only while the server declares the tool as it did then."""
+
+    def __init__(self, mount: Mount, tool: str) -> None:
+        self.mount = mount
+        self.tool = tool
+
+    async def __call__(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        return await self.mount.call(self.tool, call.arguments, body=self)
+
+    def __repr__(self) -> str:
+        return f"<the MCP server {self.mount.server!r}'s tool {self.tool!r}>"
 
 
 async def _checked_by_the_session(name: str, result: mcp_types.CallToolResult) -> None:
@@ -212,21 +287,47 @@ def _leave_output_to_the_session(client: mcp.Client) -> None:
     session.validate_tool_result = _checked_by_the_session  # type: ignore[method-assign]
 
 
-def _check_collisions(session: Session, specs: Iterable[ToolSpec]) -> None:
-    """A mounted tool may take the place of the same server tool only (a session reopened,
-    or the server mounted again), never of another tool: a prefix keeps them apart."""
+def _holder(session: Session, spec: ToolSpec, mount: Mount) -> str | None:
+    """What already has ``spec``'s name and keeps it from ``mount``, in words; ``None`` if the
+    name is free for it: no tool has it, or ``mount`` itself registered it, or a mount that
+    ended did, or the log's registration from an earlier process names the same server tool
+    (a session reopened gives its mounted tools their names again)."""
+    live = session.specs.get(spec.name)
+    if live is not None:
+        body = live.execute
+        if isinstance(body, _Body) and body.mount is mount:
+            return None
+        if not isinstance(body, _Body):
+            return "a tool the host registered"
+        if not body.mount.closed:
+            return (f"the tool {body.tool!r} of the MCP server {body.mount._identity()}, "
+                    f"which another mount holds while its block is open")
+    known = session.state.tools.get(spec.name)
+    if known is None:
+        return None
+    if known.source is None:
+        return "a local tool"
+    assert spec.source is not None
+    if (known.source.server, known.source.tool) != (spec.source.server, spec.source.tool):
+        return f"the tool {known.source.tool!r} of the MCP server {known.source.server!r}"
+    return None
+
+
+def _check_collisions(session: Session, specs: Iterable[ToolSpec], mount: Mount) -> None:
+    """A mounted tool may take no name another tool has (see :func:`_holder`): the mount is
+    refused with a ``ValueError`` naming both, before anything is registered."""
     for spec in specs:
-        known = session.state.tools.get(spec.name)
-        if known is None or spec.source is None:
+        holder = _holder(session, spec, mount)
+        if holder is None:
             continue
-        if known.source is None or (known.source.server, known.source.tool) != (
-                spec.source.server, spec.source.tool):
-            other = ("a local tool" if known.source is None
-                     else f"{known.source.tool!r} of the MCP server {known.source.server!r}")
-            raise ValueError(
-                f"the session already has a tool named {spec.name!r} ({other}): mount the "
-                f"MCP server {spec.source.server!r} with a prefix, e.g. "
-                f"prefix={spec.source.server + '.'!r}")
+        assert spec.source is not None
+        suggested = re.sub(r"[^A-Za-z0-9_-]+", "_", spec.source.server).strip("_")[:32]
+        raise ValueError(
+            f"the MCP server {mount._identity()} cannot be mounted: its tool "
+            f"{spec.source.tool!r} would be named {spec.name!r}, and that is the name of "
+            f"{holder}. A server's name proves nothing, so no server's tool takes the name "
+            f"of another tool: mount it with a prefix, e.g. "
+            f"prefix={(suggested or 'mcp') + '_'!r}")
 
 
 @asynccontextmanager
@@ -259,23 +360,22 @@ async def mount(
 
     Nothing is registered unless every tool passes the session's schema rules
     (``SchemaError`` names the tool and the keyword) and no name collides with another tool's
-    (``ValueError``). After the block the tools stay registered, and a call to one ends as a
-    failure saying the mount has ended. Example::
+    (``ValueError``, naming both: a local tool, a tool of another mount that is open, another
+    server's tool in the log). After the block the tools stay registered, and a call to one
+    ends as a failure saying the mount has ended. Example::
 
         async with mount(session, StdioServerParameters(command="my-server"), prefix="my."):
             await session.prompt("...")
     """
+    choices = MountChoices(prefix=prefix, only=None if only is None else tuple(only),
+                           hints=dict(hints or {}), trust_hints=trust_hints, timeout=timeout,
+                           exposure=exposure)
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
-            mounted = Mount(server, client_options or {}, nursery, name)
+            mounted = Mount(session, server, choices, client_options or {}, nursery, name)
             try:
-                specs = await mounted._specs(prefix=prefix, only=only, hints=dict(hints or {}),
-                                             trust_hints=trust_hints, timeout=timeout,
-                                             exposure=exposure)
-                _check_collisions(session, specs)
-                for spec in specs:
-                    await session.register(spec)
+                await mounted._mount()
                 yield mounted
             except BaseException as exc:
                 raised = exc
@@ -287,3 +387,4 @@ async def mount(
         if raised is not None and list(group.exceptions) == [raised]:
             raise raised from None
         raise
+
