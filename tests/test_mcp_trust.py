@@ -88,7 +88,7 @@ async def test_trusting_a_servers_hints_is_the_hosts_choice_and_every_call_shows
     assert add.annotations == Annotations(title="Add", read_only=True)
     assert add.source is not None and add.source.hints_trusted is True
     done = ends(session)
-    assert isinstance(done["1.0"], ToolCallCompleted) and isinstance(done["2.0"], ToolCallCompleted)
+    assert all(isinstance(done[call], ToolCallCompleted) for call in ("1.0", "2.0"))
 
     assert await trio.to_thread.run_sync(main, ["show", str(log)]) == 0
     out = capsys.readouterr().out

@@ -21,10 +21,13 @@ from .formats import (
     tool_from_mcp,
     tool_to_mcp,
 )
+from .listing import ListingError, ListingLimits
 from .mount import Mount, ServerChanged, mount
 from .serve import listed_tools, mcp_server, serve_stdio
 
 __all__ = [
+    "ListingError",
+    "ListingLimits",
     "Mount",
     "ServerChanged",
     "annotations_from_mcp",

@@ -2,11 +2,12 @@
 
 A server lists its tools; the host chose, when it mounted the server, which of them to take
 (``only``), under what names (``prefix``), with whose hints (the host's ``hints``, the
-server's when ``trust_hints=True``, MCP's defaults otherwise) and with what exposure and
-timeout: :class:`MountChoices`. :func:`declared_specs` applies those choices to a listing and
-checks each spec by the session's schema rules, so that a mount registers nothing unless every
-tool passes, and a reconnected server's declarations are judged exactly as its first ones
-were. Nothing here does I/O: the listing is :mod:`engine.mcp.mount`'s.
+server's when ``trust_hints=True``, MCP's defaults otherwise), with what exposure and
+timeout, and how much of a listing to read: :class:`MountChoices`. :func:`declared_specs`
+applies those choices to a listing and checks each spec by the session's schema rules, so
+that a mount registers nothing unless every tool passes, and a reconnected server's
+declarations are judged exactly as its first ones were. Nothing here does I/O: the listing
+is :mod:`engine.mcp.listing`'s.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..registry import Registry
 from ..tools import Execute, ToolSpec
 from ._sdk import mcp_types
 from .formats import annotations_from_mcp, tool_from_mcp
+from .listing import ListingLimits
 
 __all__ = ["MountChoices", "declared_specs"]
 
@@ -37,6 +39,8 @@ class MountChoices:
     trust_hints: bool = False
     timeout: float | None = 60.0
     exposure: Exposure = "direct"
+    #: how much of the server's tool list to read before giving up
+    listing: ListingLimits = ListingLimits()
 
 
 def declared_specs(

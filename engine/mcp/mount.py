@@ -23,6 +23,10 @@ any tool. A server is someone else's code, and what it says about itself is inpu
   through the session, and judged by that from the next call on; the call that met the change
   was judged by the old declaration, so it fails (:class:`ServerChanged`) and never reaches
   the new server.
+- **Listing** is bounded (:class:`~engine.mcp.ListingLimits`: time, pages, tools, bytes of
+  declarations): a server that never answers ``tools/list`` or pages forever stops the mount
+  with a :class:`~engine.mcp.ListingError`, and a mount the host cancels ends as its
+  ``trio.Cancelled``, never as a group of the SDK's errors.
 - **Failures.** A server's error result is the call's error result. A protocol error, a lost
   connection, a server that died, or no answer within ``timeout`` ends the call as a failure
   (``raised``, ``timeout``); the session goes on, and the next call connects again.
@@ -39,7 +43,6 @@ approval runs on the new connection.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -49,12 +52,14 @@ import trio
 from events.results import ToolResult
 from events.types import Annotations, Exposure
 
-from ..context import ToolContext
 from ..session import Session
-from ..tools import ToolCall, ToolSpec
+from ..tools import ToolSpec
 from ._sdk import mcp, mcp_types
+from .client import leave_output_to_the_session, reason
 from .declarations import MountChoices, declared_specs
 from .formats import result_from_mcp
+from .listing import ListingLimits, list_tools
+from .names import MountedBody, check_names
 
 __all__ = ["Mount", "ServerChanged", "mount"]
 
@@ -101,9 +106,10 @@ class Mount:
         """Whether the block of :func:`mount` has ended (the tools can no longer be called)."""
         return self._closed
 
-    def _identity(self, server: str | None = None, version: str | None = None) -> str:
-        server, version = server or self.server, version or self.version
-        return f"{server!r} {version}" if version else repr(server)
+    @property
+    def identity(self) -> str:
+        """The server's name and version as messages give them (``'calculator' 1.2.0``)."""
+        return f"{self.server!r} {self.version}" if self.version else repr(self.server)
 
     async def _connected(self) -> mcp.Client:
         """The live connection, made (again) if there is none. A connection made again reads
@@ -133,14 +139,16 @@ class Mount:
         started = False
         try:
             async with client:
-                _leave_output_to_the_session(client)
+                leave_output_to_the_session(client)
                 self._client, self._stop = client, stop
                 task_status.started(client)
                 started = True
                 await stop.wait()
-        except Exception:
+        except Exception as exc:
             if not started:
-                raise
+                # the SDK's task groups wrap the reason in groups: say it once, plainly
+                raise ConnectionError(f"could not connect to the MCP server {self._name!r}: "
+                                      f"{reason(exc)}") from exc
             # the connection broke (a server that died, say): the next call connects again
         finally:
             if self._client is client:
@@ -156,7 +164,7 @@ class Mount:
         self._closed = True
         self._stop.set()
 
-    async def call(self, tool: str, arguments: Any, *, body: _Body | None = None) -> ToolResult:
+    async def call(self, tool: str, arguments: Any, *, body: MountedBody | None = None) -> ToolResult:
         """Call the server's tool ``tool`` (its name on the server) and return its result.
 
         This is the body of every mounted tool (``body``, the one the session runs: the call
@@ -190,21 +198,21 @@ class Mount:
             self.server, self.version = info.name, info.version or None
         else:
             self.server, self.version = self._name, None
-        listed: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        while True:
-            page = await client.list_tools(cursor=cursor)
-            listed.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
+        listed = await list_tools(client, self._choices.listing, self.server)
         return declared_specs(listed, self._choices, server=self.server, version=self.version,
-                              body=lambda tool: _Body(self, tool), strict=strict)
+                              body=lambda tool: MountedBody(self, tool), strict=strict)
 
     async def _mount(self) -> None:
-        """Connect, read the server and register its tools: all of them, or none."""
-        specs = await self._declared(await self._connected(), strict=True)
-        _check_collisions(self._session, specs, self)
+        """Connect, read the server and register its tools: all of them, or none. Connecting
+        and listing are bounded by the listing's timeout, each."""
+        timeout = self._choices.listing.timeout
+        with trio.move_on_after(timeout) as waited:
+            client = await self._connected()
+        if waited.cancelled_caught:
+            raise ConnectionError(f"could not connect to the MCP server {self._name!r} within "
+                                  f"{timeout} s (listing=ListingLimits(timeout=...) allows more)")
+        specs = await self._declared(client, strict=True)
+        check_names(self._session, specs, self)
         for spec in specs:
             await self._session.register(spec)
             assert spec.source is not None
@@ -214,10 +222,10 @@ class Mount:
         """After a reconnect: read the server again, and register again every tool it now
         declares otherwise (another server, another version, other schemas or hints), so that
         the next call is judged by that. A call judged before fails (:meth:`call`)."""
-        before = self._identity()
+        before = self.identity
         now = {spec.source.tool: spec for spec in await self._declared(client, strict=False)
                if spec.source is not None}
-        after = self._identity()
+        after = self.identity
         changed = []
         for tool, old in list(self._registered.items()):
             new = now.get(tool)
@@ -240,94 +248,11 @@ class Mount:
                 f"before, so it was not made; {new.name} is registered again as the server "
                 f"declares it now, and the next call is judged by that")
             changed.append(new)
-        _check_collisions(self._session, changed, self)
+        check_names(self._session, changed, self)
         for spec in changed:
             await self._session.register(spec)
             assert spec.source is not None
             self._registered[spec.source.tool] = spec
-
-
-class _Body:
-    """The body of one mounted tool, as registered: it asks the server through its mount,
-    which makes the call only while the server declares the tool as it did then."""
-
-    def __init__(self, mount: Mount, tool: str) -> None:
-        self.mount = mount
-        self.tool = tool
-
-    async def __call__(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
-        return await self.mount.call(self.tool, call.arguments, body=self)
-
-    def __repr__(self) -> str:
-        return f"<the MCP server {self.mount.server!r}'s tool {self.tool!r}>"
-
-
-async def _checked_by_the_session(name: str, result: mcp_types.CallToolResult) -> None:
-    """What a mount's client does instead of checking a result against the tool's output
-    schema itself: nothing. The session checks it, against the schema it registered.
-
-    The SDK's client checks with ``jsonschema``, whose ``pattern`` runs in Python's
-    backtracking ``re``, on the event loop, where no timeout or cancel scope can stop it: a
-    server whose schema says ``^(a+)+$`` and that answers 28 ``a`` and a ``!`` froze the loop
-    for seconds. For a tool it has not listed yet, the check lists the server's tools again,
-    unbounded. The session's own check uses the schema that passed its rules when the tool was
-    registered, with linear-time patterns (:mod:`engine.patterns`), and keeps the value that
-    failed in the log, as for a local tool's output."""
-
-
-def _leave_output_to_the_session(client: mcp.Client) -> None:
-    """Turn off ``client``'s own check of tool results (:func:`_checked_by_the_session`), or
-    refuse to go on with an SDK whose check cannot be turned off this way."""
-    session = client.session
-    if not callable(getattr(type(session), "validate_tool_result", None)):
-        raise RuntimeError(
-            "this version of the MCP SDK checks tool results in a way toolledger does not "
-            "know how to leave to the session (ClientSession.validate_tool_result is gone); "
-            "install an mcp version that toolledger supports (pip install 'toolledger[mcp]')")
-    session.validate_tool_result = _checked_by_the_session  # type: ignore[method-assign]
-
-
-def _holder(session: Session, spec: ToolSpec, mount: Mount) -> str | None:
-    """What already has ``spec``'s name and keeps it from ``mount``, in words; ``None`` if the
-    name is free for it: no tool has it, or ``mount`` itself registered it, or a mount that
-    ended did, or the log's registration from an earlier process names the same server tool
-    (a session reopened gives its mounted tools their names again)."""
-    live = session.specs.get(spec.name)
-    if live is not None:
-        body = live.execute
-        if isinstance(body, _Body) and body.mount is mount:
-            return None
-        if not isinstance(body, _Body):
-            return "a tool the host registered"
-        if not body.mount.closed:
-            return (f"the tool {body.tool!r} of the MCP server {body.mount._identity()}, "
-                    f"which another mount holds while its block is open")
-    known = session.state.tools.get(spec.name)
-    if known is None:
-        return None
-    if known.source is None:
-        return "a local tool"
-    assert spec.source is not None
-    if (known.source.server, known.source.tool) != (spec.source.server, spec.source.tool):
-        return f"the tool {known.source.tool!r} of the MCP server {known.source.server!r}"
-    return None
-
-
-def _check_collisions(session: Session, specs: Iterable[ToolSpec], mount: Mount) -> None:
-    """A mounted tool may take no name another tool has (see :func:`_holder`): the mount is
-    refused with a ``ValueError`` naming both, before anything is registered."""
-    for spec in specs:
-        holder = _holder(session, spec, mount)
-        if holder is None:
-            continue
-        assert spec.source is not None
-        suggested = re.sub(r"[^A-Za-z0-9_-]+", "_", spec.source.server).strip("_")[:32]
-        raise ValueError(
-            f"the MCP server {mount._identity()} cannot be mounted: its tool "
-            f"{spec.source.tool!r} would be named {spec.name!r}, and that is the name of "
-            f"{holder}. A server's name proves nothing, so no server's tool takes the name "
-            f"of another tool: mount it with a prefix, e.g. "
-            f"prefix={(suggested or 'mcp') + '_'!r}")
 
 
 @asynccontextmanager
@@ -342,6 +267,7 @@ async def mount(
     timeout: float | None = 60.0,
     exposure: Exposure = "direct",
     name: str | None = None,
+    listing: ListingLimits | None = None,
     client_options: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Mount]:
     """Connect to an MCP server and register its tools in ``session`` for the block's length.
@@ -356,26 +282,36 @@ async def mount(
     destructive and open-world, MCP's defaults, whatever the server declares, unless
     ``trust_hints=True``: then the server's hints decide, and every call shows it.
     ``timeout`` bounds each call, in seconds; ``exposure`` is every mounted tool's; ``name``
-    stands for the server when its handshake gives no name.
+    stands for the server when its handshake gives no name. ``listing`` bounds what the mount
+    reads of the server's tool list (:class:`~engine.mcp.ListingLimits`: 30 s, 100 pages,
+    1 000 tools, 4 MB of declarations by default), here and after every reconnect.
 
-    Nothing is registered unless every tool passes the session's schema rules
-    (``SchemaError`` names the tool and the keyword) and no name collides with another tool's
-    (``ValueError``, naming both: a local tool, a tool of another mount that is open, another
-    server's tool in the log). After the block the tools stay registered, and a call to one
-    ends as a failure saying the mount has ended. Example::
+    Nothing is registered unless the server connects (``ConnectionError``), lists its tools
+    within the limits (:class:`~engine.mcp.ListingError`), every tool passes the session's
+    schema rules (``SchemaError`` names the tool and the keyword) and no name collides with
+    another tool's (``ValueError``, naming both: a local tool, a tool of another mount that is
+    open, another server's tool in the log). A mount the host cancels ends as its
+    ``trio.Cancelled``. After the block the tools stay registered, and a call to one ends as a
+    failure saying the mount has ended. Example::
 
         async with mount(session, StdioServerParameters(command="my-server"), prefix="my."):
             await session.prompt("...")
     """
     choices = MountChoices(prefix=prefix, only=None if only is None else tuple(only),
                            hints=dict(hints or {}), trust_hints=trust_hints, timeout=timeout,
-                           exposure=exposure)
+                           exposure=exposure, listing=listing or ListingLimits())
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
             mounted = Mount(session, server, choices, client_options or {}, nursery, name)
             try:
-                await mounted._mount()
+                try:
+                    await mounted._mount()
+                except Exception:
+                    # a connection that a cancellation closed fails a request in flight with
+                    # the SDK's error: the mount ends as the cancellation, not as that
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    raise
                 yield mounted
             except BaseException as exc:
                 raised = exc
@@ -383,8 +319,27 @@ async def mount(
             finally:
                 mounted._close()
     except BaseExceptionGroup as group:
-        # the nursery wraps what the block raised: give the host its own exception
-        if raised is not None and list(group.exceptions) == [raised]:
-            raise raised from None
-        raise
+        # the nursery wraps what the block raised, and a cancellation, once for each of its
+        # tasks: give the host its own exception, or the cancellation, as itself
+        alone = _alone(group, raised)
+        if alone is None:
+            raise
+        raise alone from None
 
+
+def _alone(group: BaseExceptionGroup[BaseException], raised: BaseException | None,
+           ) -> BaseException | None:
+    """The one exception ``group`` stands for: what the block raised (``raised``), with no
+    other but cancellations beside it, or a cancellation alone; else ``None``."""
+    leaves: list[BaseException] = []
+    groups: list[BaseExceptionGroup[BaseException]] = [group]
+    while groups:
+        for exc in groups.pop().exceptions:
+            if isinstance(exc, BaseExceptionGroup):
+                groups.append(exc)
+            else:
+                leaves.append(exc)
+    others = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+    if raised is not None and others in ([raised], []) and raised in leaves:
+        return raised
+    return leaves[0] if not others and leaves else None
