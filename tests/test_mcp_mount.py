@@ -133,7 +133,9 @@ async def test_a_collision_with_another_tool_is_refused_and_nothing_is_registere
         return ToolResult(content=[text("local")])
 
     async with Session.open(MemoryStore(), model=FauxModel([]), tools=[add]) as session:
-        with pytest.raises(ValueError, match="prefix"):
+        # the message names both tools, and what to do
+        with pytest.raises(ValueError, match="'calculator' 1.2.0 .*'add'.* a tool the host"
+                                             ".* prefix="):
             async with mount(session, calculator()):
                 pass
         assert set(session.state.tools) == {"add"}

@@ -18,7 +18,7 @@ import pytest
 import trio
 from rich.console import Console
 
-from engine import Annotations, Session, ToolResult, approve_all, text, tool
+from engine import Annotations, Session, approve_all
 from engine.cli import main
 from engine.mcp import mount
 from engine.models import FauxModel, faux_text, faux_tool_call
@@ -35,6 +35,7 @@ from events.types import (
 
 from mcp import StdioServerParameters
 from mcp_servers import BACKTRACKED, bank, calculator, redos_server, twins
+from test_mcp_listing import refused
 
 SERVERS = Path(__file__).parent / "mcp_servers.py"
 
@@ -161,25 +162,8 @@ async def test_a_second_server_with_the_same_name_cannot_take_the_first_ones_too
     assert [spec.source.version for spec in registered(session)] == ["1.0", "2.0"]
 
 
-async def test_a_local_tools_name_is_refused_naming_it() -> None:
-    @tool
-    async def transfer(call: Any, ctx: Any) -> ToolResult:
-        """The host's own transfer."""
-        return ToolResult(content=[text("local")])
-
-    async with Session.open(MemoryStore(), model=FauxModel([]), tools=[transfer]) as session:
-        with pytest.raises(ValueError, match="'bank' 1.0 .*'transfer'.* a tool the host"):
-            async with mount(session, bank()):
-                pass
-        assert session.state.tools["transfer"].source is None
-
-
 async def test_a_server_that_lists_one_name_twice_is_refused() -> None:
-    async with Session.open(MemoryStore(), model=FauxModel([])) as session:
-        with pytest.raises(ValueError, match="lists two tools named 'twin'"):
-            async with mount(session, twins()):
-                pass
-        assert not session.state.tools
+    assert "lists two tools named 'twin'" in str(await refused(twins(), ValueError))
 
 
 # -- identity after a reconnect ---------------------------------------------------------------
