@@ -59,7 +59,9 @@ async def list_tools(client: mcp.Client, limits: ListingLimits,
     cursor: str | None = None
     with trio.move_on_after(limits.timeout) as waited:
         while True:
-            page = await client.list_tools(cursor=cursor)
+            # never from the client's response cache, which another client may share: after
+            # a reconnect it would be the old server's word
+            page = await client.list_tools(cursor=cursor, cache_mode="bypass")
             pages += 1
             listed.extend(page.tools)
             size += len(page.model_dump_json(by_alias=True, exclude_none=True).encode())

@@ -87,6 +87,7 @@ class Mount:
         self._connecting = trio.Lock()
         self._closed = False
         self._name = name or "mcp server"
+        self._label = repr(name) if name else _described(server)  # before the handshake
         #: the specs this mount registered, by the tools' names on the server
         self._registered: dict[str, ToolSpec] = {}
         #: why a tool registered before cannot be called now (a server that changed)
@@ -147,7 +148,7 @@ class Mount:
         except Exception as exc:
             if not started:
                 # the SDK's task groups wrap the reason in groups: say it once, plainly
-                raise ConnectionError(f"could not connect to the MCP server {self._name!r}: "
+                raise ConnectionError(f"could not connect to the MCP server {self._label}: "
                                       f"{reason(exc)}") from exc
             # the connection broke (a server that died, say): the next call connects again
         finally:
@@ -209,7 +210,7 @@ class Mount:
         with trio.move_on_after(timeout) as waited:
             client = await self._connected()
         if waited.cancelled_caught:
-            raise ConnectionError(f"could not connect to the MCP server {self._name!r} within "
+            raise ConnectionError(f"could not connect to the MCP server {self._label} within "
                                   f"{timeout} s (listing=ListingLimits(timeout=...) allows more)")
         specs = await self._declared(client, strict=True)
         check_names(self._session, specs, self)
@@ -325,6 +326,16 @@ async def mount(
         if alone is None:
             raise
         raise alone from None
+
+
+def _described(server: Any) -> str:
+    """``server`` (what :func:`mount` was given) in a few words, for a message."""
+    if isinstance(server, str):
+        return repr(server)
+    command = getattr(server, "command", None)
+    if isinstance(command, str):
+        return f"started by {' '.join([command, *getattr(server, 'args', [])])!r}"
+    return f"of {type(server).__name__}"
 
 
 def _alone(group: BaseExceptionGroup[BaseException], raised: BaseException | None,
