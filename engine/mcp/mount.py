@@ -165,7 +165,8 @@ class Mount:
         self._closed = True
         self._stop.set()
 
-    async def call(self, tool: str, arguments: Any, *, body: MountedBody | None = None) -> ToolResult:
+    async def call(self, tool: str, arguments: Any, *,
+                   body: MountedBody | None = None) -> ToolResult:
         """Call the server's tool ``tool`` (its name on the server) and return its result.
 
         This is the body of every mounted tool (``body``, the one the session runs: the call
