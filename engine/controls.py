@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from types import MappingProxyType
 from typing import Any, Literal
 
 from events.models import SystemPromptSet
@@ -82,6 +83,13 @@ class SessionControls:
         """The call tree: every call by id, nested ones included (see ``CallView.parent_id``
         and ``session.state.children(call_id)``)."""
         return self._recorder.projection.calls
+
+    @property
+    def specs(self) -> Mapping[str, ToolSpec]:
+        """The tools this process can run, by name: their specs, code included (read-only).
+        ``state.tools`` is what the log says was registered; a tool an earlier process
+        registered is there, and here only once it is registered again."""
+        return MappingProxyType(self._env.registry.specs)
 
     @property
     def records(self) -> Sequence[Record]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from events.codec import converter
-from events.types import AssistantMessage
+from events.types import AssistantMessage, ToolSource
 
 from .reducers import Projection, ToolResultEntry
 from .views import CallView
@@ -32,8 +32,9 @@ def transcript_json(projection: Projection) -> list[dict[str, Any]]:
     return entries
 
 
-def call_json(view: CallView) -> dict[str, Any]:
-    """One call: who asked, what the policy and the approver said, how it ended."""
+def call_json(view: CallView, source: ToolSource | None = None) -> dict[str, Any]:
+    """One call: who asked, what the policy and the approver said, how it ended, and for a
+    mounted tool's call the server's ``source`` (:meth:`Projection.source`)."""
     policy = view.policy
     approval = view.approval
     terminal = view.terminal
@@ -53,6 +54,7 @@ def call_json(view: CallView) -> dict[str, Any]:
                                                     "reason": approval.reason},
         "progress": view.progress_count,
         "outcome": None if terminal is None else converter.unstructure(terminal),
+        "source": None if source is None else converter.unstructure(source),
     }
 
 
@@ -66,5 +68,6 @@ def session_json(projection: Projection) -> dict[str, Any]:
         "pending_approvals": list(projection.pending_approvals),
         "usage": converter.unstructure(projection.usage),
         "transcript": transcript_json(projection),
-        "calls": [call_json(view) for view in projection.calls.values()],
+        "calls": [call_json(view, projection.source(call_id))
+                  for call_id, view in projection.calls.items()],
     }

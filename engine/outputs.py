@@ -33,10 +33,9 @@ Failure = tuple[FailureKind, str, "ErrorInfo | None", "FailureDetail | None"]
 class InvalidOutput(Exception):
     """Raised by a body whose output broke its output schema before it could return it.
 
-    A tool that passes on another program's answer (a mounted MCP server's, whose client
-    checks the answer against the schema and keeps nothing when it fails) raises this; the
-    call ends as ``invalid_output``, like a result the engine found invalid itself, rather than
-    as ``raised``."""
+    A tool that passes on another program's answer, which that program found invalid and did
+    not hand over, raises this; the call ends as ``invalid_output``, like a result the engine
+    found invalid itself, rather than as ``raised``."""
 
 
 def _clip(text: str, limit: int) -> str:

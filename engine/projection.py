@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from events.models import Usage
-from events.types import ApprovalResolved, AssistantMessage, ModelToolCall, ToolSnapshot
+from events.types import (
+    ApprovalResolved,
+    AssistantMessage,
+    ModelToolCall,
+    ToolSnapshot,
+    ToolSource,
+)
 
 from .views import (
     CallsView,
@@ -55,6 +61,7 @@ class ProjectionState:
         self._calls_view = CallsView(self._calls, self._views)
         self._live_view = MappingProxyType(self._calls)
         self._children: dict[str, list[str]] = {}
+        self._sources: dict[str, ToolSource] = {}  # calls of mounted tools only
         self._open: dict[str, None] = {}
         self._pending: dict[str, None] = {}
         self._transcript: list[TranscriptEntry] = []
@@ -152,6 +159,12 @@ class ProjectionState:
     def children(self, call_id: str) -> tuple[str, ...]:
         """Ids of the nested calls ``call_id`` made, in the order it made them."""
         return tuple(self._children.get(call_id, ()))
+
+    def source(self, call_id: str) -> ToolSource | None:
+        """The MCP server a call's tool was mounted from (its name and version, the tool's
+        name there, its hints and whether the host trusted them), as the tool was registered
+        when the call was requested; ``None`` for a local tool."""
+        return self._sources.get(call_id)
 
     def roots(self) -> list[CallView]:
         """The top-level calls (the model's and the host's), in the order they were

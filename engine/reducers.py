@@ -207,6 +207,9 @@ class Projection(ProjectionState):
         self._calls[call_id] = LiveCall(call_id, event.name, event.arguments, event.origin,
                                         event.parent_id, event.model_call_id)
         self._open[call_id] = None
+        tool = self._tools.get(event.name)
+        if tool is not None and tool.source is not None:  # a mounted server's, as it is now
+            self._sources[call_id] = tool.source
 
     def _call_event(self, event: Any) -> None:
         call_id = event.call_id

@@ -148,6 +148,10 @@ class Registry:
 _SCALARS = frozenset({str, bool, int, float, type(None)})
 
 
+def _notes(notes: Annotations) -> tuple[Any, ...]:
+    return (notes.title, notes.read_only, notes.destructive, notes.idempotent, notes.open_world)
+
+
 def _rest(spec: ToolSpec) -> bytes | None:
     """The print of what a snapshot takes from ``spec`` besides its schemas, if each value is
     an exact scalar (``None`` otherwise): two prints of one marshal format, one after the
@@ -155,10 +159,14 @@ def _rest(spec: ToolSpec) -> bytes | None:
     notes, source = spec.annotations, spec.source
     if type(notes) is not Annotations or (source is not None and type(source) is not ToolSource):
         return None
-    values = (spec.name, spec.description, notes.title, notes.read_only, notes.destructive,
-              notes.idempotent, notes.open_world, spec.exposure, spec.execution_mode,
-              spec.timeout, source is not None,
-              *((source.server, source.version, source.tool) if source is not None else ()))
+    values = (spec.name, spec.description, *_notes(notes), spec.exposure, spec.execution_mode,
+              spec.timeout, source is not None)
+    if source is not None:
+        said = source.hints
+        if said is not None and type(said) is not Annotations:
+            return None
+        values += (source.server, source.version, source.tool, source.hints_trusted,
+                   said is not None, *(_notes(said) if said is not None else ()))
     for value in values:
         if type(value) not in _SCALARS:
             return None

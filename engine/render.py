@@ -36,12 +36,14 @@ from events.results import (
     ToolResult,
 )
 from events.types import (
+    Annotations,
     AssistantMessage,
     ToolCallBlocked,
     ToolCallCancelled,
     ToolCallCompleted,
     ToolCallDenied,
     ToolCallFailed,
+    ToolSource,
     UserMessage,
 )
 
@@ -221,14 +223,16 @@ def render_calls(projection: Projection) -> RenderableType:
 
 
 def _add_call(parent: Tree, projection: Projection, view: CallView) -> None:
-    node = parent.add(call_label(view))
+    node = parent.add(call_label(view, projection.source(view.call_id)))
     for child_id in projection.children(view.call_id):
         _add_call(node, projection, projection.calls[child_id])
 
 
-def call_label(view: CallView) -> RenderableType:
+def call_label(view: CallView, source: ToolSource | None = None) -> RenderableType:
     """One node of the call tree: id, name and status, then one line per fact about it
-    (a long fact wraps under its own column, not under the key)."""
+    (a long fact wraps under its own column, not under the key). ``source`` is the MCP server
+    that answered a mounted tool's call (:meth:`Projection.source`): its name and version,
+    and its hints, marked trusted when the host mounted it with ``trust_hints=True``."""
     label = Text()
     label.append(visible(view.call_id, newlines=False), style="dim")
     label.append("  ")
@@ -251,6 +255,9 @@ def call_label(view: CallView) -> RenderableType:
 
     if view.origin == "host":
         fact("caller", "the host (session.call_tool): not in the transcript")
+    if source is not None:
+        for key, value, style in _server_facts(source):
+            fact(key, value, style)
     fact("args", short_json(view.requested_arguments, ARGS))
     for rewrite in view.rewrites:
         fact("rewrite", f"by {rewrite.by}: {short_json(rewrite.arguments)}", "yellow")
@@ -295,6 +302,29 @@ def call_label(view: CallView) -> RenderableType:
         except Exception as exc:  # the tool's own view is a nicety: never lose the default
             fact("note", _renderer_failed(view.name, exc), "dim")
     return Visible(Group(label, facts))
+
+
+def _server_facts(source: ToolSource) -> list[tuple[str, str, str]]:
+    """What a call of a mounted tool shows of its server: who answered, and what it said
+    its tool does (``hints`` is left out of a log written before hints were recorded)."""
+    said = f"{source.server} {source.version}" if source.version else source.server
+    facts = [("server", f"{visible(said, newlines=False)}, its tool "
+                        f"{visible(source.tool, newlines=False)}", "")]
+    if source.hints is not None:
+        if source.hints_trusted:
+            facts.append(("hints", f"trusted (trust_hints=True): {_hints(source.hints)}",
+                          "bold yellow"))
+        else:
+            facts.append(("hints", f"the server's, not trusted: {_hints(source.hints)}", "dim"))
+    return facts
+
+
+def _hints(hints: Annotations) -> str:
+    """The hints that are set, as the log names them (``read_only=true, ...``)."""
+    named = {"read_only": hints.read_only, "destructive": hints.destructive,
+             "idempotent": hints.idempotent, "open_world": hints.open_world}
+    return ", ".join(f"{name}={'true' if value else 'false'}"
+                     for name, value in named.items() if value is not None) or "none declared"
 
 
 def _renderer_failed(name: str, exc: Exception) -> str:

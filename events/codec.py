@@ -77,6 +77,7 @@ from .types import (
     ToolCallDenied,
     ToolCallFailed,
     ToolSnapshot,
+    ToolSource,
 )
 from .upcasters import UPCASTERS, Upcaster
 
@@ -135,6 +136,7 @@ ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {  # (a nested class before its
     SessionStarted: ("settings",),
     ApprovalResolved: ("later",),
     ToolCallFailed: ("detail",),
+    ToolSource: ("hints", "hints_trusted"),  # what the server said, and if the host took it
     ToolSnapshot: ("source",),              # a mounted MCP server's tool
     ModelToolCall: ("model_name",),          # the name the tool had at the provider
     AssistantMessage: ("provider_content",),  # blocks the engine does not interpret

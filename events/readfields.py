@@ -114,7 +114,7 @@ NESTED: dict[type[Any], frozenset[str]] = {
     ToolSnapshot: frozenset({"name", "description", "input_schema", "output_schema",
                              "annotations", "exposure", "execution_mode", "timeout", "source"}),
     Annotations: frozenset({"title", "read_only", "destructive", "idempotent", "open_world"}),
-    ToolSource: frozenset({"server", "version", "tool"}),
+    ToolSource: frozenset({"server", "version", "tool", "hints", "hints_trusted"}),
     ProviderContent: frozenset({"api", "items"}),
     Usage: frozenset({"input_tokens", "output_tokens", "cached_tokens"}),
 }

@@ -63,11 +63,19 @@ class ToolSource:
     host's name for it when the server gives none); ``tool`` is the tool's name on that server,
     which the session may know under a prefixed name. Recorded with the tool's registration, so
     every call of the tool names the server that answered it, and a server that comes back as
-    another version registers the tool again."""
+    another version registers the tool again.
+
+    ``hints`` are the annotations the server declared for the tool, as it declared them, and
+    ``hints_trusted`` says whether they are the tool's :attr:`ToolSnapshot.annotations` (the
+    host mounted the server with ``trust_hints=True``): if not, the policy reads MCP's
+    defaults, or the host's own hints, whatever the server said. Both are ``None`` in a log
+    written before they were recorded."""
 
     server: str
     version: str | None = None
     tool: str
+    hints: Annotations | None = None
+    hints_trusted: bool | None = None
 
 
 @fast_init

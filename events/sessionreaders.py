@@ -73,6 +73,27 @@ def session_started(data: Any) -> SessionStarted:
 REGISTERED = frozenset({"spec"})
 _SNAPSHOT, _ANNOTATIONS = NESTED[ToolSnapshot], NESTED[Annotations]
 _SNAPSHOT_LOCAL, _SOURCE = _SNAPSHOT - {"source"}, NESTED[ToolSource]
+_SOURCE_BARE = _SOURCE - {"hints", "hints_trusted"}
+
+
+def _annotations(hints: Any) -> Annotations:
+    exact_fields(hints, _ANNOTATIONS)
+    return Annotations(
+        title=strict_opt_str(hints["title"]), read_only=strict_opt_bool(hints["read_only"]),
+        destructive=strict_opt_bool(hints["destructive"]),
+        idempotent=strict_opt_bool(hints["idempotent"]),
+        open_world=strict_opt_bool(hints["open_world"]))
+
+
+def _source(source: Any) -> ToolSource:
+    # a mount records the server's hints and whether it trusts them; older logs have neither
+    if type(source) is not dict or not _SOURCE_BARE <= source.keys() <= _SOURCE:
+        raise FALLBACK
+    hints = source.get("hints")
+    return ToolSource(server=strict_str(source["server"]),
+                      version=strict_opt_str(source["version"]), tool=strict_str(source["tool"]),
+                      hints=None if hints is None else _annotations(hints),
+                      hints_trusted=strict_opt_bool(source.get("hints_trusted")))
 
 
 def registered(data: Any) -> ToolRegistered:
@@ -84,23 +105,15 @@ def registered(data: Any) -> ToolRegistered:
         raise FALLBACK
     source = spec.get("source")
     if source is not None:
-        exact_fields(source, _SOURCE)
-        source = ToolSource(server=strict_str(source["server"]),
-                            version=strict_opt_str(source["version"]),
-                            tool=strict_str(source["tool"]))
-    hints, output, timeout = spec["annotations"], spec["output_schema"], spec["timeout"]
-    exact_fields(hints, _ANNOTATIONS)
+        source = _source(source)
+    output, timeout = spec["output_schema"], spec["timeout"]
     if timeout is not None and type(timeout) is not float:
         raise FALLBACK
     return ToolRegistered(spec=ToolSnapshot(
         name=strict_str(spec["name"]), description=strict_str(spec["description"]),
         input_schema=strict_object(spec["input_schema"]),
         output_schema=None if output is None else strict_object(output),
-        annotations=Annotations(
-            title=strict_opt_str(hints["title"]), read_only=strict_opt_bool(hints["read_only"]),
-            destructive=strict_opt_bool(hints["destructive"]),
-            idempotent=strict_opt_bool(hints["idempotent"]),
-            open_world=strict_opt_bool(hints["open_world"])),
+        annotations=_annotations(spec["annotations"]),
         exposure=strict_one_of(spec["exposure"], _EXPOSURES),
         execution_mode=strict_one_of(spec["execution_mode"], _MODES), timeout=timeout,
         source=source))

@@ -1,7 +1,7 @@
 """Mounting MCP servers built with the official SDK: in memory, and over stdio in a subprocess.
 
-The session calls the server's tools like its own: the policy reads the server's hints (with
-MCP's defaults for the unset ones, or the host's instead), every call is logged with the
+The session calls the server's tools like its own: the policy reads MCP's defaults, or the
+server's hints if the host trusts them, or the host's own, every call is logged with the
 server's identity on the tool's registration, and whatever goes wrong on the server's side
 (an error result, output that breaks the schema, no answer, a process that died) ends that
 call alone, as a result the model reads.
@@ -53,8 +53,9 @@ async def test_mounted_tools_are_registered_with_prefix_hints_and_the_servers_id
             snapshots = {r.event.spec.name: r.event.spec for r in session.records
                          if isinstance(r.event, ToolRegistered)}
     add, note = snapshots["calc.add"], snapshots["calc.write_note"]
-    assert add.annotations == Annotations(title="Add", read_only=True)
-    # unset hints stay unset: MCP's defaults (destructive, open-world) apply
+    # the server's hints are recorded, not trusted: MCP's defaults (destructive, open-world)
+    assert add.annotations == Annotations(title="Add")
+    assert add.source is not None and add.source.hints == Annotations(title="Add", read_only=True)
     assert note.annotations == Annotations()
     assert add.output_schema is not None and add.output_schema["required"] == ["total"]
     assert add.input_schema["required"] == ["a", "b"]
@@ -71,10 +72,10 @@ async def test_calls_are_governed_by_the_servers_hints_and_logged_like_local_one
         faux_text("done"),
     ])
     async with Session.open(MemoryStore(), model=model) as session:  # approver: deny_all
-        async with mount(session, calculator(), prefix="calc."):
+        async with mount(session, calculator(), prefix="calc.", trust_hints=True):
             await session.prompt("go")
         done = ends(session)
-    assert isinstance(done["1.0"], ToolCallCompleted)
+    assert isinstance(done["1.0"], ToolCallCompleted)  # read-only, as the server says
     assert done["1.0"].result.structured_content == {"total": 5}
     # no hints: destructive by MCP's default, so the policy asks, and deny_all refuses
     assert isinstance(done["1.1"], ToolCallDenied)
@@ -102,7 +103,7 @@ async def test_the_host_overrides_the_servers_hints() -> None:
 
 async def test_a_servers_error_result_is_the_calls_error_result() -> None:
     model = FauxModel([faux_tool_call("fail", {}), faux_text("done")])
-    async with Session.open(MemoryStore(), model=model) as session:
+    async with Session.open(MemoryStore(), model=model, approver=approve_all) as session:
         async with mount(session, calculator()):
             await session.prompt("go")
         done = ends(session)
@@ -116,7 +117,7 @@ async def test_a_server_that_does_not_answer_times_out_and_the_session_goes_on(
 ) -> None:
     model = FauxModel([faux_tool_call("hang", {}), faux_tool_call("add", {"a": 1, "b": 2}),
                        faux_text("done")])
-    async with Session.open(MemoryStore(), model=model) as session:
+    async with Session.open(MemoryStore(), model=model, approver=approve_all) as session:
         async with mount(session, calculator(), timeout=5):
             result = await session.prompt("go")
         done = ends(session)
@@ -132,7 +133,9 @@ async def test_a_collision_with_another_tool_is_refused_and_nothing_is_registere
         return ToolResult(content=[text("local")])
 
     async with Session.open(MemoryStore(), model=FauxModel([]), tools=[add]) as session:
-        with pytest.raises(ValueError, match="prefix"):
+        # the message names both tools, and what to do
+        with pytest.raises(ValueError, match="'calculator' 1.2.0 .*'add'.* a tool the host"
+                                             ".* prefix="):
             async with mount(session, calculator()):
                 pass
         assert set(session.state.tools) == {"add"}
@@ -180,13 +183,15 @@ async def test_a_paused_call_runs_on_a_new_connection_after_a_restart() -> None:
 async def test_stdio_output_that_breaks_the_schema_is_invalid_output() -> None:
     model = FauxModel([faux_tool_call("calc.bad_count", {}),
                        faux_tool_call("calc.add", {"a": 1, "b": 2}), faux_text("done")])
-    async with Session.open(MemoryStore(), model=model) as session:
+    async with Session.open(MemoryStore(), model=model, approver=approve_all) as session:
         async with mount(session, stdio_calculator(), prefix="calc.") as mounted:
             assert mounted.server == "calculator"
             await session.prompt("go")
         done = ends(session)
     assert isinstance(done["1.0"], ToolCallFailed) and done["1.0"].kind == "invalid_output"
-    assert "-1 is less than the minimum of 0" in done["1.0"].message
+    # the session's own check, which keeps the value, as for a local tool
+    assert "data.count must be bigger than or equal to 0" in done["1.0"].message
+    assert done["1.0"].returned.structured_content == {"count": -1}
     assert done["1.0"].result.is_error
     assert done["2.0"].result.structured_content == {"total": 3}
 
@@ -195,7 +200,7 @@ async def test_stdio_a_server_that_dies_mid_call_fails_that_call_and_the_next_re
 ) -> None:
     model = FauxModel([faux_tool_call("die", {}), faux_tool_call("add", {"a": 1, "b": 2}),
                        faux_text("done")])
-    async with Session.open(MemoryStore(), model=model) as session:
+    async with Session.open(MemoryStore(), model=model, approver=approve_all) as session:
         async with mount(session, stdio_calculator()):
             result = await session.prompt("go")
         done = ends(session)
@@ -217,7 +222,8 @@ async def test_streamable_http_a_server_in_a_subprocess_is_mounted_by_its_url() 
                 chunk = await process.stderr.receive_some()
                 assert chunk, seen.decode()
                 seen += chunk
-            async with Session.open(MemoryStore(), model=model) as session:
+            async with Session.open(MemoryStore(), model=model,
+                                    approver=approve_all) as session:
                 async with mount(session, found.group(1).decode() + "/mcp") as mounted:
                     assert mounted.server == "calculator"
                     await session.prompt("go")
@@ -228,7 +234,7 @@ async def test_streamable_http_a_server_in_a_subprocess_is_mounted_by_its_url() 
 
 async def test_a_call_after_the_mount_ended_fails_saying_so() -> None:
     model = FauxModel([faux_tool_call("add", {"a": 1, "b": 2}), faux_text("done")])
-    async with Session.open(MemoryStore(), model=model) as session:
+    async with Session.open(MemoryStore(), model=model, approver=approve_all) as session:
         async with mount(session, calculator()):
             pass
         await session.prompt("go")

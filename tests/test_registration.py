@@ -233,7 +233,8 @@ def test_every_field_a_snapshot_is_made_of_is_in_its_key() -> None:
                        "source": None},
         Annotations: {"title": "t", "read_only": False, "destructive": True,
                       "idempotent": True, "open_world": False},
-        ToolSource: {"server": "t", "version": "2", "tool": "probe3"},
+        ToolSource: {"server": "t", "version": "2", "tool": "probe3",
+                     "hints": Annotations(read_only=True), "hints_trusted": True},
     }
     for cls, changes in other.items():
         assert set(changes) == {field.name for field in attrs.fields(cls)}, cls
@@ -244,6 +245,10 @@ def test_every_field_a_snapshot_is_made_of_is_in_its_key() -> None:
                  for name, value in other[Annotations].items()]
     variants += [attrs.evolve(base, source=attrs.evolve(base.source, **{name: value}))
                  for name, value in other[ToolSource].items()]
+    said = attrs.evolve(base, source=attrs.evolve(base.source, hints=Annotations()))
+    variants += [said] + [attrs.evolve(said, source=attrs.evolve(
+        said.source, hints=attrs.evolve(Annotations(), **{name: value})))
+        for name, value in other[Annotations].items()]
     variants.append(attrs.evolve(base, source=None))
     keys = [Registry().with_spec(spec).recorded(spec.name)[1] for spec in [base, *variants]]
     assert None not in keys

@@ -1,7 +1,10 @@
 """MCP both ways, with the official SDK (the ``mcp`` extra).
 
 - :func:`mount`: connect to an MCP server and register its tools in a session, where every call
-  is governed and logged like a local one (:mod:`engine.mcp.mount`).
+  is governed and logged like a local one (:mod:`engine.mcp.mount`). The server is untrusted:
+  its hints count only if the host says so, its listing is bounded (:class:`ListingLimits`,
+  :class:`ListingError`), its names take no other tool's, and a server that comes back as
+  another after a reconnect is judged again (:class:`ServerChanged`).
 - :func:`mcp_server`: serve a session's tools as an MCP server, each call a host call of the
   session (:mod:`engine.mcp.serve`; ``toolledger serve MODULE:NAME`` runs one over stdio).
 - :mod:`engine.mcp.formats`: our tool specs and results as MCP's ``Tool`` and
@@ -21,11 +24,15 @@ from .formats import (
     tool_from_mcp,
     tool_to_mcp,
 )
-from .mount import Mount, mount
+from .listing import ListingError, ListingLimits
+from .mount import Mount, ServerChanged, mount
 from .serve import listed_tools, mcp_server, serve_stdio
 
 __all__ = [
+    "ListingError",
+    "ListingLimits",
     "Mount",
+    "ServerChanged",
     "annotations_from_mcp",
     "annotations_to_mcp",
     "content_from_mcp",

@@ -4,22 +4,36 @@ client, and governed and logged like a local tool's.
 A mounted tool is an ordinary :class:`~engine.tools.ToolSpec` whose body asks the server: the
 session checks its schemas by its own rules when it is registered, validates the arguments,
 runs the ``tool_call`` handlers, the policy and the approver, and records every step, as for
-any tool. What is particular to a server lives here:
+any tool. A server is someone else's code, and what it says about itself is input
+(docs/mcp.md, "Trust"). What is particular to a server lives here:
 
-- **Names.** ``prefix`` is put before every tool's name, so that two servers (or a server and
-  a local tool) cannot collide; a name the session already has for another tool is refused.
-- **Hints.** A server's annotations are taken as it declares them, an unset hint staying unset
-  (MCP's default: destructive and open-world, so the policy asks). They are the server's word
-  and nothing checks them: ``hints`` replaces them tool by tool with the host's, and
-  ``trust_hints=False`` drops every hint the host does not give.
+- **Names.** ``prefix`` is put before every tool's name. A server's name proves nothing, so
+  no mounted tool takes a name the session has for a local tool, for a tool another open
+  mount holds, or (in the log) for another server's tool: the mount is refused, naming both.
+- **Hints** are the server's word, which nothing checks, and MCP says a client must not trust
+  an untrusted server's: a mounted tool's policy reads MCP's defaults (destructive and
+  open-world, so the policy asks) whatever the server declares. ``hints`` gives tools the
+  host's own hints; ``trust_hints=True`` takes the server's at its word, an explicit choice.
 - **Identity.** The server's name and version from its handshake are recorded with each tool's
-  registration (:class:`~events.types.ToolSource`, beside the tool's name on the server), so
-  every call in the log names the server that answered it.
+  registration (:class:`~events.types.ToolSource`, beside the tool's name on the server, the
+  hints it declared and whether the host trusted them), so every call in the log names the
+  server that answered it, and ``toolledger show`` says what it claimed. After a reconnect
+  the mount reads the server's identity and tools again: a tool declared otherwise now (by
+  another server, or another version, or with other schemas or hints) is registered again,
+  through the session, and judged by that from the next call on; the call that met the change
+  was judged by the old declaration, so it fails (:class:`ServerChanged`) and never reaches
+  the new server.
+- **Listing** is bounded (:class:`~engine.mcp.ListingLimits`: time, pages, tools, bytes of
+  declarations): a server that never answers ``tools/list`` or pages forever stops the mount
+  with a :class:`~engine.mcp.ListingError`, and a mount the host cancels ends as its
+  ``trio.Cancelled``, never as a group of the SDK's errors.
 - **Failures.** A server's error result is the call's error result. A protocol error, a lost
   connection, a server that died, or no answer within ``timeout`` ends the call as a failure
-  (``raised``, ``timeout``); the session goes on, and the next call connects again. Structured
-  content that breaks the tool's output schema, which the SDK's client refuses with a
-  ``RuntimeError``, ends the call as ``invalid_output``.
+  (``raised``, ``timeout``); the session goes on, and the next call connects again.
+- **Output** is checked by the session alone, against the output schema that passed its rules
+  at registration, with linear-time patterns: the SDK client's own check, which runs Python's
+  backtracking ``re`` on the event loop, is turned off. Structured content that breaks the
+  schema ends the call as ``invalid_output``, the value kept in the log.
 
 The connection is the SDK's :class:`mcp.Client`, run in a task of the mount's own, so a
 connection that breaks never takes the host's block with it. A session reopened after a
@@ -36,52 +50,88 @@ from typing import Any
 import trio
 
 from events.results import ToolResult
-from events.types import Annotations, Exposure, ToolSource
+from events.types import Annotations, Exposure
 
-from ..context import ToolContext
-from ..outputs import InvalidOutput
-from ..registry import Registry
 from ..session import Session
-from ..tools import Execute, ToolCall, ToolSpec
+from ..tools import ToolSpec
 from ._sdk import mcp, mcp_types
-from .formats import annotations_from_mcp, result_from_mcp, tool_from_mcp
+from .client import leave_output_to_the_session, reason
+from .declarations import MountChoices, declared_specs
+from .formats import result_from_mcp
+from .listing import ListingLimits, list_tools
+from .names import MountedBody, check_names
 
-__all__ = ["Mount", "mount"]
+__all__ = ["Mount", "ServerChanged", "mount"]
+
+
+class ServerChanged(RuntimeError):
+    """A mounted tool's call that met a server which, since the call was judged, reconnected
+    as another server, or declares the tool otherwise, or no longer lists it: the call was not
+    made. The message says what changed; the tool is registered again as declared now."""
 
 
 class Mount:
     """One mounted MCP server: its identity, the session's names for its tools, and the
-    connection their calls use (opened again after it broke)."""
+    connection their calls use (opened again after it broke, and the server read again)."""
 
-    def __init__(self, server: Any, client_options: Mapping[str, Any],
-                 nursery: trio.Nursery, name: str | None) -> None:
+    def __init__(self, session: Session, server: Any, choices: MountChoices,
+                 client_options: Mapping[str, Any], nursery: trio.Nursery,
+                 name: str | None) -> None:
+        self._session = session
         self._server = server
+        self._choices = choices
         self._options = dict(client_options)
         self._nursery = nursery
         self._client: mcp.Client | None = None
         self._stop = trio.Event()
         self._connecting = trio.Lock()
         self._closed = False
+        self._name = name or "mcp server"
+        self._label = repr(name) if name else _described(server)  # before the handshake
+        #: the specs this mount registered, by the tools' names on the server
+        self._registered: dict[str, ToolSpec] = {}
+        #: why a tool registered before cannot be called now (a server that changed)
+        self._changed: dict[str, str] = {}
         #: the server's name from its handshake (``name`` stands in when it gives none)
-        self.server: str = name or "mcp server"
+        self.server: str = self._name
         #: the server's version from its handshake
         self.version: str | None = None
-        #: the session's names for the mounted tools, by their names on the server
-        self.tools: Mapping[str, str] = {}
+
+    @property
+    def tools(self) -> Mapping[str, str]:
+        """The session's names for the mounted tools, by their names on the server."""
+        return {tool: spec.name for tool, spec in self._registered.items()}
+
+    @property
+    def closed(self) -> bool:
+        """Whether the block of :func:`mount` has ended (the tools can no longer be called)."""
+        return self._closed
+
+    @property
+    def identity(self) -> str:
+        """The server's name and version as messages give them (``'calculator' 1.2.0``)."""
+        return f"{self.server!r} {self.version}" if self.version else repr(self.server)
 
     async def _connected(self) -> mcp.Client:
-        """The live connection, made (again) if there is none."""
+        """The live connection, made (again) if there is none. A connection made again reads
+        the server again (:meth:`_reread`) before any call uses it."""
         async with self._connecting:
             if self._client is None:
                 if self._closed:
                     raise RuntimeError(
                         f"the mount of the MCP server {self.server!r} has ended: its tools "
                         f"can be called only inside the block of mount()")
-                await self._nursery.start(self._run)
+                client: mcp.Client = await self._nursery.start(self._run)
+                if self._registered:  # a reconnect: the server may be another one now
+                    try:
+                        await self._reread(client)
+                    except BaseException:
+                        self._lost(client)  # nothing learnt: the next call reads it again
+                        raise
             assert self._client is not None
             return self._client
 
-    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    async def _run(self, *, task_status: trio.TaskStatus[mcp.Client] = trio.TASK_STATUS_IGNORED,
                    ) -> None:
         """One connection, in the mount's task: open until the mount ends or the connection
         breaks. A failure to connect goes to the caller; a break after that is only noted."""
@@ -90,13 +140,16 @@ class Mount:
         started = False
         try:
             async with client:
+                leave_output_to_the_session(client)
                 self._client, self._stop = client, stop
-                task_status.started()
+                task_status.started(client)
                 started = True
                 await stop.wait()
-        except Exception:
+        except Exception as exc:
             if not started:
-                raise
+                # the SDK's task groups wrap the reason in groups: say it once, plainly
+                raise ConnectionError(f"could not connect to the MCP server {self._label}: "
+                                      f"{reason(exc)}") from exc
             # the connection broke (a server that died, say): the next call connects again
         finally:
             if self._client is client:
@@ -112,14 +165,22 @@ class Mount:
         self._closed = True
         self._stop.set()
 
-    async def call(self, tool: str, arguments: Any) -> ToolResult:
+    async def call(self, tool: str, arguments: Any, *,
+                   body: MountedBody | None = None) -> ToolResult:
         """Call the server's tool ``tool`` (its name on the server) and return its result.
 
-        This is the body of every mounted tool; it raises for whatever is not a result:
-        :class:`~engine.outputs.InvalidOutput` for structured content that breaks the output
-        schema, ``ConnectionError`` for a connection that closed during the call, the SDK's
-        ``MCPError`` for a protocol error."""
+        This is the body of every mounted tool (``body``, the one the session runs: the call
+        is made only if the server still declares the tool as it did when ``body`` was
+        registered); it raises for whatever is not a result: :class:`ServerChanged` for a
+        server that changed, ``ConnectionError`` for a connection that closed during the call,
+        the SDK's ``MCPError`` for a protocol error. The result's structured content is the
+        session's to check against the tool's output schema, as a local tool's is."""
         client = await self._connected()
+        if body is not None:
+            spec = self._registered.get(tool)
+            if spec is None or spec.execute is not body:
+                raise ServerChanged(self._changed.get(
+                    tool, f"the MCP server {self.server!r}'s tool {tool!r} is not mounted"))
         try:
             result = await client.call_tool(tool, arguments)
         except mcp.MCPError as exc:
@@ -129,82 +190,71 @@ class Mount:
             raise ConnectionError(
                 f"the MCP server {self.server!r} closed the connection during the call "
                 f"({exc.error.message}); the next call connects again") from exc
-        except RuntimeError as exc:
-            # the client refuses structured content that breaks the tool's output schema with
-            # a plain RuntimeError (and keeps nothing of it); its other RuntimeErrors say that
-            # it is no longer connected, or gave up on a server that kept asking for input
-            if (isinstance(exc, mcp.InputRequiredRoundsExceededError)
-                    or self._client is not client):
-                raise
-            raise InvalidOutput(str(exc)) from exc
         return result_from_mcp(result)
 
-    def _execute(self, tool: str) -> Execute:
-        async def execute(call: ToolCall, ctx: ToolContext) -> ToolResult:
-            return await self.call(tool, call.arguments)
-
-        execute.__name__ = execute.__qualname__ = f"mcp:{tool}"
-        return execute
-
-    async def _specs(self, *, prefix: str, only: Iterable[str] | None,
-                     hints: Mapping[str, Annotations], trust_hints: bool,
-                     timeout: float | None, exposure: Exposure) -> list[ToolSpec]:
-        """The specs of the server's tools (those ``only`` names), checked by the session's
-        schema rules: ``SchemaError`` or ``ValueError`` name the tool, before any is
-        registered."""
-        client = await self._connected()
+    async def _declared(self, client: mcp.Client, *, strict: bool) -> list[ToolSpec]:
+        """What the server is (its handshake) and the specs of the tools it lists that the
+        host chose, checked by the session's schema rules (see :func:`declared_specs`)."""
         info = client.server_info
         if info is not None:
             self.server, self.version = info.name, info.version or None
-        listed: list[mcp_types.Tool] = []
-        cursor: str | None = None
-        while True:
-            page = await client.list_tools(cursor=cursor)
-            listed.extend(page.tools)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-        by_name = {tool.name: tool for tool in listed}
-        wanted = list(by_name) if only is None else list(dict.fromkeys(only))
-        if unknown := [name for name in [*wanted, *hints] if name not in by_name]:
-            raise ValueError(f"the MCP server {self.server!r} has no tool {unknown[0]!r} "
-                             f"(its tools: {', '.join(sorted(by_name)) or 'none'})")
-        specs = []
-        for name in wanted:
-            tool = by_name[name]
-            annotations = hints.get(name)
-            if annotations is None and not trust_hints:
-                annotations = Annotations(title=annotations_from_mcp(tool.annotations,
-                                                                     tool.title).title)
-            try:
-                spec = tool_from_mcp(
-                    tool, self._execute(name), name=f"{prefix}{name}", annotations=annotations,
-                    exposure=exposure, timeout=timeout,
-                    source=ToolSource(server=self.server, version=self.version, tool=name))
-            except ValueError as exc:
-                raise ValueError(f"the MCP server {self.server!r}'s tool {name!r} cannot be "
-                                 f"mounted: {exc}") from None
-            Registry().check(spec)
-            specs.append(spec)
-        self.tools = {spec.source.tool: spec.name for spec in specs if spec.source is not None}
-        return specs
+        else:
+            self.server, self.version = self._name, None
+        listed = await list_tools(client, self._choices.listing, self.server)
+        return declared_specs(listed, self._choices, server=self.server, version=self.version,
+                              body=lambda tool: MountedBody(self, tool), strict=strict)
 
+    async def _mount(self) -> None:
+        """Connect, read the server and register its tools: all of them, or none. Connecting
+        and listing are bounded by the listing's timeout, each."""
+        timeout = self._choices.listing.timeout
+        with trio.move_on_after(timeout) as waited:
+            client = await self._connected()
+        if waited.cancelled_caught:
+            raise ConnectionError(f"could not connect to the MCP server {self._label} within "
+                                  f"{timeout} s (listing=ListingLimits(timeout=...) allows more)")
+        specs = await self._declared(client, strict=True)
+        check_names(self._session, specs, self)
+        for spec in specs:
+            await self._session.register(spec)
+            assert spec.source is not None
+            self._registered[spec.source.tool] = spec
 
-def _check_collisions(session: Session, specs: Iterable[ToolSpec]) -> None:
-    """A mounted tool may take the place of the same server tool only (a session reopened,
-    or the server mounted again), never of another tool: a prefix keeps them apart."""
-    for spec in specs:
-        known = session.state.tools.get(spec.name)
-        if known is None or spec.source is None:
-            continue
-        if known.source is None or (known.source.server, known.source.tool) != (
-                spec.source.server, spec.source.tool):
-            other = ("a local tool" if known.source is None
-                     else f"{known.source.tool!r} of the MCP server {known.source.server!r}")
-            raise ValueError(
-                f"the session already has a tool named {spec.name!r} ({other}): mount the "
-                f"MCP server {spec.source.server!r} with a prefix, e.g. "
-                f"prefix={spec.source.server + '.'!r}")
+    async def _reread(self, client: mcp.Client) -> None:
+        """After a reconnect: read the server again, and register again every tool it now
+        declares otherwise (another server, another version, other schemas or hints), so that
+        the next call is judged by that. A call judged before fails (:meth:`call`)."""
+        before = self.identity
+        now = {spec.source.tool: spec for spec in await self._declared(client, strict=False)
+               if spec.source is not None}
+        after = self.identity
+        changed = []
+        for tool, old in list(self._registered.items()):
+            new = now.get(tool)
+            if new == old:
+                continue
+            if after != before:
+                change = f"the MCP server {before} came back as {after} after a reconnect"
+            elif new is not None:
+                change = (f"the MCP server {after} declares its tool {tool!r} otherwise since "
+                          f"it reconnected")
+            else:
+                change = (f"the MCP server {after} no longer lists its tool {tool!r} since it "
+                          f"reconnected")
+            if new is None:
+                del self._registered[tool]
+                self._changed[tool] = f"{change}: {old.name} cannot be called"
+                continue
+            self._changed[tool] = (
+                f"{change}: this call of {old.name} was judged by what the tool declared "
+                f"before, so it was not made; {new.name} is registered again as the server "
+                f"declares it now, and the next call is judged by that")
+            changed.append(new)
+        check_names(self._session, changed, self)
+        for spec in changed:
+            await self._session.register(spec)
+            assert spec.source is not None
+            self._registered[spec.source.tool] = spec
 
 
 @asynccontextmanager
@@ -215,10 +265,11 @@ async def mount(
     prefix: str = "",
     only: Iterable[str] | None = None,
     hints: Mapping[str, Annotations] | None = None,
-    trust_hints: bool = True,
+    trust_hints: bool = False,
     timeout: float | None = 60.0,
     exposure: Exposure = "direct",
     name: str | None = None,
+    listing: ListingLimits | None = None,
     client_options: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Mount]:
     """Connect to an MCP server and register its tools in ``session`` for the block's length.
@@ -227,32 +278,42 @@ async def mount(
     :class:`mcp.StdioServerParameters` (a subprocess over stdio), any transport, or a
     ``Server`` / ``MCPServer`` object (in memory). ``client_options`` go to ``mcp.Client``.
 
-    ``prefix`` goes before each tool's name (``prefix="fs."`` makes ``read`` ``fs.read``);
-    ``only`` names the server's tools to mount (all by default); ``hints`` replaces the
-    annotations of the tools it names (by their names on the server) with the host's;
-    ``trust_hints=False`` drops the server's hints on every other tool, which then counts as
-    destructive and open-world. ``timeout`` bounds each call, in seconds; ``exposure`` is every
-    mounted tool's; ``name`` stands for the server when its handshake gives no name.
+    ``prefix`` goes before each tool's name (``prefix="fs_"`` makes ``read`` ``fs_read``);
+    ``only`` names the server's tools to mount (all by default); ``hints`` gives the tools it
+    names (by their names on the server) the host's annotations. Every other tool counts as
+    destructive and open-world, MCP's defaults, whatever the server declares, unless
+    ``trust_hints=True``: then the server's hints decide, and every call shows it.
+    ``timeout`` bounds each call, in seconds; ``exposure`` is every mounted tool's; ``name``
+    stands for the server when its handshake gives no name. ``listing`` bounds what the mount
+    reads of the server's tool list (:class:`~engine.mcp.ListingLimits`: 30 s, 100 pages,
+    1 000 tools, 4 MB of declarations by default), here and after every reconnect.
 
-    Nothing is registered unless every tool passes the session's schema rules
-    (``SchemaError`` names the tool and the keyword) and no name collides with another tool's
-    (``ValueError``). After the block the tools stay registered, and a call to one ends as a
+    Nothing is registered unless the server connects (``ConnectionError``), lists its tools
+    within the limits (:class:`~engine.mcp.ListingError`), every tool passes the session's
+    schema rules (``SchemaError`` names the tool and the keyword) and no name collides with
+    another tool's (``ValueError``, naming both: a local tool, a tool of another mount that is
+    open, another server's tool in the log). A mount the host cancels ends as its
+    ``trio.Cancelled``. After the block the tools stay registered, and a call to one ends as a
     failure saying the mount has ended. Example::
 
-        async with mount(session, StdioServerParameters(command="my-server"), prefix="my."):
+        async with mount(session, StdioServerParameters(command="my-server"), prefix="my_"):
             await session.prompt("...")
     """
+    choices = MountChoices(prefix=prefix, only=None if only is None else tuple(only),
+                           hints=dict(hints or {}), trust_hints=trust_hints, timeout=timeout,
+                           exposure=exposure, listing=listing or ListingLimits())
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
-            mounted = Mount(server, client_options or {}, nursery, name)
+            mounted = Mount(session, server, choices, client_options or {}, nursery, name)
             try:
-                specs = await mounted._specs(prefix=prefix, only=only, hints=dict(hints or {}),
-                                             trust_hints=trust_hints, timeout=timeout,
-                                             exposure=exposure)
-                _check_collisions(session, specs)
-                for spec in specs:
-                    await session.register(spec)
+                try:
+                    await mounted._mount()
+                except Exception:
+                    # a connection that a cancellation closed fails a request in flight with
+                    # the SDK's error: the mount ends as the cancellation, not as that
+                    await trio.lowlevel.checkpoint_if_cancelled()
+                    raise
                 yield mounted
             except BaseException as exc:
                 raised = exc
@@ -260,7 +321,37 @@ async def mount(
             finally:
                 mounted._close()
     except BaseExceptionGroup as group:
-        # the nursery wraps what the block raised: give the host its own exception
-        if raised is not None and list(group.exceptions) == [raised]:
-            raise raised from None
-        raise
+        # the nursery wraps what the block raised, and a cancellation, once for each of its
+        # tasks: give the host its own exception, or the cancellation, as itself
+        alone = _alone(group, raised)
+        if alone is None:
+            raise
+        raise alone from None
+
+
+def _described(server: Any) -> str:
+    """``server`` (what :func:`mount` was given) in a few words, for a message."""
+    if isinstance(server, str):
+        return repr(server)
+    command = getattr(server, "command", None)
+    if isinstance(command, str):
+        return f"started by {' '.join([command, *getattr(server, 'args', [])])!r}"
+    return f"of {type(server).__name__}"
+
+
+def _alone(group: BaseExceptionGroup[BaseException], raised: BaseException | None,
+           ) -> BaseException | None:
+    """The one exception ``group`` stands for: what the block raised (``raised``), with no
+    other but cancellations beside it, or a cancellation alone; else ``None``."""
+    leaves: list[BaseException] = []
+    groups: list[BaseExceptionGroup[BaseException]] = [group]
+    while groups:
+        for exc in groups.pop().exceptions:
+            if isinstance(exc, BaseExceptionGroup):
+                groups.append(exc)
+            else:
+                leaves.append(exc)
+    others = [leaf for leaf in leaves if not isinstance(leaf, trio.Cancelled)]
+    if raised is not None and others in ([raised], []) and raised in leaves:
+        return raised
+    return leaves[0] if not others and leaves else None
