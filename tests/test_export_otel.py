@@ -5,7 +5,9 @@ spans; a collector that is not there is a failure, said as one."""
 from __future__ import annotations
 
 import json
+import os
 import socket
+import stat
 import sys
 import threading
 from collections.abc import Iterator
@@ -294,3 +296,27 @@ def test_an_unknown_session_is_a_usage_error(
     assert main(["export-otel", str(log), "--session", "nope", "--json",
                  str(tmp_path / "x.json")]) == 1
     assert "'nope' is not a session in it" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_the_json_file_is_created_owner_only_as_a_log_is(
+    log: Path, tmp_path: Path, umask: int
+) -> None:
+    """Spans may carry what the log holds (with --capture-content, all of it): the file they
+    are written to is created as a store creates a log, 0600 whatever the umask."""
+    out = tmp_path / "spans.json"
+    old = os.umask(umask)
+    try:
+        assert main(["export-otel", str(log), "--json", str(out), "--capture-content"]) == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+
+
+def test_an_existing_json_file_keeps_its_mode(log: Path, tmp_path: Path) -> None:
+    out = tmp_path / "spans.json"
+    out.write_text("[]")
+    out.chmod(0o640)
+    assert main(["export-otel", str(log), "--json", str(out)]) == 0
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
+    assert json.loads(out.read_text())  # written over, not appended to

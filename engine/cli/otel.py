@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.text import Text
+
+from events.stores.modes import open_creating
 
 from ..visible import visible
 from ._common import UsageError, counted, fold_sessions, read_sessions, refuse_writing_over
@@ -87,7 +90,9 @@ def run(args: argparse.Namespace, console: Console) -> int:
     spans = collected.get_finished_spans()
     what = f"{counted(len(spans), 'span')} from {counted(len(sessions), 'session')}"
     if exporter is None:
-        with open(args.json, "w", encoding="utf-8") as file:
+        # spans may carry what the log holds: created owner-only, as a store creates a log
+        fd = open_creating(args.json, os.O_WRONLY | os.O_TRUNC)
+        with open(fd, "w", encoding="utf-8") as file:
             json.dump([json.loads(span.to_json(indent=None)) for span in spans], file, indent=1)
         console.print(Text(f"{what} written to {visible(args.json, newlines=False)}"),
                       soft_wrap=True)
