@@ -29,7 +29,7 @@ from collections.abc import Callable
 from functools import partial
 
 from engine import ApprovalRequest, approve_all, at_once
-from engine.approvals import Approver
+from engine.core.approvals import Approver
 
 from .harness import Figure, Row, Settings, interleave, paired
 from .instructions import HERE, LARGE, SMALL

@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
-
 from functools import partial
+from typing import Any
 
 import trio
 
 from engine import Session, approve_all
+from engine.core.reducers import fold
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.recorder import Recorder
-from engine.reducers import fold
+from engine.runtime.recorder import Recorder
 from events.callevents import Origin
 from events.results import ToolResult
 from events.types import (
@@ -35,14 +34,13 @@ from events.types import (
     Event,
     ModelToolCall,
     PolicyDecided,
+    Record,
     SessionStarted,
     ToolCallCompleted,
     ToolCallRequested,
     ToolExecutionStarted,
     UserMessage,
 )
-
-from events.types import Record
 
 from .harness import Figure, Row, Settings, fmt, interleave, paired
 from .stores import encoded_floor, written_floor

@@ -7,7 +7,7 @@ structuring) and folds the record into a fresh :class:`~engine.Projection` (the 
 table checks each call event); the baseline is ``json.loads`` over the same lines. A second
 figure reads the file through :class:`~events.JsonlStore` first (its index, ``pread``). A
 third decodes with the converter alone (``decode_record(obj, fast=False)``: the codec without
-its fast readers), against the first: what the readers in :mod:`events.readers` pay for.
+its fast readers), against the first: what the readers in :mod:`events.fast.readers` pay for.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from engine import (
     text,
     tool,
 )
-from engine.tools import ToolCall
+from engine.core.tools import ToolCall
 from events import JsonlStore, decode_line
 from events.codec import decode_record, loads_strict
 
@@ -130,5 +130,5 @@ def run(settings: Settings) -> list[Row]:
                    samples=tuple(samples[3]), better="higher")
     rows.append(Row(group="fold", figure=alone, baseline=fast,
                     comparison=f"{paired(alone, fast, lambda a, b: a / b):.2f}×",
-                    note="without the fast readers (events/readers.py)"))
+                    note="without the fast readers (events/fast/readers.py)"))
     return rows

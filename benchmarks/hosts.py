@@ -1,4 +1,4 @@
-"""asyncio hosts: a prompt through engine.aio's bridge beside the same prompt under trio.run.
+"""asyncio hosts: a prompt through engine.hosts.aio's bridge beside the same prompt under trio.run.
 
     PYTHONPATH=. python -m benchmarks.hosts [--quick] [--repeat N] [--markdown]
 
@@ -6,7 +6,7 @@ Each row is measured beside its baseline, interleaved (harness.py):
 
 - a prompt of ``turns`` faux-model turns with one ``echo`` call each (memory store), timed
   from the call to ``prompt`` to its return: awaited from asyncio through
-  :class:`engine.aio.Session` (asyncio.run; the session opened before the clock starts),
+  :class:`engine.hosts.aio.Session` (asyncio.run; the session opened before the clock starts),
   beside :class:`engine.Session` awaited in trio.run. The difference per turn is what the
   bridge costs a turn: trio's scheduler running as guest ticks on asyncio's loop.
 - a prompt of one turn: the bridge's fixed cost per prompt (the crossing in and the answer
@@ -26,7 +26,7 @@ from typing import Any
 import trio
 
 from engine import Session, approve_all
-from engine.aio import Session as AioSession
+from engine.hosts.aio import Session as AioSession
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import MemoryStore
 
@@ -96,7 +96,7 @@ def run(settings: Settings) -> list[Row]:
         bridged, native = interleave(settings.reps(), [lambda: aio_prompt(count, clock),
                                                        lambda: trio_prompt(count, clock)])
         label = f"a prompt of {count} turns" if count > 1 else "a prompt of 1 turn"
-        figure = Figure(name=f"{label}, from asyncio through engine.aio", unit=unit,
+        figure = Figure(name=f"{label}, from asyncio through engine.hosts.aio", unit=unit,
                         samples=tuple(bridged))
         baseline = Figure(name=f"{label}, in trio.run", unit=unit, samples=tuple(native))
         extra = paired(figure, baseline, lambda a, b: a - b)

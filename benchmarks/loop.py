@@ -24,7 +24,7 @@ from functools import partial
 import trio
 
 from engine import Session, ToolSpec, approve_all
-from engine.approvals import Approver
+from engine.core.approvals import Approver
 from engine.models import FauxModel, FauxStep, ModelMessage, ModelRequest, faux_tool_call
 from events.stores import EventStore
 from events.types import ModelToolCall

@@ -3,8 +3,8 @@
 ``python -m benchmarks.schemas [--quick] [--json | --markdown] [--repeat N] [--clock wall|cpu]``:
 the same arguments (an object with a string, a number, a list of strings and a two-item tuple)
 checked by ``SchemaValidator.violation`` on each path the engine has
-(:mod:`engine.schemas`): fastjsonschema, for a draft-07 schema that writes the tuple as
-array-form ``items``, and the 2020-12 validator (jsonschema, :mod:`engine.schemas2020`), for the
+(:mod:`engine.core.schemas.checking`): fastjsonschema, for a draft-07 schema that writes the tuple as
+array-form ``items``, and the 2020-12 validator (jsonschema, :mod:`engine.core.schemas.draft2020`), for the
 2020-12 schema pydantic writes, with ``prefixItems``; valid arguments, then arguments whose
 last field breaks the schema. The baseline, measured in the same run, is a bare call of a
 Python function that takes the arguments and returns ``None``. Needs the ``schemas2020`` extra
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from engine.schemas import compile_schema
+from engine.core.schemas.checking import compile_schema
 
 from .__main__ import add_run_options, render, show, title
 from .harness import Figure, Row, Settings, interleave, paired

@@ -28,8 +28,8 @@ from engine import (
     text,
     tool,
 )
+from engine.core.tools import ToolCall, ToolSpec
 from engine.models import ModelMessage, ModelRequest
-from engine.tools import ToolCall, ToolSpec
 from events import JsonlStore, MemoryStore
 from events.stores import EventStore
 from events.types import ModelToolCall

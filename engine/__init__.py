@@ -9,6 +9,7 @@ The public face::
 
 from typing import Any
 
+from events.renamed import moved_modules, renamed_attribute
 from events.results import (
     AudioContent,
     EmbeddedResource,
@@ -20,25 +21,24 @@ from events.results import (
 )
 from events.types import Annotations
 
-from .approvals import (
+from .core.approvals import (
     LATER,
     ApprovalAnswer,
     ApprovalRequest,
     approve_all,
     at_once,
     deny_all,
-    terminal_approver,
 )
-from .context import CallOutcome, ToolContext
-from .handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResultDraft
-from .lifecycle import LifecycleError
-from .limits import Limits
-from .policy import PolicyRules, needs_approval
-from .reducers import CallView, LogInconsistency, Projection, fold
-from .renamed import renamed_attribute
-from .schemas import SchemaError
-from .session import PromptResult, Session
-from .tools import ToolCall, ToolSpec, tool
+from .core.handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResultDraft
+from .core.lifecycle import LifecycleError
+from .core.limits import Limits
+from .core.policy import PolicyRules, needs_approval
+from .core.reducers import CallView, LogInconsistency, Projection, fold
+from .core.schemas.checking import SchemaError
+from .core.toolcontext import CallOutcome, ToolContext
+from .core.tools import ToolCall, ToolSpec, tool
+from .present.terminal import terminal_approver
+from .runtime.session import PromptResult, Session
 
 __all__ = [
     "LATER",
@@ -90,3 +90,57 @@ _RENAMED = {
 
 def __getattr__(name: str) -> Any:
     return renamed_attribute(__name__, _RENAMED, globals(), name)
+
+
+#: Modules that moved when the engine was laid out in layers (docs/architecture.md): the old
+#: path still imports the module, with a warning naming the new one.
+MOVED_MODULES = {
+    "engine.aio": "engine.hosts.aio",
+    "engine.approvals": "engine.core.approvals",
+    "engine.asking": "engine.runtime.asking",
+    "engine.batch": "engine.runtime.batch",
+    "engine.callids": "engine.core.callids",
+    "engine.calls": "engine.runtime.calls",
+    "engine.console": "engine.present.console",
+    "engine.context": "engine.runtime.context",
+    "engine.controls": "engine.runtime.controls",
+    "engine.deltas": "engine.runtime.deltas",
+    "engine.endings": "engine.runtime.endings",
+    "engine.environment": "engine.core.environment",
+    "engine.export": "engine.present.export",
+    "engine.fork": "engine.runtime.fork",
+    "engine.gate": "engine.runtime.gate",
+    "engine.genai": "engine.hosts.genai",
+    "engine.guest": "engine.hosts.guest",
+    "engine.handlers": "engine.core.handlers",
+    "engine.history": "engine.core.history",
+    "engine.hostcalls": "engine.runtime.hostcalls",
+    "engine.inflight": "engine.runtime.inflight",
+    "engine.jsonvalues": "engine.core.jsonvalues",
+    "engine.lifecycle": "engine.core.lifecycle",
+    "engine.limits": "engine.core.limits",
+    "engine.nested": "engine.core.nested",
+    "engine.otel": "engine.hosts.otel",
+    "engine.outputs": "engine.core.outputs",
+    "engine.patterns": "engine.core.schemas.patterns",
+    "engine.policy": "engine.core.policy",
+    "engine.projection": "engine.core.projection",
+    "engine.recorder": "engine.runtime.recorder",
+    "engine.reducers": "engine.core.reducers",
+    "engine.refusals": "engine.core.refusals",
+    "engine.registry": "engine.core.registry",
+    "engine.renamed": "events.renamed",
+    "engine.render": "engine.present.render",
+    "engine.schemadialects": "engine.core.schemas.dialects",
+    "engine.schemarefs": "engine.core.schemas.refs",
+    "engine.schemas": "engine.core.schemas.checking",
+    "engine.schemas2020": "engine.core.schemas.draft2020",
+    "engine.search": "engine.core.search",
+    "engine.session": "engine.runtime.session",
+    "engine.spanrules": "engine.hosts.spanrules",
+    "engine.spantext": "engine.hosts.spantext",
+    "engine.tools": "engine.core.tools",
+    "engine.views": "engine.core.views",
+    "engine.visible": "engine.core.visible",
+}
+moved_modules(MOVED_MODULES)

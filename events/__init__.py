@@ -16,7 +16,7 @@ from .errors import (
     UnverifiedRecordError,
 )
 from .integrity import GENESIS, Anchor, VerifyReport, verify_lines
-from .models import (
+from .modelturns import (
     ModelFailed,
     ModelRequested,
     ModelResponded,
@@ -24,6 +24,7 @@ from .models import (
     SystemPromptSet,
     Usage,
 )
+from .renamed import moved_modules
 from .results import ToolResult, text
 from .stores import EventStore, JsonlStore, MemoryStore, SqliteStore, open_store
 from .stores.jsonl import verify_jsonl
@@ -64,3 +65,17 @@ __all__ = [
     "verify_jsonl",
     "verify_lines",
 ]
+
+#: Modules that moved (the fast paths into events.fast; model turns out of engine.models'
+#: way): the old path still imports the module, with a warning naming the new one.
+MOVED_MODULES = {
+    "events.callreaders": "events.fast.callreaders",
+    "events.fastinit": "events.fast.fastinit",
+    "events.models": "events.modelturns",
+    "events.prepared": "events.fast.prepared",
+    "events.readers": "events.fast.readers",
+    "events.readfields": "events.fast.readfields",
+    "events.sessionreaders": "events.fast.sessionreaders",
+    "events.turnreaders": "events.fast.turnreaders",
+}
+moved_modules(MOVED_MODULES)

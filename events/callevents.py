@@ -2,9 +2,9 @@
 
 A call is asked for (:class:`ToolCallRequested`), maybe rewritten by a handler, decided by the
 policy, put to the approver, started, and ended by exactly one of :data:`TERMINAL_EVENTS`.
-Which event may follow which is the transition table in :mod:`engine.lifecycle`. Each carries
+Which event may follow which is the transition table in :mod:`engine.core.lifecycle`. Each carries
 the engine's ``call_id``. The classes made on every call are built by
-:func:`~events.fastinit.fast_init` (see :mod:`events.types`). Re-exported by
+:func:`~events.fast.fastinit.fast_init` (see :mod:`events.types`). Re-exported by
 :mod:`events.types`, the whole catalogue; import them from there.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from .fastinit import fast_init
+from .fast.fastinit import fast_init
 from .results import ErrorInfo, FailureDetail, ToolResult
 
 __all__ = [

@@ -28,7 +28,7 @@ or unexpected field is a :class:`CodecError` that says which, never a silent ski
 
 Speed. Rebuilding a session folds every line of its log, so decoding is a hot path. The converter
 is the reference path. The events written on every call (requested, policy, started,
-completed, failed, ...) also have a hand-written reader (:mod:`events.readers`) that takes only
+completed, failed, ...) also have a hand-written reader (:mod:`events.fast.readers`) that takes only
 the exact shape :func:`encode_record` writes, with the strict types, and builds the event
 directly; anything else, valid or not, goes to the converter, which decides (and says what is
 wrong). :func:`decode_record` is the one place that picks the path; ``decode_record(obj,
@@ -58,10 +58,10 @@ from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.preconf.json import make_converter
 
 from .errors import CodecError
-from .fastinit import builder
+from .fast.fastinit import builder
+from .fast.readers import FAST, Fallback
 from .jsontext import dumps_compact, dumps_str
 from .jsontext import loads_strict as loads_strict
-from .readers import FAST, Fallback
 from .types import (
     SCHEMA_VERSION,
     ApprovalResolved,
@@ -175,7 +175,7 @@ def encode_record(record: Record) -> dict[str, Any]:
     }
 
 
-_RECORD = builder(Record)  # what Record(...) makes, one call cheaper (see events.fastinit)
+_RECORD = builder(Record)  # what Record(...) makes, one call cheaper (see events.fast.fastinit)
 _ENVELOPE = frozenset({"v", "session_id", "seq", "time", "type", "data", "hash"})
 # Each event type's class and fast reader (``None``: the converter alone), by its name in the
 # log: one look-up a line finds both.
@@ -330,7 +330,7 @@ def proven_data(event: Any) -> str | None:
 
 
 #: Events whose :func:`proven_data` is known before they are encoded, by id, with a weak
-#: reference to the event: those :func:`events.prepared.prepare` was given. An entry serves
+#: reference to the event: those :func:`events.fast.prepared.prepare` was given. An entry serves
 #: the first encoding of its event and is dropped then, or with the event.
 PREPARED: dict[int, tuple[weakref.ref[Any], str]] = {}
 
@@ -340,7 +340,7 @@ def encode_stored(record: Record, *, fast: bool = True) -> tuple[bytes, str | No
     still be decoded to prove that it reads back (``None`` when that is proven already).
 
     The proof is :func:`proven_data`, with an envelope of the exact types; the data of an
-    event given to :func:`events.prepared.prepare` was proven when it was prepared (or when
+    event given to :func:`events.fast.prepared.prepare` was proven when it was prepared (or when
     an event that prints alike was). Anything else, and every call with ``fast=False`` (the
     reference), returns the text.
     """

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 import attrs
 
-from .fastinit import fast_init
-from .models import ProviderContent
+from .fast.fastinit import fast_init
+from .modelturns import ProviderContent
 
 __all__ = [
     "ActiveToolsSet",
@@ -176,7 +176,7 @@ class AssistantMessage:
 
     ``provider_content``: the message as its provider gave it, when it holds blocks toolledger
     does not interpret (reasoning, thinking, citations), for the adapter to send back
-    unchanged (:class:`~events.models.ProviderContent`)."""
+    unchanged (:class:`~events.modelturns.ProviderContent`)."""
 
     turn: int
     text: str = ""

@@ -1,17 +1,17 @@
 """The event catalogue: every fact a session can record, as frozen values.
 
 The classes made on every call (the record and the call's events) are built by
-:func:`~events.fastinit.fast_init` and have no ``__weakref__`` slot: a session keeps five of
+:func:`~events.fast.fastinit.fast_init` and have no ``__weakref__`` slot: a session keeps five of
 each per call, and values are not weakly referenced.
 
 A session's log is a sequence of :class:`Record`\\ s, each wrapping one event. Events say what
 happened and nothing else: no behaviour, no I/O, no clock (the record's ``time`` comes from the
 clock the runtime was given). The lifecycle of one call, and which event may follow which, is
-the transition table in :mod:`engine.lifecycle`; the JSON shape is in :mod:`events.codec`.
+the transition table in :mod:`engine.core.lifecycle`; the JSON shape is in :mod:`events.codec`.
 
 The catalogue is split by whom an event is about: a call (:mod:`events.callevents`), the
 session outside its calls (:mod:`events.sessionevents`), the model's turns
-(:mod:`events.models`), with the values they carry in :mod:`events.results`. Every public name
+(:mod:`events.modelturns`), with the values they carry in :mod:`events.results`. Every public name
 is imported from here. This module holds what spans them: the :class:`Record` every event is
 wrapped in, the :data:`Event` union and :data:`SCHEMA_VERSION`.
 
@@ -48,8 +48,8 @@ from .callevents import (
     ToolExecutionStarted,
     ToolProgress,
 )
-from .fastinit import fast_init
-from .models import (
+from .fast.fastinit import fast_init
+from .modelturns import (
     ModelFailed,
     ModelRequested,
     ModelResponded,

@@ -80,7 +80,7 @@ def rule_from_reason(decision: Any, reason: Any) -> str | None:
 
 
 def not_json_detail(problem: str) -> dict[str, Any] | None:
-    """What :func:`engine.jsonvalues.ensure_json`'s words (``"$.a[1]: a set is not a JSON
+    """What :func:`engine.core.jsonvalues.ensure_json`'s words (``"$.a[1]: a set is not a JSON
     value"``) say, as a failure detail's fields; ``None`` if they do not read as its words."""
     match = _PROBLEM.match(problem)
     if match is None:

@@ -25,7 +25,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from engine import LATER, ApprovalRequest, PromptResult, ToolSpec
-from engine.aio import Session
+from engine.hosts.aio import Session
 from engine.models import Model
 from events import SessionInUse, SessionNotFound
 from events.stores import EventStore

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from engine import Session, ToolSpec, fold
-from engine.handlers import ToolCallHandler, ToolResultHandler
+from engine.core.handlers import ToolCallHandler, ToolResultHandler
+from engine.core.reducers import Projection
 from engine.models import FauxModel, FauxStep
-from engine.reducers import Projection
 from events import MemoryStore, Record
 
 # -- Hypothesis profiles ---------------------------------------------------------------------
@@ -107,11 +107,11 @@ def call_events(records: Iterable[Record], call_id: str) -> list[Any]:
 @pytest.fixture
 def without_jsonschema(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if the 2020-12 validator (the ``jsonschema`` package) were not installed: a schema
-    that needs it is refused at registration (engine.schemas2020)."""
-    from engine import schemas, schemas2020
+    that needs it is refused at registration (engine.core.schemas.draft2020)."""
+    from engine.core.schemas import checking, draft2020
 
-    monkeypatch.setattr(schemas2020, "_modules", lambda: None)
-    monkeypatch.setattr(schemas, "_CACHE", {})
+    monkeypatch.setattr(draft2020, "_modules", lambda: None)
+    monkeypatch.setattr(checking, "_CACHE", {})
 # -- a PostgreSQL server, for the tests of the PostgreSQL store --------------------------------
 # Started once per test run from the machine's binaries (tests/pgserver.py), stopped and removed
 # at the end whatever the outcome. Without one, its tests skip and say why; with

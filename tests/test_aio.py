@@ -1,4 +1,4 @@
-"""asyncio hosts (engine.aio): a session driven from asyncio.run through trio's guest mode.
+"""asyncio hosts (engine.hosts.aio): a session driven from asyncio.run through trio's guest mode.
 
 The tests are plain functions that call asyncio.run (the suite's trio_mode only takes over
 ``async def`` tests). What is checked is what must cross the bridge: results, pauses and
@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 import trio
-
 from conftest import counting_clock
+
 from engine import LATER, Annotations, ApprovalRequest, ToolResult, approve_all, fold, text, tool
 from engine import Session as TrioSession
-from engine.aio import Session, from_asyncio
+from engine.hosts.aio import Session, from_asyncio
 from engine.models import (
     FauxModel,
     ModelMessage,

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import trio
+from conftest import call_events, events_of, run_session
 
 import engine
 from engine import (
@@ -30,10 +31,10 @@ from engine import (
     text,
     tool,
 )
-from engine.approvals import answers_at_once
-from engine.handlers import handler_name
+from engine.core.approvals import answers_at_once
+from engine.core.handlers import handler_name
+from engine.core.reducers import ToolResultEntry
 from engine.models import faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
 from engine.replay import redrive
 from events.types import (
     TERMINAL_EVENTS,
@@ -42,8 +43,6 @@ from events.types import (
     ToolCallDenied,
     ToolExecutionStarted,
 )
-
-from conftest import call_events, events_of, run_session
 
 SAFE = Annotations(read_only=True, open_world=False)
 DEADLOCK = 30

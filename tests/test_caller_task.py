@@ -28,8 +28,8 @@ from engine import (
     text,
     tool,
 )
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, ModelMessage, ModelRequest, faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
 from events import MemoryStore
 from events.types import ModelToolCall
 
@@ -45,7 +45,7 @@ TENANT: contextvars.ContextVar[str] = contextvars.ContextVar("TENANT", default="
 async def test_each_prompt_s_context_reaches_only_its_own_work(approving: str) -> None:
     """With an approver that may answer later, every call runs in a task of the session's;
     with ``approve_all``, or an approver of the host's declared with ``at_once``, which never
-    answer later, a batch of one call runs in the prompt's own task (engine/batch.py). Either
+    answer later, a batch of one call runs in the prompt's own task (engine/runtime/batch.py). Either
     way each prompt's value is all its work sees."""
     asks = approving != "approve_all"  # the declared approver is asked about nested calls
     seen: list[tuple[str, str]] = []  # (who, the tenant they saw)

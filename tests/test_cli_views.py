@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engine import render
+from engine.present import render
 from engine.cli import main
 
 CORPUS = Path(__file__).parent / "corpus" / "v1"
@@ -44,7 +44,7 @@ def test_transcript_prints_only_what_the_model_saw(capsys: pytest.CaptureFixture
 
 PLUGIN = """
 from rich.text import Text
-from engine.render import register_renderer
+from engine.present.render import register_renderer
 
 def squares(view):
     return Text(f"SQUARE VIEW {view.result.structured_content['square']}")

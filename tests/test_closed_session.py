@@ -25,7 +25,7 @@ import trio
 import trio.testing
 
 from engine import LATER, Annotations, ApprovalRequest, Session, ToolResult, text, tool
-from engine.context import CallOutcome
+from engine.core.toolcontext import CallOutcome
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.testing.invariants import check_log
 from events import JsonlStore, MemoryStore

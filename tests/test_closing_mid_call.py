@@ -3,7 +3,7 @@ the model.
 
 A batch of one fresh call runs in the prompt's own task when the session's approver never
 answers later (``approve_all``, ``deny_all``); every other call runs in a task of the
-session's nursery (engine/batch.py). Whichever it is, the session's end treats it the same:
+session's nursery (engine/runtime/batch.py). Whichever it is, the session's end treats it the same:
 
 - the block ends while a prompt from a task outside it runs: the prompt and its call are
   stopped before the block returns, nothing is recorded about the call (the log reads as if

@@ -1,4 +1,4 @@
-"""The codec's fast path (:mod:`events.readers`) against its reference (the converter).
+"""The codec's fast path (:mod:`events.fast.readers`) against its reference (the converter).
 
 For every event type, with every field set and left to its default, in today's record version
 and in older ones read through the upcasters, both paths decode a record alike (today's: to
@@ -28,10 +28,9 @@ from events.codec import (
     type_name,
 )
 from events.errors import CodecError
-from events.readers import FAST, READERS, Fallback, drift
+from events.fast.readers import FAST, READERS, Fallback, drift
 from events.results import ContentBlock, FailureDetail, TextContent
 from events.types import SCHEMA_VERSION, Event, Record
-
 from tests.strategies import instances_of, json_values
 
 EVENT_CLASSES = sorted(EVENT_TYPES.values(), key=type_name)
@@ -44,7 +43,7 @@ def test_every_event_type_has_an_entry_in_the_fast_path_table() -> None:
     missing = [f"{name} ({cls.__name__})" for name, cls in EVENT_TYPES.items()
                if cls not in READERS]
     assert not missing, (
-        "event type(s) without an entry in READERS (events/readers.py): "
+        "event type(s) without an entry in READERS (events/fast/readers.py): "
         f"{', '.join(missing)}; give each a reader, or None to leave it to the converter")
     assert set(READERS) <= set(EVENT_TYPES.values())
 
@@ -110,7 +109,7 @@ def test_both_paths_decode_every_event_type_alike(cls: type[Any], data: st.DataO
         except Fallback:
             pytest.fail(f"the fast reader of {type_name(cls)!r} fell back to the converter on "
                         f"a record the codec wrote: {obj['data']!r}; a field it does not read? "
-                        f"{'; '.join(drift()) or 'see events/readers.py'}")
+                        f"{'; '.join(drift()) or 'see events/fast/readers.py'}")
         assert read == event
 
 

@@ -14,9 +14,18 @@ from typing import Any
 import trio
 import trio.testing
 
-from engine import Annotations, ApprovalRequest, Session, ToolCallDraft, ToolResult, fold, text, tool
+from engine import (
+    Annotations,
+    ApprovalRequest,
+    Session,
+    ToolCallDraft,
+    ToolResult,
+    fold,
+    text,
+    tool,
+)
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
 from events import MemoryStore
 from events.types import (
     TERMINAL_EVENTS,

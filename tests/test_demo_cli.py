@@ -28,11 +28,11 @@ from engine import (
     tool,
 )
 from engine.cli import main
+from engine.core.handlers import ToolCallDraft
+from engine.core.reducers import CallView, Projection, ToolResultEntry, fold
 from engine.demo import DEMO_FILES, FIXED_CALC, LOG_NAME, demo_tools, prepare_workspace, run_demo
-from engine.handlers import ToolCallDraft
 from engine.models import faux_text, faux_tool_call
-from engine.reducers import CallView, Projection, ToolResultEntry, fold
-from engine.render import print_session
+from engine.present.render import print_session
 from events.codec import encode_line
 from events.stores import read_jsonl
 from events.types import AssistantMessage, Record, SessionStarted, ToolExecutionStarted, UserMessage

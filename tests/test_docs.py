@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine.lifecycle import diagram
+from engine.core.lifecycle import diagram
 from events.codec import EVENT_TYPES
 from tests.docexamples import (
     ROOT,

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from engine import Annotations, CallOutcome, Session, ToolResult, approve_all, fold, text, tool
+from engine.core.tools import ToolSpec
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.tools import ToolSpec
 from events import MemoryStore
 from events.types import ActiveToolsSet, ToolCallFailed
 

@@ -23,14 +23,15 @@ from hypothesis import HealthCheck, Phase, given, settings
 from trio.testing import MockClock
 
 from engine import LATER, Annotations, Limits, Session, ToolResult, approve_all, text, tool
-from engine.limits import result_size
+from engine.core.limits import result_size
+from engine.core.reducers import TranscriptEntry, fold
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.reducers import TranscriptEntry, fold
 from engine.replay import redrive
 from events import MemoryStore, Record
 from events.codec import converter
-from events.readers import FAST
+from events.fast.readers import FAST
 from events.results import error_result
+from events.stores import read_jsonl
 from events.types import (
     ApprovalRequested,
     ApprovalResolved,
@@ -42,7 +43,6 @@ from events.types import (
     ToolCallDenied,
     ToolCallFailed,
 )
-from events.stores import read_jsonl
 from tests.corpus.scenarios import SCENARIOS
 from tests.corpus.scenarios import record as record_scenario
 from tests.strategies import SessionScript, counting_clock, run_script, session_scripts

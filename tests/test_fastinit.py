@@ -12,21 +12,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import engine.context
-import engine.handlers
+import engine.core.handlers
+import engine.core.tools
+import engine.core.views
 import engine.models.protocol
-import engine.tools
-import engine.views
+import engine.core.toolcontext
 import events.callevents
-import events.models
+import events.modelturns
 import events.sessionevents
 import events.types
-from events.fastinit import BUILDERS, REFERENCE_INITS, builder, fast_init
-
+from events.fast.fastinit import BUILDERS, REFERENCE_INITS, builder, fast_init
 from tests.strategies import values_of
 
-MODULES = (events.types, events.callevents, events.sessionevents, events.models, engine.views,
-           engine.tools, engine.models.protocol, engine.context, engine.handlers)
+MODULES = (events.types, events.callevents, events.sessionevents, events.modelturns,
+           engine.core.views, engine.core.tools, engine.models.protocol, engine.core.toolcontext, engine.core.handlers)
 
 
 def fast_classes() -> list[type]:

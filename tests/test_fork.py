@@ -15,9 +15,9 @@ import trio
 
 from engine import Session, approve_all, fold
 from engine.cli import main
-from engine.fork import fork
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
+from engine.runtime.fork import fork
 from events import JsonlStore, MemoryStore, SessionInUse
 from events.types import AssistantMessage, SessionStarted
 from tests.corpus.scenarios import SCENARIOS

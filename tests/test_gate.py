@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from conftest import call_events, events_of, run_session
+
 from engine import (
     Annotations,
     ApprovalAnswer,
@@ -20,21 +22,19 @@ from engine import (
     text,
     tool,
 )
+from engine.core.reducers import ToolResultEntry
 from engine.models import faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
 from events.types import (
+    TERMINAL_EVENTS,
     ApprovalRequested,
     ApprovalResolved,
     PolicyDecided,
-    TERMINAL_EVENTS,
     ToolCallBlocked,
     ToolCallDenied,
     ToolCallFailed,
     ToolCallRewritten,
     ToolExecutionStarted,
 )
-
-from conftest import call_events, events_of, run_session
 
 SAFE = Annotations(read_only=True, open_world=False)
 DANGEROUS = Annotations(destructive=True)

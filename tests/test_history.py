@@ -1,5 +1,5 @@
 """A live session's history: the records it hands out are the records it made and read, while
-it keeps only the events and times of those it made (engine/history.py)."""
+it keeps only the events and times of those it made (engine/core/history.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from engine import Annotations, Session, ToolResult, approve_all, text, tool
-from engine.history import History
+from engine.core.history import History
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import JsonlStore
 from events.types import SCHEMA_VERSION, Record, UserMessage

@@ -12,8 +12,8 @@ import trio
 
 from engine import LATER, Annotations, ApprovalRequest, Session, ToolResult, deny_all, text, tool
 from engine.cli import main
-from engine.fork import fork
 from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.runtime.fork import fork
 from events import JsonlStore, MemoryStore
 from events.codec import encode_line_bytes
 from events.errors import CorruptLogError, UnverifiedRecordError

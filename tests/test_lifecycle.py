@@ -16,8 +16,8 @@ from typing import Any
 import attrs
 import pytest
 
-from engine.lifecycle import TRANSITIONS, CallState, LifecycleError, event_key, next_state
-from engine.reducers import LogInconsistency, Projection, fold
+from engine.core.lifecycle import TRANSITIONS, CallState, LifecycleError, event_key, next_state
+from engine.core.reducers import LogInconsistency, Projection, fold
 from events.codec import EVENT_TYPES
 from events.results import ErrorInfo, error_result
 from events.types import (

@@ -6,18 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
+from conftest import run_session
 from hypothesis import given
+from strategies import instances_of
 
 from engine import Annotations, Limits, Rewrite, ToolResult, text, tool
-from engine.limits import OVERSIZED, json_size, result_size
+from engine.core.limits import OVERSIZED, json_size, result_size
 from engine.models import faux_text, faux_tool_call
 from events.codec import encode_line
 from events.results import AudioContent, EmbeddedResource, ImageContent, ResourceLink
 from events.types import Record, ToolCallCompleted, ToolCallFailed, ToolCallRequested
-
-from conftest import run_session
-from strategies import instances_of
 
 SAFE = Annotations(read_only=True, open_world=False)
 LIMITS = Limits(max_argument_bytes=1_000, max_result_bytes=2_000)

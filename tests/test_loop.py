@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 import trio
-
 from conftest import counting_clock, run_session
+
 from engine import Annotations, Session, ToolResult, fold, text, tool
+from engine.core.reducers import ToolResultEntry, TranscriptView
 from engine.models import (
     FauxModel,
     FauxScriptExhausted,
@@ -18,7 +19,6 @@ from engine.models import (
     faux_text,
     faux_tool_call,
 )
-from engine.reducers import ToolResultEntry, TranscriptView
 from events import MemoryStore, SessionNotFound
 from events.types import (
     AssistantMessage,

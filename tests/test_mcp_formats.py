@@ -12,6 +12,7 @@ import mcp_types
 from hypothesis import given
 
 from engine import Annotations, ToolResult
+from engine.core.tools import ToolSpec
 from engine.mcp import (
     annotations_from_mcp,
     annotations_to_mcp,
@@ -21,7 +22,6 @@ from engine.mcp import (
     tool_to_mcp,
 )
 from engine.testing.strategies import tool_annotations, tool_specs
-from engine.tools import ToolSpec
 from events.results import (
     AudioContent,
     EmbeddedResource,

@@ -20,7 +20,7 @@ import trio.testing
 from mcp import Client, MCPError, StdioServerParameters
 
 from engine import LATER, Annotations, ApprovalRequest, Session, ToolResult, text, tool
-from engine.aio import Session as AioSession
+from engine.hosts.aio import Session as AioSession
 from engine.mcp import mcp_server
 from engine.models import FauxModel
 from events import JsonlStore, MemoryStore

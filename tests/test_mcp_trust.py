@@ -16,13 +16,16 @@ from typing import Any
 
 import pytest
 import trio
+from mcp import StdioServerParameters
+from mcp_servers import BACKTRACKED, bank, calculator, redos_server, twins
 from rich.console import Console
+from test_mcp_listing import refused
 
 from engine import Annotations, Session, approve_all
 from engine.cli import main
 from engine.mcp import mount
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.render import print_session
+from engine.present.render import print_session
 from events import JsonlStore, MemoryStore
 from events.codec import decode_line, encode_line
 from events.types import (
@@ -32,10 +35,6 @@ from events.types import (
     ToolRegistered,
     ToolSource,
 )
-
-from mcp import StdioServerParameters
-from mcp_servers import BACKTRACKED, bank, calculator, redos_server, twins
-from test_mcp_listing import refused
 
 SERVERS = Path(__file__).parent / "mcp_servers.py"
 

@@ -10,11 +10,11 @@ import trio
 from conftest import counting_clock, events_of
 
 from engine import Session, fold
+from engine.core.reducers import LogInconsistency
 from engine.models import FauxModel, ModelError, ModelMessage, ModelRequest, faux_text
-from engine.reducers import LogInconsistency
 from events import MemoryStore, Record
 from events.codec import decode_line, encode_line
-from events.models import (
+from events.modelturns import (
     ModelFailed,
     ModelRequested,
     ModelResponded,

@@ -11,6 +11,7 @@ from typing import Any
 import attrs
 import pytest
 import trio
+from conftest import call_events, events_of, run_session
 
 from engine import (
     Annotations,
@@ -24,21 +25,19 @@ from engine import (
     text,
     tool,
 )
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
 from engine.testing.invariants import check_log
 from events import MemoryStore
 from events.types import (
+    TERMINAL_EVENTS,
     ApprovalRequested,
     PolicyDecided,
     ToolCallCompleted,
     ToolCallDenied,
     ToolCallFailed,
     ToolCallRequested,
-    TERMINAL_EVENTS,
 )
-
-from conftest import call_events, events_of, run_session
 
 SAFE = Annotations(read_only=True, open_world=False)
 DANGEROUS = Annotations(destructive=True)

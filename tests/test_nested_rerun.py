@@ -19,9 +19,9 @@ from engine import (
     text,
     tool,
 )
+from engine.core.nested import NestedCalls, first_difference
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.nested import NestedCalls, first_difference
-from engine.reducers import ToolResultEntry
 from events import MemoryStore
 from events.types import ToolCallFailed, ToolCallRequested
 

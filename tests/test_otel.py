@@ -1,4 +1,4 @@
-"""OpenTelemetry spans by the GenAI conventions (engine.otel), through the SDK's in-memory
+"""OpenTelemetry spans by the GenAI conventions (engine.hosts.otel), through the SDK's in-memory
 exporter: live from a session's records, and the same spans from its log afterwards."""
 
 from __future__ import annotations
@@ -10,14 +10,16 @@ from typing import Any
 
 import pytest
 import trio
+from conftest import counting_clock
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from conftest import counting_clock
 from engine import Annotations, Session, ToolResult, text, tool
-from engine.aio import Session as AioSession
+from engine.hosts.aio import Session as AioSession
+from engine.hosts.otel import SpanBuilder, spans_from_records, trace_session
+from engine.hosts.spantext import MODEL_FAILURES
 from engine.models import (
     FauxModel,
     ModelError,
@@ -26,10 +28,8 @@ from engine.models import (
     faux_text,
     faux_tool_call,
 )
-from engine.otel import SpanBuilder, spans_from_records, trace_session
-from engine.spantext import MODEL_FAILURES
 from events import MemoryStore
-from events.models import ModelFailed, ModelRequested, ModelResponded, Usage
+from events.modelturns import ModelFailed, ModelRequested, ModelResponded, Usage
 from events.types import ModelToolCall, Record, ToolExecutionStarted
 
 SAFE = Annotations(read_only=True, open_world=False)

@@ -1,7 +1,7 @@
 """The approval policy: the annotation rule over every combination, and the rules' precedence.
 
 The expected answers are worked out here from DESIGN's wording, independently of
-``engine.policy``: an explicit ``destructive=True`` always asks; otherwise a tool that says
+``engine.core.policy``: an explicit ``destructive=True`` always asks; otherwise a tool that says
 ``read_only=True`` is let through; otherwise an undeclared hint takes MCP's default
 (destructive true, open-world true) and the tool asks if it is destructive or open-world.
 """
@@ -13,7 +13,7 @@ import itertools
 import attrs
 import pytest
 
-from engine.policy import PolicyDecision, PolicyRules, decide, needs_approval
+from engine.core.policy import PolicyDecision, PolicyRules, decide, needs_approval
 from events.types import Annotations, ApprovalResolved
 
 HINTS = (None, True, False)

@@ -51,9 +51,9 @@ from engine import (
     text,
     tool,
 )
+from engine.core.policy import decide
+from engine.core.reducers import ToolResultEntry, fold
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.policy import decide
-from engine.reducers import ToolResultEntry, fold
 from engine.replay.recorded import turn_of
 from engine.testing import check_approvals, check_bodies, check_log, counting_clock
 from engine.testing.scripts import (
@@ -460,7 +460,7 @@ def test_a_lone_call_in_the_prompt_s_task_writes_what_a_task_of_the_session_s_wo
     """Under an approver that never answers later (``approve_all``, ``deny_all``, or one
     declared with ``at_once``), a batch of one call runs in the prompt's own task; under the
     script's own approver, undeclared and answering the same, every call runs in a task of the
-    session's nursery (engine/batch.py). Each call's events, the session's own events and the
+    session's nursery (engine/runtime/batch.py). Each call's events, the session's own events and the
     transcript are the same, down to the traceback of an approver that raised. (Only the
     order of the calls of a parallel batch, which the scheduler picks, may differ between the
     runs: the scheduler passes the other run saves move its random choices. For the same

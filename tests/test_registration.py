@@ -1,6 +1,6 @@
 """A tool's registration is worked out once per content: the check of its schemas
-(engine/registry.py), and the encoding of the records a session opens with
-(events/prepared.py). These tests hold both to the work they replace: a spec changed in place
+(engine/core/registry.py), and the encoding of the records a session opens with
+(events/fast/prepared.py). These tests hold both to the work they replace: a spec changed in place
 is checked and recorded as it is now, values Python finds equal but JSON does not (``1``,
 ``1.0``, ``True``) are told apart, and a prepared record's line is the reference's, byte for
 byte."""
@@ -20,15 +20,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engine import Annotations, Session, ToolResult, approve_all, text, tool
+from engine.core.registry import Registry
+from engine.core.schemas.checking import SchemaError
 from engine.models import FauxModel
-from engine.registry import Registry
-from engine.session import _print as session_key
-from engine.schemas import SchemaError
+from engine.runtime.session import _print as session_key
 from engine.testing import tool_specs
 from events import JsonlStore, MemoryStore
 from events.codec import PREPARED, decode_line, encode_stored
-from events.prepared import prepare
-from events.readers import FAST
+from events.fast.prepared import prepare
+from events.fast.readers import FAST
 from events.stores import EventStore
 from events.types import (
     Record,
@@ -39,7 +39,6 @@ from events.types import (
     ToolSource,
     UserMessage,
 )
-
 from tests.strategies import instances_of
 
 
@@ -221,7 +220,7 @@ def test_specs_that_differ_only_outside_their_schemas_are_keyed_apart() -> None:
 
 
 def test_every_field_a_snapshot_is_made_of_is_in_its_key() -> None:
-    """The key names each field by hand (engine/registry.py, ``_rest``): a field added to the
+    """The key names each field by hand (engine/core/registry.py, ``_rest``): a field added to the
     snapshot, its annotations or its source must be added there too, or two tools that differ
     only in it would be written alike. A change of each field, one at a time, keys apart."""
     base = attrs.evolve(make_tool({"type": "object"}),
@@ -256,7 +255,7 @@ def test_every_field_a_snapshot_is_made_of_is_in_its_key() -> None:
 
 
 def test_every_field_a_session_start_is_made_of_is_in_its_key() -> None:
-    """As for a tool's: the key of ``session_started`` (engine/session.py, ``_print``) names
+    """As for a tool's: the key of ``session_started`` (engine/runtime/session.py, ``_print``) names
     its fields by hand. A change of each, one at a time, keys apart."""
     settings = SessionSettings(max_turns=5, max_depth=4, max_argument_bytes=100,
                                max_result_bytes=200)

@@ -32,10 +32,10 @@ from engine import (
     Block,
     PolicyRules,
     Session,
-    approve_all,
     ToolCallDraft,
     ToolResult,
     ToolSpec,
+    approve_all,
     text,
     tool,
 )
@@ -45,8 +45,8 @@ from engine.demo import demo_tools, prepare_workspace
 from engine.models import FauxModel, FauxStep, faux_text, faux_tool_call
 from engine.replay import Divergence, ReplayError, ReplayReport, ReplaySetup, redrive
 from events import MemoryStore, Record
+from events.modelturns import ModelRequested, ModelResponded
 from events.stores import read_jsonl
-from events.models import ModelRequested, ModelResponded
 from events.types import (
     ApprovalRequested,
     ApprovalResolved,

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import pytest
+from conftest import call_events, events_of, run_session
 
 from engine import (
     Annotations,
@@ -23,19 +24,17 @@ from engine import (
     text,
     tool,
 )
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
 from events import MemoryStore
 from events.results import ImageContent, TextContent
 from events.types import (
+    TERMINAL_EVENTS,
     AssistantMessage,
     ResultHandlerFailed,
-    TERMINAL_EVENTS,
     ToolCallCompleted,
     ToolCallFailed,
 )
-
-from conftest import call_events, events_of, run_session
 
 SAFE = Annotations(read_only=True, open_world=False)
 SIZE_OUT = {"type": "object", "properties": {"size": {"type": "integer"}}, "required": ["size"]}

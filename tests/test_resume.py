@@ -25,10 +25,10 @@ from engine import (
     text,
     tool,
 )
-from engine.fork import fork
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.recorder import SessionBroken
-from engine.reducers import ToolResultEntry
+from engine.runtime.fork import fork
+from engine.runtime.recorder import SessionBroken
 from events import JsonlStore, MemoryStore
 from events.stores.jsonl import verify_jsonl
 from events.types import (

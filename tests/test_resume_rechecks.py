@@ -20,9 +20,9 @@ from engine import (
     text,
     tool,
 )
-from engine.fork import fork
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
+from engine.runtime.fork import fork
 from events import MemoryStore
 from events.types import PolicyDecided, ToolCallDenied, ToolCallFailed
 

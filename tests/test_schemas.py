@@ -1,4 +1,4 @@
-"""Tests for engine.schemas: what is refused at registration, and how validators behave."""
+"""Tests for engine.core.schemas.checking: what is refused at registration, and how validators behave."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import schemas
-from engine.schemas import SchemaError, SchemaValidator, check_schema, compile_schema
+from engine.core.schemas import checking as schemas
+from engine.core.schemas.checking import SchemaError, SchemaValidator, check_schema, compile_schema
 
 DRAFT04 = "http://json-schema.org/draft-04/schema#"
 DRAFT06 = "http://json-schema.org/draft-06/schema#"

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from engine import Annotations, Session, ToolResult, text, tool
+from engine.core.schemas.checking import SchemaError, compile_schema
 from engine.models import FauxModel
-from engine.schemas import SchemaError, compile_schema
 from events import MemoryStore
 from events.types import ToolCallFailed
 

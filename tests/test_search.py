@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from engine import Annotations, Session, ToolResult, approve_all, fold, text, tool
+from engine.core.search import rank_tools, search_tool, words
+from engine.core.tools import ToolSpec
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.replay import redrive
-from engine.search import rank_tools, search_tool, words
 from engine.testing.invariants import check_log
-from engine.tools import ToolSpec
 from events import MemoryStore
-from events.types import ToolsActivated, ToolSnapshot
+from events.types import ToolSnapshot, ToolsActivated
 
 SAFE = Annotations(read_only=True, open_world=False)
 

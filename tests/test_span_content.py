@@ -14,20 +14,30 @@ from typing import Any, get_args
 
 import pytest
 import trio
+from conftest import counting_clock
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from conftest import counting_clock
-from engine import (Annotations, ApprovalAnswer, ApprovalRequest, Block, Session, ToolCallDraft,
-                    ToolResult, ToolResultDraft, text, tool)
+from engine import (
+    Annotations,
+    ApprovalAnswer,
+    ApprovalRequest,
+    Block,
+    Session,
+    ToolCallDraft,
+    ToolResult,
+    ToolResultDraft,
+    text,
+    tool,
+)
 from engine.cli import main
+from engine.hosts.otel import spans_from_records, trace_session
+from engine.hosts.spantext import CALL_FAILURES, MODEL_FAILURES, said_by_default
 from engine.models import FauxModel, ModelError, faux_text, faux_tool_call
-from engine.otel import spans_from_records, trace_session
-from engine.spantext import CALL_FAILURES, MODEL_FAILURES, said_by_default
 from events import JsonlStore, MemoryStore
-from events.models import ModelFailureKind
+from events.modelturns import ModelFailureKind
 from events.types import FailureKind, Record
 
 SAFE = Annotations(read_only=True, open_world=False)

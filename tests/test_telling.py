@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
+from conftest import call_events, counting_clock, run_session
 
 from engine import (
     LATER,
@@ -26,15 +27,13 @@ from engine import (
     text,
     tool,
 )
+from engine.core.refusals import REASON_LIMIT, for_model
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.refusals import REASON_LIMIT, for_model
 from engine.replay import redrive
 from events import MemoryStore, Record
 from events.codec import decode_record, encode_record
 from events.results import ErrorInfo, error_result
 from events.types import TERMINAL_EVENTS, PolicyDecided, ToolCallBlocked, ToolCallDenied
-
-from conftest import call_events, counting_clock, run_session
 
 DANGEROUS = Annotations(destructive=True)
 

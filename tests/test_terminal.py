@@ -20,13 +20,21 @@ from conftest import run_session
 from rich.console import Console
 from rich.text import Text
 
-from engine import ApprovalRequest, ToolCall, ToolContext, ToolResult, terminal_approver, text, tool
+from engine import (
+    ApprovalRequest,
+    ToolCall,
+    ToolContext,
+    ToolResult,
+    render,
+    terminal_approver,
+    text,
+    tool,
+)
 from engine.cli import main
+from engine.core.visible import visible, visible_json
 from engine.models import faux_text, faux_tool_call
-from engine.render import print_session, register_renderer
-from engine import render
-from engine.console import VisibleConsole
-from engine.visible import visible, visible_json
+from engine.present.console import VisibleConsole
+from engine.present.render import print_session, register_renderer
 from events.stores import JsonlStore
 from events.types import Annotations
 

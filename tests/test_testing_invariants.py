@@ -24,8 +24,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from engine import Annotations, ApprovalRequest, Session, ToolResult, fold, text, tool
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
 from engine.testing import (
     BodyRuns,
     check_approvals,
@@ -48,7 +48,7 @@ from engine.testing import (
 from engine.testing.machine import ScriptModel
 from engine.testing.scripts import ScriptRun, SessionScript
 from events import JsonlStore, MemoryStore
-from events.models import ModelRequested, ModelResponded
+from events.modelturns import ModelRequested, ModelResponded
 from events.types import (
     ApprovalRequested,
     ApprovalResolved,
@@ -312,7 +312,7 @@ def test_check_bodies_fails_when_a_denied_call_ran(sample: Sample) -> None:
 
 
 def _call(call_id: str) -> Any:
-    from engine.tools import ToolCall
+    from engine.core.tools import ToolCall
 
     return ToolCall(call_id=call_id, name="read", arguments={})
 

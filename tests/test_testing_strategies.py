@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from engine import Annotations, Session, approve_all
+from engine.core.schemas.checking import compile_schema
+from engine.core.tools import ToolSpec
 from engine.models import FauxModel, FauxToolCall, faux_text
-from engine.schemas import compile_schema
 from engine.testing import (
     ANNOTATION_HINTS,
     BodyRuns,
@@ -31,7 +32,6 @@ from engine.testing import (
     valid_arguments,
 )
 from engine.testing.arguments import weighted
-from engine.tools import ToolSpec
 from events import MemoryStore
 from events.types import ToolRegistered
 

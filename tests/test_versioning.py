@@ -16,13 +16,13 @@ import trio
 
 import events.codec as codec
 from engine.cli import main
-from engine.reducers import fold
+from engine.core.reducers import fold
 from events.codec import UPCASTERS, decode_line, decode_record, encode_line, upcast
 from events.errors import CodecError, CorruptLogError
 from events.integrity import GENESIS, link, unseal
+from events.modelturns import ModelRequested, ModelResponded
 from events.stores import JsonlStore, MemoryStore, read_jsonl
 from events.stores.jsonl import verify_jsonl
-from events.models import ModelRequested, ModelResponded
 from events.types import (
     SCHEMA_VERSION,
     ApprovalResolved,

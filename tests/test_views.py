@@ -15,9 +15,9 @@ import pytest
 import trio
 from hypothesis import given
 
-from engine.lifecycle import CallState, next_state
-from engine.reducers import LogInconsistency, Projection
-from engine.views import CallView, LiveCall
+from engine.core.lifecycle import CallState, next_state
+from engine.core.reducers import LogInconsistency, Projection
+from engine.core.views import CallView, LiveCall
 from events.results import error_result
 from events.types import (
     TERMINAL_EVENTS,
@@ -30,7 +30,6 @@ from events.types import (
     ToolExecutionStarted,
     ToolProgress,
 )
-
 from tests.strategies import SessionScript, run_script, session_scripts
 from tests.test_lifecycle import _requested, started_with_batch
 from tests.test_properties import PROPERTY, virtual_clock

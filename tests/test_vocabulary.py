@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 import engine
-import engine.policy
+import engine.core.policy
 from engine import Session, approve_all, tool
+from engine.core.policy import PolicyDecision, decide
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.policy import PolicyDecision, decide
 from events import MemoryStore
 from events.types import Annotations
 
@@ -38,17 +38,17 @@ async def one_call_session() -> Session:
 
 def test_the_policy_decides_a_policy_decision() -> None:
     assert isinstance(decide("x", Annotations()), PolicyDecision)
-    assert "PolicyDecision" in engine.policy.__all__ and "Verdict" not in engine.policy.__all__
+    assert "PolicyDecision" in engine.core.policy.__all__ and "Verdict" not in engine.core.policy.__all__
 
 
 def test_the_old_name_of_a_policy_decision_works_and_warns() -> None:
     with pytest.warns(DeprecationWarning, match=r"engine\.policy\.Verdict .*engine\.policy\."
                                                 r"PolicyDecision") as caught:
-        old = engine.policy.Verdict
+        old = engine.core.policy.Verdict
     assert old is PolicyDecision
     assert caught[0].filename == __file__  # the warning points at the code to change
     with pytest.raises(AttributeError):
-        engine.policy.Nothing  # noqa: B018
+        engine.core.policy.Nothing  # noqa: B018
 
 
 async def test_a_calls_policy_decision_is_its_policy_field_and_verdict_warns() -> None:
@@ -110,7 +110,7 @@ async def test_a_calls_terminal_event_is_its_terminal_field_and_outcome_warns() 
         assert view.outcome is view.terminal
 
 
-@pytest.mark.parametrize("module", ["engine", "engine.handlers"])
+@pytest.mark.parametrize("module", ["engine", "engine.core.handlers"])
 @pytest.mark.parametrize(("old", "new"), [("ToolCallEvent", "ToolCallDraft"),
                                           ("ToolResultEvent", "ToolResultDraft")])
 def test_a_handlers_input_is_a_draft_and_the_old_event_names_warn(
@@ -129,8 +129,8 @@ def test_from_engine_import_an_old_name_warns() -> None:
 
 @pytest.mark.parametrize(("module", "old", "new"), [
     ("engine", "ApprovalDecision", "ApprovalAnswer"),
-    ("engine.approvals", "ApprovalDecision", "ApprovalAnswer"),
-    ("engine.approvals", "as_decision", "as_answer"),
+    ("engine.core.approvals", "ApprovalDecision", "ApprovalAnswer"),
+    ("engine.core.approvals", "as_decision", "as_answer"),
 ])
 def test_an_approver_answers_and_the_old_decision_names_warn(module: str, old: str,
                                                              new: str) -> None:
@@ -144,10 +144,10 @@ def test_an_approver_answers_and_the_old_decision_names_warn(module: str, old: s
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 README = DOCS.parent / "README.md"
-PUBLIC = ["engine", "engine.approvals", "engine.handlers", "engine.models", "engine.policy",
-          "engine.views", "events", "events.types"]
+PUBLIC = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.models", "engine.core.policy",
+          "engine.core.views", "events", "events.types"]
 #: Every module with renamed names, and the fields and keywords renamed beside them.
-RENAMED_IN = ["engine", "engine.approvals", "engine.handlers", "engine.policy"]
+RENAMED_IN = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.core.policy"]
 OLD_SPELLINGS = ["CallView.verdict", "CallView.outcome", "approved="]
 
 

@@ -16,8 +16,8 @@ from contextlib import contextmanager
 import trio
 
 from engine import Annotations, Session, ToolContext, ToolResult, approve_all, text, tool
+from engine.core.tools import ToolCall
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.tools import ToolCall
 from events import JsonlStore, MemoryStore
 from events.stores.base import EventStore
 

@@ -6,8 +6,8 @@ file, a corrupt or inconsistent log, an unknown session) print one line to stder
 there is no traceback for them. Nor for anything else: an error nobody foresaw is one line too,
 with its type (``TOOLLEDGER_TRACEBACK=1`` shows the traceback, to report it).
 
-Everything the commands print goes through a :class:`~engine.console.VisibleConsole` (or
-:func:`~engine.visible.visible_json`, or :func:`~._common.error_line`): text from a log is shown
+Everything the commands print goes through a :class:`~engine.present.console.VisibleConsole` (or
+:func:`~engine.core.visible.visible_json`, or :func:`~._common.error_line`): text from a log is shown
 as visible escapes, never obeyed by the terminal.
 """
 
@@ -22,8 +22,8 @@ from typing import NoReturn
 
 from events.errors import LogError
 
+from ..present.console import VisibleConsole
 from . import copy, db, demo, fork, otel, replay, serve, show, tail, verify
-from ..console import VisibleConsole
 from ._common import PROG, UsageError, error_line
 
 __all__ = ["build_parser", "main"]

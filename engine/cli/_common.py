@@ -15,8 +15,8 @@ from events.stores import EventStore, open_store
 from events.stores.urls import parse_store_url
 from events.types import Record
 
-from ..reducers import LogInconsistency, Projection, fold
-from ..visible import visible
+from ..core.reducers import LogInconsistency, Projection, fold
+from ..core.visible import visible
 
 __all__ = [
     "LOG_HELP",

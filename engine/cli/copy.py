@@ -18,9 +18,17 @@ from rich.text import Text
 from events.integrity import SessionChain
 from events.stores.copying import CopyError, copy_session
 
-from ..visible import visible, visible_json
-from ._common import (LOG_HELP, UsageError, choose_session, counted, load_key, open_log,
-                      refuse_writing_over, shown)
+from ..core.visible import visible, visible_json
+from ._common import (
+    LOG_HELP,
+    UsageError,
+    choose_session,
+    counted,
+    load_key,
+    open_log,
+    refuse_writing_over,
+    shown,
+)
 
 __all__ = ["add_parser", "run"]
 

@@ -16,7 +16,7 @@ from rich.text import Text
 
 from events.stores.urls import parse_store_url
 
-from ..visible import visible
+from ..core.visible import visible
 from ._common import UsageError, open_log, shown
 
 __all__ = ["add_parser", "run"]

@@ -10,13 +10,14 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
-from ..approvals import Approver, approve_all, deny_all, terminal_approver
+from ..core.approvals import Approver, approve_all, deny_all
+from ..core.visible import visible_json
 from ..demo import DemoRun, run_demo
 from ..models import ModelError
 from ..models.connect import check_spec
-from ..export import session_json
-from ..render import load_renderers, print_session
-from ..visible import visible_json
+from ..present.export import session_json
+from ..present.render import load_renderers, print_session
+from ..present.terminal import terminal_approver
 from ._common import PROG, UsageError
 
 __all__ = ["add_parser", "run"]

@@ -21,10 +21,17 @@ from events.errors import CorruptLogError, SessionInUse, UnverifiedRecordError
 from events.stores import EventStore
 from events.stores.copying import CopyError, verified_chain
 
-from ..fork import fork
-from ..visible import visible
-from ._common import LOG_HELP, PROG, UsageError, load_key, open_log, read_sessions
-from ._common import refuse_writing_over
+from ..core.visible import visible
+from ..runtime.fork import fork
+from ._common import (
+    LOG_HELP,
+    PROG,
+    UsageError,
+    load_key,
+    open_log,
+    read_sessions,
+    refuse_writing_over,
+)
 
 __all__ = ["add_parser", "run"]
 

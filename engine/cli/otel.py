@@ -1,7 +1,7 @@
 """``toolledger export-otel``: a recorded session's spans, with their original times.
 
-The spans are the ones :func:`engine.otel.trace_session` makes live, built by the same table
-(:data:`engine.otel.SPAN_RULES`) from the log, each starting and ending at its records'
+The spans are the ones :func:`engine.hosts.otel.trace_session` makes live, built by the same table
+(:data:`engine.hosts.otel.SPAN_RULES`) from the log, each starting and ending at its records'
 times: a session that ran before tracing was switched on can be traced after the fact. The
 SDK makes them (the ``otel-export`` extra, which brings the OTLP exporter too): ``--json``
 writes them to a file as the SDK's JSON, ``--otlp-endpoint`` sends them to a collector through
@@ -20,7 +20,7 @@ from rich.text import Text
 
 from events.stores.modes import open_creating
 
-from ..visible import visible
+from ..core.visible import visible
 from ._common import UsageError, counted, fold_sessions, read_sessions, refuse_writing_over
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
             InMemorySpanExporter,
         )
 
-        from ..otel import SCOPE, SEMCONV_VERSION, spans_from_records
+        from ..hosts.otel import SCOPE, SEMCONV_VERSION, spans_from_records
     except ImportError as exc:
         raise UsageError(f"export-otel needs OpenTelemetry's SDK ({exc}): install "
                          f"toolledger[otel-export]") from exc

@@ -28,9 +28,9 @@ from rich.text import Text
 from events.errors import UnverifiedRecordError
 from events.types import Record
 
+from ..core.visible import visible, visible_json
 from ..replay import ReplayError, ReplayReport, ReplaySetup, ToolMode, VerifiedRecords, redrive
 from ..replay.trust import UnverifiedLogError, check_live
-from ..visible import visible, visible_json
 from ._common import LOG_HELP, UsageError, load_key, read_sessions
 
 __all__ = ["add_parser", "load_setup", "run"]

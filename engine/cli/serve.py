@@ -12,7 +12,7 @@ from typing import Any
 import trio
 from rich.console import Console
 
-from ..session import Session
+from ..runtime.session import Session
 from ._common import UsageError
 
 __all__ = ["add_parser", "run"]

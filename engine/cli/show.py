@@ -7,9 +7,9 @@ import argparse
 from rich.console import Console
 from rich.text import Text
 
-from ..export import session_json, transcript_json
-from ..render import load_renderers, print_session, render_transcript
-from ..visible import visible, visible_json
+from ..core.visible import visible, visible_json
+from ..present.export import session_json, transcript_json
+from ..present.render import load_renderers, print_session, render_transcript
 from ._common import LOG_HELP, UsageError, fold_sessions, read_sessions
 
 __all__ = ["add_parser", "run", "run_transcript"]

@@ -20,8 +20,8 @@ from rich.text import Text
 from events.codec import encode_record
 from events.types import Record
 
-from ..render import short_json
-from ..visible import visible_json
+from ..core.visible import visible_json
+from ..present.render import short_json
 from ._common import LOG_HELP, UsageError, choose_session, load_key, open_log
 
 __all__ = ["add_parser", "record_line", "run"]

@@ -25,7 +25,7 @@ from events.integrity import Anchor, Break, SessionChain, VerifyReport
 from events.stores.jsonl import verify_jsonl
 from events.stores.urls import parse_store_url
 
-from ..visible import visible, visible_json
+from ..core.visible import visible, visible_json
 from ._common import (
     LOG_HELP,
     UsageError,

@@ -20,7 +20,8 @@ import attrs
 
 from events.stores import JsonlStore
 
-from ..approvals import Approver
+from ..core.approvals import Approver
+from ..core.reducers import Projection, ToolResultEntry
 from ..models import (
     FauxModel,
     FauxStep,
@@ -31,8 +32,7 @@ from ..models import (
     faux_tool_call,
 )
 from ..models.connect import open_model
-from ..reducers import Projection, ToolResultEntry
-from ..session import PromptResult, Session
+from ..runtime.session import PromptResult, Session
 from .tools import demo_tools
 from .workspace import DEMO_FILES, FIXED_CALC, LOG_NAME, TEST_SCRIPT, prepare_workspace
 

@@ -24,8 +24,8 @@ import trio
 from events.results import ToolResult, text
 from events.types import Annotations
 
-from ..context import ToolContext
-from ..tools import ToolCall, ToolSpec, tool
+from ..core.toolcontext import ToolContext
+from ..core.tools import ToolCall, ToolSpec, tool
 from .workspace import DEMO_FILES, TEST_SCRIPT, inside
 
 __all__ = ["demo_tools"]

@@ -24,7 +24,7 @@ async def _checked_by_the_session(name: str, result: mcp_types.CallToolResult) -
     server whose schema says ``^(a+)+$`` and that answers 28 ``a`` and a ``!`` froze the loop
     for seconds. For a tool it has not listed yet, the check lists the server's tools again,
     unbounded. The session's own check uses the schema that passed its rules when the tool was
-    registered, with linear-time patterns (:mod:`engine.patterns`), and keeps the value that
+    registered, with linear-time patterns (:mod:`engine.core.schemas.patterns`), and keeps the value that
     failed in the log, as for a local tool's output."""
 
 

@@ -18,8 +18,8 @@ import attrs
 
 from events.types import Annotations, Exposure, ToolSource
 
-from ..registry import Registry
-from ..tools import Execute, ToolSpec
+from ..core.registry import Registry
+from ..core.tools import Execute, ToolSpec
 from ._sdk import mcp_types
 from .formats import annotations_from_mcp, tool_from_mcp
 from .listing import ListingLimits

@@ -29,8 +29,8 @@ from events.results import (
 )
 from events.types import Annotations, ExecutionMode, Exposure, ToolSnapshot, ToolSource
 
-from ..jsonvalues import copy_json
-from ..tools import Execute, ToolSpec
+from ..core.jsonvalues import copy_json
+from ..core.tools import Execute, ToolSpec
 from ._sdk import mcp_types
 
 __all__ = [

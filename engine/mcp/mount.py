@@ -1,7 +1,7 @@
 """Mount an MCP server: its tools registered in a session, each call made through the official
 client, and governed and logged like a local tool's.
 
-A mounted tool is an ordinary :class:`~engine.tools.ToolSpec` whose body asks the server: the
+A mounted tool is an ordinary :class:`~engine.core.tools.ToolSpec` whose body asks the server: the
 session checks its schemas by its own rules when it is registered, validates the arguments,
 runs the ``tool_call`` handlers, the policy and the approver, and records every step, as for
 any tool. A server is someone else's code, and what it says about itself is input
@@ -52,8 +52,8 @@ import trio
 from events.results import ToolResult
 from events.types import Annotations, Exposure
 
-from ..session import Session
-from ..tools import ToolSpec
+from ..core.tools import ToolSpec
+from ..runtime.session import Session
 from ._sdk import mcp, mcp_types
 from .client import leave_output_to_the_session, reason
 from .declarations import MountChoices, declared_specs

@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 from events.results import ToolResult
 
-from ..context import ToolContext
-from ..session import Session
-from ..tools import ToolCall, ToolSpec
+from ..core.toolcontext import ToolContext
+from ..core.tools import ToolCall, ToolSpec
+from ..runtime.session import Session
 
 __all__ = ["Holder", "MountedBody", "check_names"]
 

@@ -19,7 +19,7 @@ MCP client sees what the log holds:
   gave up) ends the call as cancelled.
 
 Calls run concurrently, each in the server's task for its request. The session is a trio
-:class:`engine.Session`, or an :class:`engine.aio.Session` when the server runs on an asyncio
+:class:`engine.Session`, or an :class:`engine.hosts.aio.Session` when the server runs on an asyncio
 loop (an ASGI app's ``streamable_http_app()``, say): the server needs only the session's state
 and its ``call_tool``.
 """
@@ -31,9 +31,9 @@ from typing import Any, Protocol
 
 from events.types import ToolSnapshot
 
-from ..context import CallOutcome
-from ..reducers import Projection
-from ..tools import may_call
+from ..core.reducers import Projection
+from ..core.toolcontext import CallOutcome
+from ..core.tools import may_call
 from ._sdk import mcp, mcp_types
 from .formats import result_to_mcp, tool_to_mcp
 
@@ -42,7 +42,7 @@ __all__ = ["Served", "listed_tools", "mcp_server", "serve_stdio"]
 
 class Served(Protocol):
     """What serving needs of a session: :class:`engine.Session` and
-    :class:`engine.aio.Session` both have it."""
+    :class:`engine.hosts.aio.Session` both have it."""
 
     @property
     def state(self) -> Projection: ...

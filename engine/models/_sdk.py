@@ -12,7 +12,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from events.models import ModelFailureKind
+from events.modelturns import ModelFailureKind
 
 from .protocol import ModelError
 

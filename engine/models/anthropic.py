@@ -27,10 +27,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from events.models import ProviderContent, Usage
+from events.modelturns import ProviderContent, Usage
 from events.types import AssistantMessage, UserMessage
 
-from ..views import ToolResultEntry
+from ..core.views import ToolResultEntry
 from ._sdk import dump, import_sdk, provider_error
 from .formats import anthropic_tool, result_blocks
 from .protocol import ModelError, ModelInfo, ModelMessage, ModelRequest

@@ -29,10 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from events.models import ModelFailureKind, ProviderContent, Usage
+from events.modelturns import ModelFailureKind, ProviderContent, Usage
 from events.types import AssistantMessage, UserMessage
 
-from ..views import ToolResultEntry
+from ..core.views import ToolResultEntry
 from ._sdk import dump, import_sdk, provider_error
 from .formats import (
     arguments_json,

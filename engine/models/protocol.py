@@ -6,7 +6,7 @@ declared to the model, the session's system prompt, the turn being asked for, an
 for streamed deltas. The answer is one whole assistant message. That is all an adapter has to
 implement; docs/models.md shows one written from scratch.
 
-Around each call the session records the model's side (:mod:`events.models`): who was asked
+Around each call the session records the model's side (:mod:`events.modelturns`): who was asked
 and with what settings (:attr:`ModelInfo`, read from the model's ``info`` attribute if it has
 one), then the answer's usage, response id and stop reason, or the failure. A provider's
 failure reaches the host as one exception type, :class:`ModelError`.
@@ -19,11 +19,11 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
-from events.fastinit import fast_init
-from events.models import ModelFailureKind, ProviderContent, Usage
+from events.fast.fastinit import fast_init
+from events.modelturns import ModelFailureKind, ProviderContent, Usage
 from events.types import ModelToolCall, ToolSnapshot
 
-from ..reducers import TranscriptView
+from ..core.reducers import TranscriptView
 
 __all__ = [
     "TRUNCATED_STOP_REASONS",
@@ -135,8 +135,8 @@ class ModelMessage:
     was cut off at its token limit (:func:`truncated`: ``"length"``, ``"max_tokens"``,
     ``"incomplete"``, ...) makes the engine fail the message's calls without running them:
     their arguments may be truncated. ``model``, ``response_id`` and ``usage`` go on the
-    record (:class:`~events.models.ModelResponded`); ``provider_content`` keeps blocks the
-    engine does not interpret, for the adapter to send back (:class:`~events.models.
+    record (:class:`~events.modelturns.ModelResponded`); ``provider_content`` keeps blocks the
+    engine does not interpret, for the adapter to send back (:class:`~events.modelturns.
     ProviderContent`).
 
     Each field's type is checked when the message is made (a ``TypeError`` naming it), so
@@ -189,7 +189,7 @@ class ModelError(Exception):
     """The model gave no assistant message: the provider's error (a 429 or 5xx after the
     client's retries, a timeout, a connection failure, a refusal, a rejected request).
 
-    The session records it (:class:`~events.models.ModelFailed`) and raises it to the host;
+    The session records it (:class:`~events.modelturns.ModelFailed`) and raises it to the host;
     the session stays consistent: ``resume()`` asks the model again, ``prompt()`` goes on
     with a new message. ``kind`` says which failure it is, ``status`` the HTTP status,
     ``request_id`` / ``response_id`` the provider's names for the exchange; the exception the

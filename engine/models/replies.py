@@ -14,7 +14,7 @@ turned into the same error by :func:`reading`. Either way the turn fails, is rec
 
 What the provider controls inside a well-formed reply is checked further on, by the session:
 a call's arguments (kept as JSON, depth and size bounded, else the call alone fails), names and
-ids (cut to :data:`engine.limits.MAX_NAME` characters).
+ids (cut to :data:`engine.core.limits.MAX_NAME` characters).
 
 :class:`Streamed` hands a streaming message's pieces to the session's subscribers, checked
 as they go (:class:`ModelDelta` checks its fields).

@@ -29,10 +29,17 @@ import trio
 from events.results import error_result
 from events.types import ToolCallCompleted, ToolCallFailed
 
-from ..approvals import LATER, ApprovalAnswer, ApprovalRequest
-from ..callids import from_host
-from ..handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolCallHandler, \
-    ToolResultDraft, ToolResultHandler
+from ..core.approvals import LATER, ApprovalAnswer, ApprovalRequest
+from ..core.callids import from_host
+from ..core.handlers import (
+    Block,
+    ResultPatch,
+    Rewrite,
+    ToolCallDraft,
+    ToolCallHandler,
+    ToolResultDraft,
+    ToolResultHandler,
+)
 from ..models import ModelInfo, ModelMessage, ModelRequest
 from .recorded import RecordedPrompt, RecordedSession, RecordedTurn
 from .stubs import recorded_exception

@@ -24,8 +24,8 @@ import attrs
 from events.codec import converter, type_name
 from events.types import TERMINAL_EVENTS, AssistantMessage, Record, ToolRegistered, UserMessage
 
-from ..reducers import TranscriptEntry
-from ..callids import from_host
+from ..core.callids import from_host
+from ..core.reducers import TranscriptEntry
 from .recorded import root_of, turn_of
 
 __all__ = ["Divergence", "DivergenceKind", "Scope", "compare_calls", "compare_tools",

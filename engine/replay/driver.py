@@ -20,24 +20,24 @@ import attrs
 import trio
 
 from events.codec import converter
-from events.models import SystemPromptSet
+from events.modelturns import SystemPromptSet
 from events.stores import MemoryStore
 from events.types import (
     ActiveToolsSet,
     ExecutionMode,
     Record,
     ToolRegistered,
-    ToolsActivated,
     ToolSnapshot,
+    ToolsActivated,
 )
 
-from ..approvals import ApprovalRequest
-from ..callids import from_host
-from ..handlers import ToolCallHandler, ToolResultHandler
-from ..policy import PolicyRules
-from ..registry import Registry
-from ..session import PromptResult, Session
-from ..tools import ToolSpec, runs_in_order
+from ..core.approvals import ApprovalRequest
+from ..core.callids import from_host
+from ..core.handlers import ToolCallHandler, ToolResultHandler
+from ..core.policy import PolicyRules
+from ..core.registry import Registry
+from ..core.tools import ToolSpec, runs_in_order
+from ..runtime.session import PromptResult, Session
 from .answers import (
     RecordedApprover,
     RecordedModel,
@@ -232,7 +232,7 @@ class _Replay:
 
     def concurrent(self, turn: int) -> bool:
         """Whether the batch of ``turn`` runs its calls at once with today's declarations:
-        decided as the engine decides it (:func:`~engine.tools.runs_in_order`), over the calls
+        decided as the engine decides it (:func:`~engine.core.tools.runs_in_order`), over the calls
         the log shows running (a call the gate stopped never ran, so a ``sequential`` tool
         refused does not make its siblings wait for each other)."""
         ran = [call for call in self.book.calls.values()

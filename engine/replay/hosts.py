@@ -16,7 +16,7 @@ import trio
 
 from events.types import ToolCallRequested
 
-from ..session import Session
+from ..runtime.session import Session
 from .recorded import RecordedSession, RecordedTurn, Waiter
 from .watch import Watch
 

@@ -32,16 +32,16 @@ from events.types import (
     ToolCallRequested,
 )
 
-from ..callids import from_host
-from ..limits import MAX_CALL_DEPTH, Limits
-from ..policy import PolicyRules
+from ..core.callids import from_host
+from ..core.limits import MAX_CALL_DEPTH, Limits
+from ..core.policy import PolicyRules
 from .recorded import (
     DEFAULT_MAX_DEPTH,
     RecordedCall,
     RecordedPrompt,
-    Waiter,
     WaitCause,
     WaitKind,
+    Waiter,
     root_of,
     turn_of,
 )
@@ -175,7 +175,7 @@ def infer_max_depth(settings: SessionSettings | None, calls: dict[str, RecordedC
     """The depth limit the session's settings record; in a log without them, the limit a
     ``depth_limit`` failure's detail records (if the failing call is deeper than it, as the
     engine's are), else one deep enough for the log. Never past
-    :data:`~engine.limits.MAX_CALL_DEPTH` (a session cannot be opened deeper)."""
+    :data:`~engine.core.limits.MAX_CALL_DEPTH` (a session cannot be opened deeper)."""
     if settings is not None:
         return min(max(settings.max_depth, 0), MAX_CALL_DEPTH)
     for call in calls.values():

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from events.types import Record
 
-from ..reducers import LogInconsistency, fold
+from ..core.reducers import LogInconsistency, fold
 from .compare import Divergence, compare_calls, compare_tools, compare_transcripts
 from .recorded import RecordedSession
 from .report import ReplayReport, ToolMode

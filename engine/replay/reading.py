@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-from events.models import ModelRequested, ModelResponded, SystemPromptSet
+from events.modelturns import ModelRequested, ModelResponded, SystemPromptSet
 from events.types import (
     TERMINAL_EVENTS,
     ActiveToolsSet,
@@ -36,7 +36,7 @@ from events.types import (
     UserMessage,
 )
 
-from ..reducers import LogInconsistency, fold
+from ..core.reducers import LogInconsistency, fold
 from .implied import (
     cut_turn,
     infer_limits,

@@ -13,7 +13,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from events.models import ModelRequested, ModelResponded, SystemPromptSet
+from events.modelturns import ModelRequested, ModelResponded, SystemPromptSet
 from events.results import ErrorInfo
 from events.types import (
     ActiveToolsSet,
@@ -29,9 +29,9 @@ from events.types import (
     ToolsActivated,
 )
 
-from ..callids import from_host
-from ..limits import Limits
-from ..policy import PolicyRules
+from ..core.callids import from_host
+from ..core.limits import Limits
+from ..core.policy import PolicyRules
 
 __all__ = [
     "Answer",

@@ -4,7 +4,7 @@ The readable form is a rich renderable (``console.print(report)``): colours in a
 plain text in a pipe; ``toolledger replay`` prints it with ``soft_wrap=True``, so that each
 line stays one line whatever the width (and a pipe can grep it). Text that comes from the log
 is never read as rich markup, nor obeyed by the terminal (it prints through
-:class:`~engine.console.Visible`).
+:class:`~engine.present.console.Visible`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from rich.text import Text
 
 from events.types import Record
 
-from ..console import Visible
-from ..visible import visible
+from ..core.visible import visible
+from ..present.console import Visible
 from .compare import Divergence, short_json
 
 __all__ = ["ReplayReport", "ToolMode", "render_report"]

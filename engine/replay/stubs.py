@@ -41,10 +41,10 @@ from events.types import (
     ToolsActivated,
 )
 
-from ..context import ToolContext
-from ..jsonvalues import MAX_DEPTH
-from ..limits import sized_result
-from ..tools import ToolCall, ToolSpec
+from ..core.jsonvalues import MAX_DEPTH
+from ..core.limits import sized_result
+from ..core.toolcontext import ToolContext
+from ..core.tools import ToolCall, ToolSpec
 from .recorded import RecordedCall, RecordedSession
 from .watch import Watch
 
@@ -92,7 +92,7 @@ def _unbuilt() -> Any:
 
 
 def not_json_value(detail: FailureDetail | None) -> Any:
-    """A value that :func:`engine.jsonvalues.ensure_json` refuses as ``detail`` says, e.g.
+    """A value that :func:`engine.core.jsonvalues.ensure_json` refuses as ``detail`` says, e.g.
     ``FailureDetail(path=("n",), problem="type", type="set")`` (the engine's words for it:
     ``"$.n: a set is not a JSON value"``); an arbitrary non-JSON value if it cannot be
     rebuilt."""

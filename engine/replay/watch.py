@@ -28,7 +28,7 @@ from events.types import (
     ToolExecutionStarted,
 )
 
-from ..callids import from_host
+from ..core.callids import from_host
 from .recorded import RecordedSession, Waiter, turn_of
 
 __all__ = ["Watch"]

@@ -1,7 +1,7 @@
 """A log's refusals in today's words, so that a replay compares facts, not phrasing.
 
 What the model reads when a call is refused is built from the refusal's recorded facts (the
-tool's name, the reason, whether a guard failed: :mod:`engine.refusals`). Older versions
+tool's name, the reason, whether a guard failed: :mod:`engine.core.refusals`). Older versions
 built it differently: an approver's refusal read only "NAME was not approved", whatever its
 reason, and a reason reached the model unbounded; a refusal for the session refused each later
 call as "NAME was refused for this session", without the reason its answer gave. Re-driving
@@ -31,8 +31,8 @@ from events.types import (
     ToolCallRequested,
 )
 
-from ..policy import refused_for_session
-from ..refusals import blocked_result, denied_result, not_approved_result
+from ..core.policy import refused_for_session
+from ..core.refusals import blocked_result, denied_result, not_approved_result
 
 __all__ = ["in_todays_words"]
 

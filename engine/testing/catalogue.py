@@ -39,8 +39,8 @@ import trio
 from events.results import ToolResult, text
 from events.types import Annotations
 
-from ..context import CallOutcome, ToolContext
-from ..tools import ToolCall, ToolSpec, tool
+from ..core.toolcontext import CallOutcome, ToolContext
+from ..core.tools import ToolCall, ToolSpec, tool
 from .tools import BodyRuns
 
 __all__ = [

@@ -23,7 +23,7 @@ from events.types import (
     ToolsActivated,
 )
 
-from ..policy import PolicyRules, decide
+from ..core.policy import PolicyRules, decide
 from .shape import _ending, _fail, _kind, _requests, _terminals
 
 __all__ = ["NEVER_RAN", "check_approvals", "check_availability", "check_bodies"]
@@ -160,7 +160,7 @@ def check_approvals(
     """Approval is asked exactly when the policy says ask, whatever the path (nested calls,
     rewrites, parallel batches, re-activation, resumes).
 
-    Each ``policy_decided`` is recomputed with :func:`engine.policy.decide` from the tool's
+    Each ``policy_decided`` is recomputed with :func:`engine.core.policy.decide` from the tool's
     registered annotations, ``rules`` (the session's :class:`~engine.PolicyRules`: they are
     not in the log) and the "for the session" answers recorded before it. An approval is
     requested right after "ask" and only then, resolved once, and a body starts only after

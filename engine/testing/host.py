@@ -18,9 +18,9 @@ import trio
 
 from events.types import Record
 
-from ..approvals import LATER, ApprovalAnswer, ApprovalRequest
+from ..core.approvals import LATER, ApprovalAnswer, ApprovalRequest
 from ..models import FauxModel, FauxStep, ModelMessage, ModelRequest
-from ..session import PromptResult, Session
+from ..runtime.session import PromptResult, Session
 
 __all__ = ["MACHINE_ANSWERS", "HeldSession", "ScriptModel", "drive", "scripted_answer"]
 

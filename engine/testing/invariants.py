@@ -19,7 +19,7 @@ whose point is the reducers), so a bug in the engine's own bookkeeping cannot hi
                            body runs with :class:`~engine.testing.BodyRuns`)
 :func:`check_availability` the exposure table, recomputed from the log: a call its caller may
                            not make fails at once, and never gets further
-:func:`check_approvals`    the policy's decisions, recomputed with :func:`engine.policy.decide`
+:func:`check_approvals`    the policy's decisions, recomputed with :func:`engine.core.policy.decide`
                            and the session grants folded so far; approval asked exactly when it
                            said ask; no call runs without "allow" or a granted approval
 :func:`check_codec`        every record survives the codec unchanged
@@ -46,10 +46,10 @@ from typing import Any
 from events.stores import EventStore
 from events.types import Record
 
-from ..policy import PolicyRules
-from ..reducers import Projection, fold
-from ..session import Session
-from ..views import SessionState
+from ..core.policy import PolicyRules
+from ..core.reducers import Projection, fold
+from ..core.views import SessionState
+from ..runtime.session import Session
 from .gating import NEVER_RAN, check_approvals, check_availability, check_bodies
 from .shape import (
     check_fold,

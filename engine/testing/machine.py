@@ -43,12 +43,12 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
-from ..callids import host_call_id
-from ..context import CallOutcome
+from ..core.callids import host_call_id
+from ..core.policy import PolicyRules
+from ..core.toolcontext import CallOutcome
+from ..core.tools import EXPOSURES, ToolSpec
 from ..models import FauxStep, faux_text
-from ..policy import PolicyRules
-from ..session import PromptResult, Session
-from ..tools import EXPOSURES, ToolSpec
+from ..runtime.session import PromptResult, Session
 from .catalogue import TOOL_NAMES, catalogue_tools, nest_tool
 from .host import MACHINE_ANSWERS, ScriptModel, drive
 from .machinebase import SessionMachineBase, class_attribute

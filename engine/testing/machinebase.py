@@ -22,13 +22,13 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant
 from events.stores import EventStore, MemoryStore
 from events.types import Record
 
-from ..approvals import ApprovalRequest, Approver
-from ..context import CallOutcome
-from ..handlers import ToolCallHandler, ToolResultHandler
+from ..core.approvals import ApprovalRequest, Approver
+from ..core.handlers import ToolCallHandler, ToolResultHandler
+from ..core.policy import PolicyRules
+from ..core.toolcontext import CallOutcome
+from ..core.tools import ToolSpec
 from ..models import FauxToolCall
-from ..policy import PolicyRules
-from ..session import Session
-from ..tools import ToolSpec
+from ..runtime.session import Session
 from .arguments import invalid_arguments, valid_arguments, weighted
 from .catalogue import NestRecord
 from .host import MACHINE_ANSWERS, HeldSession, ScriptModel, scripted_answer

@@ -36,7 +36,7 @@ import pytest
 
 if TYPE_CHECKING:
     from engine.models import FauxModel, FauxStep
-    from engine.session import Session
+    from engine.runtime.session import Session
     from events.stores import EventStore, MemoryStore
 
 __all__ = ["FauxModelFactory", "SessionFactory", "faux_model", "memory_store", "session_factory"]
@@ -81,7 +81,7 @@ class SessionFactory:
     @asynccontextmanager
     async def _open(self, *, model: Any, **options: Any) -> AsyncIterator[Session]:
         from engine.models import FauxModel, faux_text
-        from engine.session import Session
+        from engine.runtime.session import Session
 
         store = options.pop("store", self.store)
         options.setdefault("clock", self._clock)

@@ -20,9 +20,8 @@ import trio
 
 from events.types import Annotations
 
-from ..approvals import ApprovalAnswer, ApprovalRequest
-from ..context import CallOutcome
-from ..handlers import (
+from ..core.approvals import ApprovalAnswer, ApprovalRequest
+from ..core.handlers import (
     Block,
     ResultPatch,
     Rewrite,
@@ -31,6 +30,9 @@ from ..handlers import (
     ToolResultDraft,
     ToolResultHandler,
 )
+from ..core.policy import PolicyRules
+from ..core.toolcontext import CallOutcome
+from ..core.tools import ToolSpec
 from ..models import (
     FauxModel,
     FauxStep,
@@ -40,9 +42,7 @@ from ..models import (
     faux_text,
     faux_tool_call,
 )
-from ..policy import PolicyRules
-from ..session import Session
-from ..tools import ToolSpec
+from ..runtime.session import Session
 from .catalogue import NestRecord, catalogue_tools
 from .tools import BodyRuns
 

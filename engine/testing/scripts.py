@@ -37,10 +37,10 @@ from hypothesis import strategies as st
 from events.stores import EventStore, MemoryStore
 from events.types import Annotations, Record
 
-from ..approvals import Approver
-from ..callids import from_host
-from ..policy import PolicyRules
-from ..session import Session
+from ..core.approvals import Approver
+from ..core.callids import from_host
+from ..core.policy import PolicyRules
+from ..runtime.session import Session
 from .arguments import weighted
 from .catalogue import INT_TOOLS, NOT_JSON, TOOL_NAMES, UNKNOWN_TOOL
 from .scriptdata import (

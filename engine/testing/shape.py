@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from events.codec import type_name
-from events.models import ModelFailed, ModelRequested, ModelResponded
+from events.modelturns import ModelFailed, ModelRequested, ModelResponded
 from events.types import (
     TERMINAL_EVENTS,
     AssistantMessage,
@@ -25,9 +25,9 @@ from events.types import (
     UserMessage,
 )
 
-from ..callids import from_host, host_call_id
-from ..reducers import LogInconsistency, Projection, fold
-from ..views import SessionState, ToolResultEntry
+from ..core.callids import from_host, host_call_id
+from ..core.reducers import LogInconsistency, Projection, fold
+from ..core.views import SessionState, ToolResultEntry
 
 __all__ = [
     "check_fold",

@@ -7,7 +7,7 @@ Build a tool catalogue your session has never seen, and calls to it::
         calls = data.draw(st.lists(tool_calls(specs), max_size=3))
         ...
 
-The schemas stay within what :mod:`engine.schemas` accepts (the root is an object; no keyword
+The schemas stay within what :mod:`engine.core.schemas.checking` accepts (the root is an object; no keyword
 the validator would ignore), so every drawn spec registers; :func:`valid_arguments` and
 :func:`invalid_arguments` (re-exported from :mod:`engine.testing.arguments`) understand every
 schema :func:`input_schemas` draws.
@@ -24,9 +24,9 @@ from hypothesis import strategies as st
 from events.results import ToolResult, text
 from events.types import Annotations
 
-from ..context import ToolContext
+from ..core.toolcontext import ToolContext
+from ..core.tools import EXPOSURES, Execute, ToolCall, ToolSpec
 from ..models import TRUNCATED_STOP_REASONS, FauxToolCall, truncated
-from ..tools import EXPOSURES, Execute, ToolCall, ToolSpec
 from .arguments import invalid_arguments, json_values, valid_arguments, weighted
 
 __all__ = [
@@ -112,7 +112,7 @@ def terminal_text(*, min_size: int = 0, max_size: int = 24) -> st.SearchStrategy
     control, format or surrogate character, mixed with ordinary letters (any script).
 
     Feed it to whatever a command prints (tool output, arguments, ids, messages, file names)
-    and check that no character of :data:`engine.visible.HIDDEN` reaches the output.
+    and check that no character of :data:`engine.core.visible.HIDDEN` reaches the output.
     """
     piece = st.one_of(
         st.sampled_from(TERMINAL_SEQUENCES),

@@ -25,8 +25,8 @@ import attrs
 
 from events.results import ToolResult
 
-from ..context import ToolContext
-from ..tools import ToolCall, ToolSpec
+from ..core.toolcontext import ToolContext
+from ..core.tools import ToolCall, ToolSpec
 
 __all__ = ["BodyRuns", "counted", "counting_clock", "sequential_ids"]
 

@@ -22,8 +22,8 @@ until it works or the caller stops. Closing the store ends its followers: each r
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
 
 import psycopg
 import trio
@@ -32,10 +32,24 @@ import trio.lowlevel
 from ..types import Record
 from .pgschema import CHANNEL
 
-if TYPE_CHECKING:
-    from .postgres import PostgresStore
+__all__ = ["Followed", "follow_session"]
 
-__all__ = ["follow_session"]
+
+class Followed(Protocol):
+    """What following needs of a PostgreSQL store (:class:`~events.stores.postgres.PostgresStore`)."""
+
+    #: where to connect, for the listening connection
+    conninfo: str
+    #: the sockets followers wait on, which closing the store wakes
+    listening: set[int]
+
+    async def read(self, session_id: str, after: int = 0) -> Sequence[Record]:
+        """The session's records after seq ``after``, verified as any reader gets them."""
+        ...
+
+    def ensure_open(self) -> None:
+        """Raise the store's ``ValueError`` if it is closed."""
+        ...
 
 
 def _listen(conninfo: str) -> psycopg.Connection[tuple[Any, ...]]:
@@ -48,7 +62,7 @@ def _listen(conninfo: str) -> psycopg.Connection[tuple[Any, ...]]:
     return conn
 
 
-async def follow_session(store: PostgresStore, session_id: str,
+async def follow_session(store: Followed, session_id: str,
                          after: int = 0) -> AsyncIterator[Record]:
     """:meth:`PostgresStore.follow <events.stores.postgres.PostgresStore.follow>`."""
     wanted = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest() + ":"

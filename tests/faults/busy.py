@@ -35,8 +35,8 @@ from engine import (
     text,
     tool,
 )
+from engine.core.reducers import ToolResultEntry
 from engine.models import ModelMessage, ModelRequest
-from engine.reducers import ToolResultEntry
 from events import MemoryStore
 from events.types import ModelToolCall
 from tests.faults.checks import DEADLOCK, SAFE, assert_consistent

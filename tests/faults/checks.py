@@ -17,7 +17,7 @@ import trio
 from conftest import HYPOTHESIS_PROFILE
 
 from engine import Annotations
-from engine.reducers import Projection, ToolResultEntry, fold
+from engine.core.reducers import Projection, ToolResultEntry, fold
 from events import EventStore, Record, verify_jsonl
 from events.types import TERMINAL_EVENTS, ToolCallRequested
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from engine.jsonvalues import MAX_DEPTH
+from engine.core.jsonvalues import MAX_DEPTH
 
 __all__ = ["Frozen", "deep_values", "hostile_patterns", "nest", "watchdog"]
 
@@ -48,7 +48,7 @@ def _self_containing(kind: str) -> Any:
 
 def deep_values() -> st.SearchStrategy[Any]:
     """Values the engine must refuse with a ``ValueError`` naming the depth: nested from just
-    past :data:`~engine.jsonvalues.MAX_DEPTH` to far past the interpreter's recursion limit,
+    past :data:`~engine.core.jsonvalues.MAX_DEPTH` to far past the interpreter's recursion limit,
     in lists, objects or both, or containing themselves."""
     nested = st.builds(nest, st.integers(MAX_DEPTH + 1, 5_000),
                        st.sampled_from(["list", "dict", "mixed", "wide"]))

@@ -132,7 +132,7 @@ async def test_a_pause_waits_until_nothing_else_can_move(autojump_clock: Any) ->
 
 async def test_cancelling_a_resume_stops_the_loop_a_pause_left_behind(autojump_clock: Any) -> None:
     """A prompt that paused left the call whose nested call waits for the host running in a
-    task of the session's (engine/batch.py). The host answers and resumes, and cancels the
+    task of the session's (engine/runtime/batch.py). The host answers and resumes, and cancels the
     resume while that call still works: the resume must stop that call too and raise only once
     every call of the batch is closed, not leave the call to write after it."""
 

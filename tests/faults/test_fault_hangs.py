@@ -16,8 +16,8 @@ from typing import Any
 import trio
 
 from engine import LATER, Session, ToolResult, approve_all, text, tool
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
 from events import MemoryStore, Record
 from events.types import (
     TERMINAL_EVENTS,

@@ -34,8 +34,8 @@ import pytest
 import trio
 
 from engine import Session
+from engine.core.reducers import fold
 from engine.models import FauxModel, faux_text
-from engine.reducers import fold
 from events import JsonlStore, verify_jsonl
 from tests.faults.checks import KILL_RUNS, assert_chain_verifies, assert_consistent
 from tests.workers import kill_worker

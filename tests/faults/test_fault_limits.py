@@ -36,7 +36,7 @@ from engine import (
     text,
     tool,
 )
-from engine.limits import json_size, result_size
+from engine.core.limits import json_size, result_size
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import MemoryStore, Record, encode_line
 from events.types import (

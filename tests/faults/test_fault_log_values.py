@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.cli import main
-from engine.jsonvalues import MAX_DEPTH, NotJson, ensure_json
+from engine.core.jsonvalues import MAX_DEPTH, NotJson, ensure_json
 from engine.replay.stubs import MAX_REBUILT_ITEMS, not_json_value
 from events import JsonlStore, Record
 from events.types import FailureDetail, UserMessage

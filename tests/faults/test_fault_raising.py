@@ -47,8 +47,8 @@ from engine import (
     text,
     tool,
 )
+from engine.core.reducers import Projection
 from engine.models import FauxModel, ModelRequest, faux_text, faux_tool_call
-from engine.reducers import Projection
 from events import MemoryStore, Record
 from events.types import (
     TERMINAL_EVENTS,

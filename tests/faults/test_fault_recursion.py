@@ -24,9 +24,9 @@ from engine import (
     Annotations,
     ApprovalAnswer,
     ApprovalRequest,
-    Session,
     ResultPatch,
     Rewrite,
+    Session,
     ToolCallDraft,
     ToolResult,
     ToolResultDraft,
@@ -34,10 +34,10 @@ from engine import (
     text,
     tool,
 )
-from engine.jsonvalues import MAX_DEPTH
-from engine.limits import MAX_CALL_DEPTH
+from engine.core.jsonvalues import MAX_DEPTH
+from engine.core.limits import MAX_CALL_DEPTH
+from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.reducers import ToolResultEntry
 from events import MemoryStore
 from events.types import (
     ResultHandlerFailed,

@@ -35,8 +35,8 @@ from engine import (
     text,
     tool,
 )
+from engine.core.nested import canonical
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.nested import canonical
 from engine.testing.strategies import nested_plans, reopened_rules, schedules
 from events import MemoryStore
 from events.types import ToolCallDenied, ToolCallFailed

@@ -34,8 +34,8 @@ from engine import (
     text,
     tool,
 )
-from engine.handlers import UNSET
-from engine.schemas import compile_schema
+from engine.core.handlers import UNSET
+from engine.core.schemas.checking import compile_schema
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import JsonlStore, MemoryStore
 from events.results import TextContent

@@ -21,14 +21,22 @@ from conftest import counting_clock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import ApprovalAnswer, ApprovalRequest, Block, Session, ToolCallDraft, ToolResult, \
-    approve_all, text, tool
+from engine import (
+    ApprovalAnswer,
+    ApprovalRequest,
+    Block,
+    Session,
+    ToolCallDraft,
+    ToolResult,
+    approve_all,
+    text,
+    tool,
+)
+from engine.core.refusals import REASON_LIMIT
 from engine.models import FauxModel, faux_message, faux_text, faux_tool_call, truncated
-from engine.refusals import REASON_LIMIT
 from engine.testing.strategies import stop_reasons
 from events import MemoryStore, Record
 from events.types import TERMINAL_EVENTS, Annotations
-
 from tests.faults.checks import SAFE, check_records
 
 FEW = settings(max_examples=30, deadline=None)

@@ -15,7 +15,7 @@ from engine import Session, approve_all, fold
 from engine.models import ModelDelta, ModelError
 from engine.replay import redrive
 from events import MemoryStore, Record
-from events.models import ModelFailed, ModelRequested, ModelResponded, Usage
+from events.modelturns import ModelFailed, ModelRequested, ModelResponded, Usage
 from events.types import AssistantMessage, ToolCallCompleted, ToolCallFailed
 from tests.models.apis import APIS, Api, prompted
 from tests.models.server import ReplayServer, Reply, payload, serving

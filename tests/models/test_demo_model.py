@@ -10,9 +10,9 @@ import pytest
 import trio
 
 from engine.cli import main
+from engine.core.reducers import fold
 from engine.demo import LOG_NAME, SYSTEM_PROMPT
-from engine.reducers import fold
-from events.models import ModelRequested, ModelResponded, SystemPromptSet
+from events.modelturns import ModelRequested, ModelResponded, SystemPromptSet
 from events.stores import read_jsonl
 from tests.models.server import payload, serving
 

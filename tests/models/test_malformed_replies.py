@@ -25,7 +25,7 @@ from engine.models.anthropic import anthropic_message
 from engine.models.openai import chat_message, responses_message
 from engine.models.toolnames import ToolNames
 from events import MemoryStore, Record
-from events.models import ModelFailed
+from events.modelturns import ModelFailed
 from events.types import AssistantMessage, ToolCallFailed
 from tests.models.apis import APIS, Api, prompted
 from tests.models.edits import Deep, body, dumps, events, load, paths, removed, replaced, stream

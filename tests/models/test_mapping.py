@@ -22,7 +22,7 @@ from engine.models.formats import (
     tool_from_chat,
     tool_from_responses,
 )
-from events.models import ModelFailed
+from events.modelturns import ModelFailed
 from events.results import ImageContent
 from events.types import AssistantMessage, ToolCallFailed, ToolSnapshot
 from tests.models.apis import Api

@@ -16,7 +16,7 @@ from rich.console import Console
 
 from engine import Annotations, Session, ToolResult, approve_all, fold, text, tool
 from engine.models.toolnames import ToolNames
-from engine.render import render_transcript
+from engine.present.render import render_transcript
 from engine.replay import redrive
 from engine.testing import check_session
 from events import MemoryStore

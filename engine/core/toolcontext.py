@@ -1,0 +1,84 @@
+"""What a tool body is given besides its arguments, as the core sees it: a Protocol.
+
+The runtime implements it (:class:`engine.runtime.context.CallContext`); a tool declares its
+``ctx`` parameter as :class:`ToolContext`, and code that only reads a call's outcome uses
+:class:`CallOutcome`. Keeping both here lets the pure core (tool specs, the registry) name what a
+body receives without importing the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+import attrs
+
+from events.fast.fastinit import fast_init
+from events.results import ContentBlock, ToolResult
+from events.types import ToolSnapshot
+
+__all__ = ["CallOutcome", "ToolContext"]
+
+
+@fast_init
+@attrs.frozen(kw_only=True)
+class CallOutcome:
+    """What ``ctx.execute_tool`` gives back: the nested call's id and its result."""
+
+    call_id: str
+    result: ToolResult
+
+    @property
+    def is_error(self) -> bool:
+        """True for every failure: unknown tool, bad arguments, blocked, denied, raised, …"""
+        return self.result.is_error
+
+    @property
+    def content(self) -> tuple[ContentBlock, ...]:
+        """The result's content blocks."""
+        return self.result.content
+
+    @property
+    def structured_content(self) -> Any:
+        """The result's structured content (``None`` if there is none)."""
+        return self.result.structured_content
+
+
+class ToolContext(Protocol):
+    """Handed to ``execute(call, ctx)``: the running call's ids, nested calls and progress.
+
+    Valid only while that call runs. The engine's implementation is
+    :class:`engine.runtime.context.CallContext`; a test may hand a body any object with these
+    members."""
+
+    @property
+    def call_id(self) -> str:
+        """The engine's id of the running call."""
+        ...
+
+    @property
+    def session_id(self) -> str:
+        """The session the call belongs to."""
+        ...
+
+    async def execute_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+        """Run another tool as a nested call of this one; never raises for a tool failure."""
+        ...
+
+    @property
+    def tools(self) -> Mapping[str, ToolSnapshot]:
+        """Every registered tool, by name."""
+        ...
+
+    @property
+    def active_tools(self) -> frozenset[str]:
+        """The names of the tools the model can see now."""
+        ...
+
+    def activate(self, names: Iterable[str]) -> tuple[str, ...]:
+        """Make deferred tools visible to the model; returns the names newly activated."""
+        ...
+
+    def report_progress(self, message: str | None = None, data: Any = None) -> None:
+        """Record progress of the running call."""
+        ...

@@ -1,0 +1,218 @@
+"""Tool specs: what a tool declares, and the ``@tool`` decorator that builds one.
+
+A spec is a frozen value: name, description, JSON Schemas, MCP annotations, exposure,
+execution mode, timeout, and the async ``execute(call, ctx)`` that does the work. Nothing here
+runs a tool or touches the world; the runtime does. The exposure rules (who may see and call
+a tool) are pure functions here too, so the runtime and the docs share one table.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, overload
+
+import attrs
+
+from events.fast.fastinit import fast_init
+from events.results import ToolResult
+from events.types import Annotations, ExecutionMode, Exposure, Origin, ToolSnapshot, ToolSource
+
+from .jsonvalues import copy_json
+
+if TYPE_CHECKING:
+    from .toolcontext import ToolContext
+
+__all__ = [
+    "EXPOSURES",
+    "ToolCall",
+    "ToolSpec",
+    "active_on_registration",
+    "may_call",
+    "tool",
+]
+
+_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+#: Exposure modes, in the order of DESIGN's table.
+EXPOSURES: tuple[Exposure, ...] = ("direct", "model-only", "codemode", "deferred", "hidden")
+
+
+@fast_init
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    """One call as a tool body sees it: the engine's id, the final arguments, who asked
+    (``origin``: ``"model"``, ``"host"`` or ``"nested"``)."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    origin: Origin = "model"
+    parent_id: str | None = None
+
+
+Execute = Callable[[ToolCall, "ToolContext"], Awaitable[ToolResult]]
+
+
+def _check_name(_: Any, __: Any, value: str) -> None:
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        raise ValueError(
+            f"tool name {value!r} is invalid: use 1-128 characters of A-Z a-z 0-9 _ . - "
+            f"(the MCP rule)"
+        )
+
+
+def _check_positive(_: Any, __: Any, value: float | None) -> None:
+    if value is not None and not value > 0:
+        raise ValueError(f"timeout must be a positive number of seconds, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class ToolSpec:
+    """A tool: its declaration and the coroutine function that executes it.
+
+    ``input_schema`` must be a JSON Schema object with ``"type": "object"`` at its root;
+    ``output_schema``, when given, makes a successful result carry ``structured_content`` that
+    validates against it. Schemas are checked when the tool is registered with a session.
+    """
+
+    name: str = attrs.field(validator=_check_name)
+    description: str
+    input_schema: Mapping[str, Any]
+    execute: Execute = attrs.field(eq=False)
+    output_schema: Mapping[str, Any] | None = None
+    annotations: Annotations = Annotations()
+    exposure: Exposure = attrs.field(default="direct", validator=attrs.validators.in_(EXPOSURES))
+    execution_mode: ExecutionMode = attrs.field(
+        default="parallel", validator=attrs.validators.in_(("parallel", "sequential"))
+    )
+    timeout: float | None = attrs.field(default=None, validator=_check_positive)
+    #: where the code runs when it is not in this process (a mounted MCP server's tool)
+    source: ToolSource | None = None
+
+    def snapshot(self) -> ToolSnapshot:
+        """The spec without its code, as the log records it."""
+        # as JSON (tuples become lists), so the log holds what it will read back
+        return self.snapshot_of(
+            copy_json(self.input_schema),
+            None if self.output_schema is None else copy_json(self.output_schema),
+        )
+
+    def snapshot_of(
+        self, input_schema: dict[str, Any], output_schema: dict[str, Any] | None
+    ) -> ToolSnapshot:
+        """:meth:`snapshot` with its schemas given: private copies of this spec's, as JSON
+        (:meth:`engine.core.registry.Registry.recorded` makes them from the print it checked)."""
+        return ToolSnapshot(
+            name=self.name,
+            description=self.description,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            annotations=self.annotations,
+            exposure=self.exposure,
+            execution_mode=self.execution_mode,
+            timeout=self.timeout,
+            source=self.source,
+        )
+
+
+_EMPTY_OBJECT: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+
+@overload
+def tool(func: Execute, /) -> ToolSpec: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    annotations: Annotations = Annotations(),
+    exposure: Exposure = "direct",
+    execution_mode: ExecutionMode = "parallel",
+    timeout: float | None = None,
+) -> Callable[[Execute], ToolSpec]: ...
+
+
+def tool(
+    func: Execute | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input_schema: Mapping[str, Any] | None = None,
+    output_schema: Mapping[str, Any] | None = None,
+    annotations: Annotations = Annotations(),
+    exposure: Exposure = "direct",
+    execution_mode: ExecutionMode = "parallel",
+    timeout: float | None = None,
+) -> ToolSpec | Callable[[Execute], ToolSpec]:
+    """Make a :class:`ToolSpec` from an ``async def execute(call, ctx)``.
+
+    The name defaults to the function's name and the description to its docstring; a tool
+    with no ``input_schema`` takes an empty object. Example::
+
+        @tool(input_schema={"type": "object", "properties": {"path": {"type": "string"}},
+                            "required": ["path"]},
+              annotations=Annotations(read_only=True))
+        async def stat_file(call, ctx):
+            \"\"\"Size of a file in bytes.\"\"\"
+            ...
+    """
+
+    def build(execute: Execute) -> ToolSpec:
+        if not inspect.iscoroutinefunction(execute):
+            raise TypeError(
+                f"tool {getattr(execute, '__name__', execute)!r} must be an async function "
+                f"'async def execute(call, ctx)'"
+            )
+        return ToolSpec(
+            name=name or execute.__name__,
+            description=description
+            if description is not None
+            else inspect.cleandoc(execute.__doc__ or ""),
+            input_schema=input_schema if input_schema is not None else _EMPTY_OBJECT,
+            output_schema=output_schema,
+            annotations=annotations,
+            exposure=exposure,
+            execution_mode=execution_mode,
+            timeout=timeout,
+            execute=execute,
+        )
+
+    return build(func) if func is not None else build
+
+
+def active_on_registration(exposure: Exposure) -> bool:
+    """Direct and model-only tools are active once registered; the rest wait to be activated
+    (``set_active_tools``, ``activate``; codemode and deferred ones also by a tool, such as
+    the search tool)."""
+    return exposure in ("direct", "model-only")
+
+
+def runs_in_order(modes: Sequence[ExecutionMode | None]) -> bool:
+    """Whether the calls of a batch that are allowed to run (their tools' execution modes,
+    ``None`` for a tool no longer registered) run one after another in one task: a
+    ``sequential`` tool among several makes the whole batch sequential. The calls the gate
+    stopped do not count: they never run. The engine and the replay both decide it here."""
+    return len(modes) > 1 and "sequential" in modes
+
+
+def may_call(exposure: Exposure, active: bool, origin: Origin) -> bool:
+    """Whether a caller of ``origin`` may call a tool with this exposure (DESIGN's table).
+
+    The model may call what is active (hidden tools too, once the host activated them). The
+    host may call what the model may call now, and codemode and deferred tools at any time:
+    they wait to be activated for the model's sake (what its context holds), and the host is
+    who activates them. A nested call may call a direct tool while it is active, never a
+    model-only one, and always a codemode, deferred or hidden one.
+    """
+    if origin == "nested":
+        return active if exposure == "direct" else exposure != "model-only"
+    if origin == "host" and exposure in ("codemode", "deferred"):
+        return True
+    return active

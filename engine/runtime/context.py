@@ -1,0 +1,217 @@
+"""What a running tool gets besides its arguments: a way to call other tools and to report
+progress, scoped to its own call.
+
+``ctx.execute_tool`` is step 1 of a nested call (DESIGN's "one call, in order"): it records
+the request, in the parent's task, and carries it through the same steps as a model's call
+(:func:`engine.runtime.calls.advance`, handed in by the step that runs the body, so that this module
+does not import the one that imports it)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Iterable, Mapping
+from typing import Any, Protocol
+
+import trio
+import trio.testing
+
+from events.results import ToolResult
+from events.types import ToolCallRequested, ToolProgress, ToolSnapshot, ToolsActivated
+
+from ..core.environment import Environment
+from ..core.jsonvalues import NotJson, copy_json, ensure_json, own_json, own_result
+from ..core.limits import Limits, admit, json_size
+from ..core.nested import NestedCalls, first_difference
+from ..core.toolcontext import CallOutcome, ToolContext
+from ..core.tools import ToolCall
+from .endings import fail
+from .inflight import InFlight
+from .recorder import Recorder
+
+
+class Advance(Protocol):
+    """:func:`engine.runtime.calls.advance`'s signature: how a ctx carries a nested call forward."""
+
+    def __call__(self, env: Environment, recorder: Recorder, inflight: InFlight, call_id: str,
+                 *, wait: bool, gate_only: bool = False) -> Awaitable[ToolResult | None]: ...
+
+__all__ = ["CallContext", "CallOutcome", "ToolContext", "admitted", "refuse_unreadable"]
+
+
+def admitted(arguments: Any, limits: Limits) -> tuple[Any, ValueError | None]:
+    """Step 1 for arguments a program hands over (a tool's ``ctx``, the host): a private
+    JSON copy (``{}`` for ``None``), or a size marker if too large; ``(None, problem)`` if they
+    are not JSON, for :func:`refuse_unreadable` once the request is recorded."""
+    try:
+        return admit(own_json({} if arguments is None else arguments), limits), None
+    except ValueError as exc:
+        return None, exc
+
+
+def refuse_unreadable(recorder: Recorder, call_id: str, name: str,
+                      problem: ValueError) -> ToolResult:
+    """End a requested call whose arguments were not JSON (:func:`admitted`)."""
+    return fail(recorder, call_id, "invalid_arguments",
+                f"Invalid arguments for {name}: not JSON ({problem})",
+                detail=problem.detail if isinstance(problem, NotJson) else None)
+
+
+class CallContext(ToolContext):
+    """The runtime's :class:`~engine.core.toolcontext.ToolContext`: handed to
+    ``execute(call, ctx)`` for one call, and valid only while that call runs."""
+
+    def __init__(self, call: ToolCall, env: Environment, recorder: Recorder, inflight: InFlight,
+                 advance: Advance) -> None:
+        self._call = call
+        self._env = env
+        self._recorder = recorder
+        self._inflight = inflight
+        self._advance = advance
+        self._nested: NestedCalls | None = None  # made at the first nested call
+        self._open = True
+
+    @property
+    def call_id(self) -> str:
+        """The engine's id of the running call."""
+        return self._call.call_id
+
+    @property
+    def session_id(self) -> str:
+        """The session the call belongs to."""
+        return self._recorder.session_id
+
+    async def execute_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+        """Run another tool as a nested call of this one.
+
+        The nested call passes the same gate as the model's (availability, input validation,
+        ``tool_call`` handlers, policy, approval) and the same ``tool_result`` handlers. It
+        never raises for a tool failure: check ``outcome.is_error``. It raises only when the
+        call is cancelled (and then the nested call is recorded as cancelled).
+
+        A body that runs again after a restart gets, for each request, the call its first run
+        recorded with the same tool name and arguments, continued from where it was
+        (:mod:`engine.core.nested`); a request that differs from a recorded call of the same tool
+        is a ``mismatch`` error outcome, never the recorded call's result.
+        """
+        if not self._open:
+            raise RuntimeError(
+                f"call {self.call_id} has ended: a tool's ctx can only be used while the tool "
+                f"runs (don't keep it in a background task)"
+            )
+        env, recorder, inflight = self._env, self._recorder, self._inflight
+        arguments, problem = admitted(arguments, env.limits)
+        name = str(name)
+        nested = self._nested or self._nested_calls()
+        claim = nested.claim(name, arguments, decide=False)
+        if claim is None:
+            # another call of this tool is recorded unanswered: a sibling of this request may
+            # be about to ask for it (engine.core.nested). Let every task that can run, run first.
+            # (No bookkeeping of the session's can tell: the sibling may be a task of the
+            # body's own that has not asked yet.)
+            await trio.testing.wait_all_tasks_blocked()
+            claim = nested.claim(name, arguments, decide=True)
+            assert claim is not None
+        call_id = claim.call_id
+        if not claim.recorded:
+            recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
+                                              origin="nested", parent_id=self._call.call_id))
+            if problem is not None:
+                return CallOutcome(call_id=call_id,
+                                   result=refuse_unreadable(recorder, call_id, name, problem))
+            if claim.differs_from is not None:
+                return CallOutcome(call_id=call_id,
+                                   result=self._mismatch(call_id, claim.differs_from, arguments))
+        # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
+        inflight.begin(call_id)
+        try:
+            ended = await self._advance(env, recorder, inflight, call_id, wait=True)
+        finally:
+            inflight.end(call_id)
+        assert ended is not None
+        return CallOutcome(call_id=call_id, result=own_result(ended))
+
+    def _mismatch(self, call_id: str, recorded_id: str, arguments: Any) -> ToolResult:
+        """End a request of a body that runs again, which differs from what its first run
+        asked that tool: neither the recorded result nor a new run answers it."""
+        parent = self._call
+        recorded = self._recorder.projection.live_calls[recorded_id]
+        name = recorded.name
+        return fail(
+            self._recorder, call_id, "mismatch",
+            f"{name} was not run: when {parent.name} ({parent.call_id}) first ran, it asked "
+            f"{name} for other arguments (call {recorded_id}), "
+            f"{first_difference(recorded.requested_arguments, arguments)}. A body that runs "
+            f"again after a restart must ask for the same nested calls; a recorded result "
+            f"answers only the same call, and this one may repeat what {recorded_id} did",
+        )
+
+    @property
+    def tools(self) -> Mapping[str, ToolSnapshot]:
+        """The session's registered tools (as their registration recorded them), by name."""
+        return self._recorder.projection.tools
+
+    @property
+    def active_tools(self) -> frozenset[str]:
+        """The names of the tools declared to the model now."""
+        return self._recorder.projection.active_tools
+
+    def activate(self, names: Iterable[str]) -> tuple[str, ...]:
+        """Add tools to the active set for the model's next request (recorded as
+        ``tools_activated`` with this call's id), and return the names that were not active
+        yet. A tool may activate any registered tool but a hidden one (those wait for the
+        host); another name is a ``ValueError`` and nothing changes. This is how the search
+        tool (:func:`engine.core.search.search_tool`) brings deferred tools in."""
+        if isinstance(names, str):
+            raise TypeError("activate() takes a list of tool names, not one string")
+        if not self._open:
+            raise RuntimeError(f"call {self.call_id} has ended: a tool's ctx can only be used "
+                               f"while the tool runs")
+        wanted = tuple(dict.fromkeys(str(name) for name in names))
+        tools = self.tools
+        if refused := [n for n in wanted if n not in tools or tools[n].exposure == "hidden"]:
+            raise ValueError(f"activate: {refused[0]!r} is not a registered tool that a tool "
+                             f"may activate (hidden tools wait for the host's "
+                             f"set_active_tools or activate)")
+        active = self.active_tools
+        added = tuple(name for name in wanted if name not in active)
+        if added:
+            self._recorder.record(ToolsActivated(names=added, call_id=self.call_id))
+        return added
+
+    def report_progress(self, message: str | None = None, data: Any = None) -> None:
+        """Record a progress update. Updates after the tool returned are dropped.
+
+        ``message`` is text or ``None``; ``data`` any JSON value (``ValueError`` otherwise);
+        each may take up to the session's result size limit (bytes of JSON, as a result is
+        measured)."""
+        if message is not None and not isinstance(message, str):
+            raise TypeError(f"a progress message is text, not {type(message).__name__}")
+        ensure_json(data)
+        limit = self._env.limits.max_result_bytes
+        if data is not None and json_size(data) > limit:
+            raise ValueError(f"progress data over the size limit of {limit} bytes")
+        if message is not None and json_size(message) > limit:
+            raise ValueError(f"a progress message over the size limit of {limit} bytes")
+        if self._open:
+            self._recorder.record(
+                ToolProgress(call_id=self.call_id, message=message, data=copy_json(data))
+            )
+
+    def close(self) -> tuple[str, ...]:
+        """The call's body has returned: nothing more may be recorded through this ctx.
+        Returns the nested calls the log held for it that this run of the body did not ask
+        for again (:meth:`engine.core.nested.NestedCalls.unanswered`)."""
+        self._open = False
+        if self._nested is None:  # the body asked for nothing: none of the log's is answered
+            return self._recorder.projection.children(self._call.call_id)
+        return self._nested.unanswered()
+
+    def _nested_calls(self) -> NestedCalls:
+        if self._nested is None:
+            # what the log holds under this call (a body that runs again after a restart),
+            # taken before this run asks for anything
+            projection = self._recorder.projection
+            calls = projection.live_calls
+            self._nested = NestedCalls(self.call_id, (
+                (child, calls[child].name, calls[child].requested_arguments)
+                for child in projection.children(self.call_id)))
+        return self._nested

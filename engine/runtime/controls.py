@@ -1,0 +1,315 @@
+"""What the host reads of an open session and what it changes besides prompting.
+
+:class:`SessionControls` is the part of :class:`~engine.Session` that is not its life (opening,
+closing) nor its loop (prompting, resuming): the read-only views of its state and log,
+following its records and the model's deltas, the handlers, the tools, the system prompt and
+the active set, the host's own tool calls, and the answers to pending approvals. Each change is
+recorded and flushed before it returns, and refused once the session has closed (it no longer
+owns its log); none of it runs the agent loop. :mod:`engine.runtime.session` builds the session on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from types import MappingProxyType
+from typing import Any, Literal
+
+from events.fast.prepared import prepare
+from events.modelturns import SystemPromptSet
+from events.renamed import warn_renamed
+from events.types import (
+    ActiveToolsSet,
+    Annotations,
+    Record,
+    ToolRegistered,
+    ToolSnapshot,
+    ToolsActivated,
+)
+
+from ..core.approvals import ApprovalAnswer, ApprovalRequest
+from ..core.environment import Environment
+from ..core.handlers import ToolCallHandler, ToolResultHandler
+from ..core.jsonvalues import copy_json, ensure_json
+from ..core.lifecycle import CallState
+from ..core.reducers import CallView, Projection, TranscriptView
+from ..core.toolcontext import CallOutcome
+from ..core.tools import ToolSpec
+from . import hostcalls
+from .batch import Batch
+from .deltas import DeltaStream, Deltas
+from .gate import resolve
+from .inflight import InFlight
+from .recorder import Recorder
+
+__all__ = ["SessionControls", "closed_error"]
+
+
+def closed_error(doing: str) -> RuntimeError:
+    """What a closed session raises when the host asks it to ``doing``: what is wrong, and
+    what to do instead."""
+    return RuntimeError(f"the session is closed: open it again with Session.open() to {doing}")
+
+
+class SessionControls:
+    """What the host reads and changes of an open :class:`~engine.Session` (its base)."""
+
+    def __init__(self, env: Environment, recorder: Recorder) -> None:
+        self._env = env
+        self._recorder = recorder
+        self._inflight = InFlight()
+        self._batch = Batch(recorder, self._inflight)
+        self._deltas = Deltas()
+
+    # -- what the host reads ----------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """This session's id in the store."""
+        return self._recorder.session_id
+
+    @property
+    def state(self) -> Projection:
+        """The session's derived state (read-only views): equal to a fold of its log."""
+        return self._recorder.projection
+
+    @property
+    def transcript(self) -> TranscriptView:
+        """What the model saw: messages and one result per top-level call, nothing nested."""
+        return self._recorder.projection.transcript
+
+    @property
+    def calls(self) -> Mapping[str, CallView]:
+        """The call tree: every call by id, nested ones included (see ``CallView.parent_id``
+        and ``session.state.children(call_id)``)."""
+        return self._recorder.projection.calls
+
+    @property
+    def specs(self) -> Mapping[str, ToolSpec]:
+        """The tools this process can run, by name: their specs, code included (read-only).
+        ``state.tools`` is what the log says was registered; a tool an earlier process
+        registered is there, and here only once it is registered again."""
+        return MappingProxyType(self._env.registry.specs)
+
+    @property
+    def records(self) -> Sequence[Record]:
+        """The session's log as recorded so far (read-only)."""
+        return tuple(self._recorder.history)
+
+    def follow(self, after: int = 0) -> AsyncIterator[Record]:
+        """Iterate over the session's records (``seq > after``), live, until it closes.
+
+        A slow follower reads at its own pace and misses nothing; it never slows the session.
+        Each record comes as the session records it, before it is written. To watch a session
+        from another process, follow its store instead: ``store.follow(session_id)``, or
+        ``toolledger tail LOG --session ID --follow`` (it sees what is stored, by anyone).
+        """
+        return self._recorder.follow(after)
+
+    def deltas(self) -> AbstractAsyncContextManager[DeltaStream]:
+        """Subscribe to the pieces of the model's messages as they stream in, live::
+
+            async with session.deltas() as stream:
+                async for delta in stream:  # ModelDelta: text, or a call's arguments
+                    print(delta.text, end="")
+
+        Deltas are never written to the log (the whole message is recorded once, when it is
+        complete); a subscriber gets those published while its block is open, and its
+        iteration ends when the session closes. Only a model that streams sends any
+        (docs/models.md, "Streaming").
+        """
+        return self._deltas.subscribe()
+
+    # -- what the host changes ----------------------------------------------------------------
+
+    def on_tool_call(self, handler: ToolCallHandler) -> ToolCallHandler:
+        """Add a ``tool_call`` handler (runs in registration order). Usable as a decorator."""
+        self._check_open("add a handler")
+        env = self._env
+        self._env = env.evolve(call_handlers=(*env.call_handlers, handler))
+        return handler
+
+    def on_tool_result(self, handler: ToolResultHandler) -> ToolResultHandler:
+        """Add a ``tool_result`` handler (chained in registration order). Usable as a decorator."""
+        self._check_open("add a handler")
+        env = self._env
+        self._env = env.evolve(result_handlers=(*env.result_handlers, handler))
+        return handler
+
+    async def register(self, spec: ToolSpec) -> None:
+        """Register another tool (or a new version of one) while the session is open."""
+        self._check_open("register a tool")
+        self._register(spec)  # checked before anything changes
+        await self._recorder.flush()
+
+    def _register(self, spec: ToolSpec) -> None:
+        self._env = self._env.evolve(registry=self._env.registry.with_spec(spec))
+        self._record_tool(spec)
+
+    def _record_tool(self, spec: ToolSpec) -> None:
+        """Record the tool's snapshot (as its registry checked it) unless the session's state
+        has it so already."""
+        snapshot, key = self._env.registry.recorded(spec.name)
+        known = self.state.tools.get(spec.name)
+        if known is None or known != snapshot:
+            registered = ToolRegistered(spec=snapshot)
+            prepare(registered, key)  # the same for every session that registers the tool
+            self._recorder.record(registered)
+
+    async def set_system_prompt(self, text: str | None) -> None:
+        """Replace the system prompt the model gets from the next request on (``None``: none).
+        Recorded; a prompt equal to the current one records nothing."""
+        self._check_open("change its system prompt")
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"a system prompt is a string or None, not {type(text).__name__}")
+        if text != self.state.system_prompt:
+            self._recorder.record(SystemPromptSet(text=text))
+            await self._recorder.flush()
+
+    async def set_active_tools(self, names: Iterable[str]) -> None:
+        """Replace the set of active tools: the ones declared to the model from its next
+        request on. Any registered tool may be named, hidden ones included (this, and
+        :meth:`activate`, is the only way a hidden tool becomes active); an unknown name is an
+        error and nothing changes."""
+        self._check_open("change its active tools")
+        wanted = self._registered("set_active_tools", names)
+        self._recorder.record(ActiveToolsSet(names=wanted))
+        await self._recorder.flush()
+
+    async def activate(self, names: Iterable[str]) -> None:
+        """Add tools to the active set, keeping the ones already there (recorded as
+        ``tools_activated``): :meth:`set_active_tools` without reading ``state.active_tools``
+        first. Any registered tool may be named, hidden ones included; an unknown name is an
+        error and nothing changes; naming only active tools records nothing."""
+        self._check_open("activate tools")
+        wanted = self._registered("activate", names)
+        active = self.state.active_tools
+        if added := tuple(name for name in wanted if name not in active):
+            self._recorder.record(ToolsActivated(names=added))
+            await self._recorder.flush()
+
+    def _registered(self, caller: str, names: Iterable[str]) -> tuple[str, ...]:
+        if isinstance(names, str):
+            raise TypeError(f"{caller}() takes a list of tool names, not one string")
+        wanted = tuple(dict.fromkeys(names))
+        specs = self._env.registry.specs
+        if unknown := [name for name in wanted if name not in specs]:
+            raise ValueError(
+                f"{caller}: no tool named {unknown[0]!r} is registered "
+                f"(registered: {', '.join(sorted(specs)) or 'none'})"
+            )
+        return wanted
+
+    def declared_tools(self) -> tuple[ToolSnapshot, ...]:
+        """The tools declared to the model now: the active ones, in registration order."""
+        return self.state.declared_tools
+
+    # -- the host's own calls ----------------------------------------------------------------
+
+    async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+        """Run a tool for the host: a call of origin ``"host"``, in this task.
+
+        It takes the path a model's call takes (availability for a host call, input
+        validation, the ``tool_call`` handlers, the policy, the approver, the body, the
+        output check, the ``tool_result`` handlers) and is recorded the same way, under the
+        id ``"h{n}"`` (``n`` counts the session's host calls from 0), but it adds nothing to
+        the transcript. Like ``ctx.execute_tool`` it never raises for a tool failure: unknown
+        tool, invalid arguments, blocked, denied, raised, invalid output all come back as an
+        outcome with ``is_error=True``. Host calls may run concurrently with each other and
+        with a prompt; the prompt does not wait for them.
+
+        If the approver answers "later", this waits until the host answers the request
+        (``resolve_approval(outcome's call id, ...)``, from another task; the id is in
+        :meth:`pending_approvals`). Cancelling it ends the call as cancelled. If the session
+        closes while it runs, it raises ``RuntimeError`` and the call stays open in the log, as
+        if the process had stopped: :meth:`resume_call` takes it up in a reopened session.
+        """
+        self._check_open("call its tools")
+        return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
+                                         arguments)
+
+    async def resume_call(self, call_id: str) -> CallOutcome:
+        """Carry a host call on from where the log says it is, and return its outcome: the
+        recorded one if it has ended, else it goes on as in :meth:`call_tool` (an approval
+        answered since goes on; a pending one is waited for; a body interrupted by a stopped
+        process runs again if its tool is idempotent, else the call ends "interrupted")."""
+        self._check_open("call its tools")
+        return await hostcalls.resume_call(self._env, self._recorder, self._inflight, call_id)
+
+    def _check_open(self, doing: str) -> None:
+        """Refuse ``doing`` once the session closes: its block has ended (or is ending), it
+        has let go of its claim on the store, and another block or process may own the
+        session now, so nothing may be recorded or changed here any more. Closing begins
+        with :meth:`InFlight.suspend`, which stops what runs and marks it; every change the
+        host makes, and every prompt and call, asks here first, before it records
+        anything."""
+        if self._inflight.suspending:
+            raise closed_error(doing)
+
+    # -- answering approvals ---------------------------------------------------------------
+
+    async def resolve_approval(
+        self,
+        call_id: str,
+        granted: bool | None = None,
+        scope: Literal["once", "session"] = "once",
+        *,
+        arguments: Any = None,
+        reason: str | None = None,
+        approved: bool | None = None,
+    ) -> None:
+        """Answer a pending approval by the engine's call id: once per request.
+
+        ``granted`` is the answer, the word :class:`ApprovalAnswer` and the recorded
+        ``ApprovalResolved`` use (``approved=`` is its deprecated spelling).
+        ``scope="session"`` also answers later calls of the tool (never one already resolved).
+        ``arguments`` edits the call's arguments: recorded as a rewrite by the approver and
+        validated again. A nested call or a host call waiting in this process goes on at once;
+        a model's call runs at the next :meth:`resume` (a host call after a restart: at
+        :meth:`resume_call`).
+        """
+        self._check_open("answer its approvals")
+        if approved is not None:
+            if granted is not None:
+                raise TypeError("resolve_approval() takes granted= or its old name approved=, "
+                                "not both")
+            warn_renamed("resolve_approval(approved=...)", "resolve_approval(granted=...)")
+            granted = approved
+        if granted is None:
+            raise TypeError("resolve_approval() needs the answer: granted=True or False")
+        answer = ApprovalAnswer(granted=granted, scope=scope, arguments=arguments,
+                                reason=reason)
+        state = self.state
+        view = state.live_calls.get(call_id)
+        if self._inflight.asking(call_id):
+            raise ValueError(f"call {call_id}: its approver is still deciding; answer a "
+                             f"request only once it is pending (session.pending_approvals())")
+        if view is None or view.state is not CallState.AWAITING:
+            status = "unknown" if view is None else view.status
+            raise ValueError(
+                f"call {call_id} is not waiting for an approval (it is {status}); "
+                f"pending: {', '.join(state.pending_approvals) or 'none'}"
+            )
+        if answer.granted and answer.arguments is not None:
+            ensure_json(answer.arguments)
+        resolve(self._env, self._recorder, call_id, answer, later=True)
+        self._inflight.unpark(call_id)  # a nested call or a host call waiting here goes on
+        await self._recorder.flush()
+
+    def pending_approvals(self) -> tuple[ApprovalRequest, ...]:
+        """The approval requests waiting for an answer, in the order they were asked (not
+        those whose approver is deciding right now)."""
+        state = self.state
+        requests = []
+        for call_id in state.pending_approvals:
+            if self._inflight.asking(call_id):
+                continue
+            view = state.calls[call_id]
+            snapshot = state.tools.get(view.name)
+            requests.append(ApprovalRequest(
+                call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
+                reason=view.policy.reason if view.policy is not None else "",
+                annotations=snapshot.annotations if snapshot is not None else Annotations(),
+                origin=view.origin, parent_id=view.parent_id,
+            ))
+        return tuple(requests)
