@@ -42,7 +42,7 @@ from, instead of decoding the line again; ``encode_stored(record, fast=False)`` 
 the line to be decoded (the reference; docs/performance.md, "Encoding a record once"). When
 the reader proves the event, the envelope around it (version, session, seq, time, type: exact
 ``str``, ``int`` and finite ``float``) is written by one format string instead of a dict for the
-encoder to walk; the bytes are the reference's (``tests/test_codec_fast_path.py``).
+encoder to walk; the bytes are the reference's (``tests/events/test_codec_fast_path.py``).
 """
 
 from __future__ import annotations
@@ -316,7 +316,7 @@ def proven_data(event: Any) -> str | None:
     A reader takes only exact ``str``, ``int``, ``bool``, ``None``, lists and dicts, which
     JSON gives back as they were, and leaves any JSON value in a field of type ``Any`` to
     whoever reads it, so the JSON it was made from reads back too
-    (``tests/test_codec_fast_path.py`` holds the two to that)."""
+    (``tests/events/test_codec_fast_path.py`` holds the two to that)."""
     provable = _PROVABLE.get(type(event))
     if provable is None:
         return None

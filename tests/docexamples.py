@@ -12,7 +12,7 @@ what it needs in HTML comments on the lines right above its fence (GitHub does n
     <!-- example calls: TOOL {JSON} --> then call TOOL (a tool the block defined) once through
                                        a session, with these arguments: it must complete
     <!-- example file: NAME -->        a file of the doc's example project, run with pytest by
-                                       tests/test_testing_docs.py
+                                       tests/testing/test_testing_docs.py
     <!-- example not run: REASON -->   shown, never run; the reason shows as a skip in every run
 
 A failure names the doc, and the line of the block's fence; the traceback shows the doc's own

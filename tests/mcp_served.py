@@ -1,4 +1,4 @@
-"""What ``toolledger serve mcp_served:session`` serves in tests/test_mcp_serve.py: a session on
+"""What ``toolledger serve mcp_served:session`` serves in tests/mcp/test_mcp_serve.py: a session on
 the JSONL log named by ``SERVED_LOG``, with a read-only tool and one that needs approval (the
 default approver refuses it)."""
 

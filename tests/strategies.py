@@ -16,8 +16,9 @@ import typing
 from typing import Any, Literal, Union
 
 import attrs
-from hypothesis import reject
+from hypothesis import HealthCheck, Phase, reject, settings
 from hypothesis import strategies as st
+from trio.testing import MockClock
 
 from engine.testing.catalogue import (
     INT_SCHEMA,
@@ -165,3 +166,14 @@ def instances_of(cls: type[Any]) -> st.SearchStrategy[Any]:
             reject()
 
     return keyword_arguments(cls).map(build)
+
+
+# no explain phase: it replays a failing example many times, and each one is two sessions.
+# The number of examples is the profile's (tests/conftest.py: ci or nightly).
+PROPERTY = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow],
+                    phases=[phase for phase in Phase if phase is not Phase.explain])
+
+
+def virtual_clock() -> MockClock:
+    """Virtual time that jumps ahead whenever every task sleeps: timeouts without waiting."""
+    return MockClock(autojump_threshold=0)

@@ -155,7 +155,7 @@ def result_size(result: ToolResult) -> int:
 
     Measuring the encoded form, not a list of fields, is what keeps the bound: a block's
     MIME type or a link's description counts as its text does, and so will a field added
-    to a block later. ``tests/test_limits.py`` checks the bound on arbitrary results."""
+    to a block later. ``tests/core/test_limits.py`` checks the bound on arbitrary results."""
     return json_size(_UNSTRUCTURE_RESULT(result))
 
 

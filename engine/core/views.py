@@ -118,7 +118,7 @@ class LiveCall(_CallStatus):
     reducers write it; the runtime reads it to carry the call forward. Everyone else is handed
     :meth:`view`: a frozen :class:`CallView` of the call as it is now, built when first asked
     for and kept until the call's next event, so a view handed out never changes and a call
-    nobody looks at costs no view at all. tests/test_views.py checks, for random sessions, that
+    nobody looks at costs no view at all. tests/core/test_views.py checks, for random sessions, that
     every view equals the one a fold of frozen values builds.
     """
 

@@ -11,7 +11,7 @@ naming it, rather than generating values that might not fit.
 
 Every value :func:`invalid_arguments` draws breaks the schema in one place (the wrong type, a
 missing required property, an unexpected one, a value out of range, …) and every value
-:func:`valid_arguments` draws fits it; ``tests/test_testing_strategies.py`` checks both
+:func:`valid_arguments` draws fits it; ``tests/testing/test_testing_strategies.py`` checks both
 against the engine's own validator. Example::
 
     schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}},

@@ -14,7 +14,7 @@ The instances stay frozen (``__setattr__`` still refuses) and everything else ab
 is attrs' own (``attrs.evolve``, equality, hashing, cattrs).
 
 attrs' own ``__init__`` stays the reference: :data:`REFERENCE_INITS` keeps it for every class
-given a fast one, and tests/test_fastinit.py checks, with random values for every field
+given a fast one, and tests/events/test_fastinit.py checks, with random values for every field
 (defaults left out or given), that both build the same instance. A new field needs nothing
 here (the fast ``__init__`` is made from the fields); a field this cannot set (a validator, a
 converter, a factory) makes the class a ``TypeError`` at import, naming it. It saves about 6%

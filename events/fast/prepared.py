@@ -16,7 +16,7 @@ data, value for value and type for type, so its data is that one's JSON; another
 now (:func:`~events.codec.proven_data`, the data proven by the reader of its class) and
 remembered. Either way the codec writes the event's data as that JSON the first time it
 encodes the event, without walking it again; the bytes are the reference's
-(``tests/test_registration.py`` holds them to ``encode_stored(record, fast=False)``).
+(``tests/core/test_registration.py`` holds them to ``encode_stored(record, fast=False)``).
 
 A caller that has printed what an event is made of already may pass that print as the
 event's ``key``, which spares printing the event again: it vouches that events of one class

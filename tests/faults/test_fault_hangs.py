@@ -4,8 +4,8 @@ while: every call still ends, with one terminal event, and the session goes on.
 Time is trio's autojump clock: a tool that "hangs" sleeps in virtual time, and the clock jumps
 to the next deadline as soon as every task waits, so nothing here waits for real. Each test runs
 under ``fail_after``: an engine that never ended a call would fail at once instead of hanging.
-test_concurrency.py covers the plain timeout of a top-level call; this file adds the fault
-angles: nested timeouts, timeouts at several levels, timeouts while a nested call waits for an
+tests/runtime/test_batches.py covers the plain timeout of a top-level call; this file adds the
+fault angles: nested timeouts, timeouts at several levels, timeouts while a nested call waits for an
 approval, and bodies that shield themselves from the cancellation.
 """
 

@@ -2,7 +2,7 @@
 clear error, and never reach the log.
 
 ``Limits(max_argument_bytes=A, max_result_bytes=R)`` bounds what one call brings into the log
-(docs/concepts.md, "Size limits"). tests/test_limits.py checks the basics. Here every entry
+(docs/concepts.md, "Size limits"). tests/core/test_limits.py checks the basics. Here every entry
 point is tried right at the limit and just past it (Hypothesis picks the limit and the excess):
 the model's arguments, a nested call's, a ``tool_call`` handler's rewrite, progress data, the
 tool's result and a ``tool_result`` handler's patch. At the limit the value goes through; one

@@ -2,7 +2,7 @@
 past ``max_depth`` every call ends as ``depth_limit`` without running, asking a handler or the
 approver, and every call above it ends normally.
 
-tests/test_nested.py checks one chain of self-calls. Here Hypothesis draws the shape: the
+tests/runtime/test_nested.py checks one chain of self-calls. Here Hypothesis draws the shape: the
 limit, how many calls each level makes (one after another, or all at once in a nursery), self-
 or mutual recursion, a tool that needs approval, and a tool that keeps calling after it was
 refused. The counts follow from the shape: with fan-out F and limit D, levels 0..D run

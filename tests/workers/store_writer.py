@@ -1,4 +1,4 @@
-"""A process that writes to a shared store, for the many-writers tests (tests/test_many_writers.py).
+"""A process that writes to a shared store, for the many-writers tests (tests/stores/test_many_writers.py).
 
     python -m tests.workers.store_writer many  LOG WORKER SESSIONS BATCHES
     python -m tests.workers.store_writer race  LOG WORKER SESSIONS ROUNDS
