@@ -1,4 +1,4 @@
-"""The Temporal recipe of docs/hosts.md (examples/temporal_activity.py), run in temporalio's
+"""The Temporal recipe of docs/hosts.md (engine/hosts/temporal.py), run in temporalio's
 ActivityEnvironment (no server): a prompt per activity, a pause answered by a second one, a
 retried attempt that resumes without running a completed call twice, heartbeats, and a
 cancellation that closes the prompt's calls."""
@@ -18,11 +18,11 @@ from temporalio.exceptions import CancelledError
 from temporalio.testing import ActivityEnvironment
 
 from engine import Annotations, ToolResult, text, tool
+from engine.hosts.temporal import Answer, AnswerRequest, PromptRequest, SessionActivities
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import SqliteStore
 from events.types import Record
 from tests.workers import temporal_attempt
-from examples.temporal_activity import Answer, AnswerRequest, PromptRequest, SessionActivities
 
 SAFE = Annotations(read_only=True, open_world=False)
 ROOT = Path(__file__).resolve().parents[2]

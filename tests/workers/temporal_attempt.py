@@ -19,9 +19,9 @@ from typing import Any
 from temporalio.testing import ActivityEnvironment
 
 from engine import Annotations, ToolResult, ToolSpec, text, tool
+from engine.hosts.temporal import PromptRequest, SessionActivities
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import SqliteStore
-from examples.temporal_activity import PromptRequest, SessionActivities
 
 REQUEST = PromptRequest(session_id="wf-retried", number=1, text="charge, then look up")
 

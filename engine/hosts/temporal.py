@@ -1,5 +1,5 @@
 """A session as Temporal activities (docs/hosts.md, "Temporal"). Needs the ``temporal``
-extra (temporalio).
+extra (temporalio): ``from engine.hosts.temporal import SessionActivities``.
 
 Temporal runs workflows in a deterministic asyncio sandbox, so the session runs in
 **activities**, one per prompt: :meth:`SessionActivities.run_prompt` sends a prompt,
@@ -32,10 +32,13 @@ import trio
 from temporalio import activity
 from temporalio.exceptions import CancelledError
 
-from engine import LATER, ApprovalRequest, PromptResult, Session, ToolSpec
-from engine.models import Model
 from events.stores import EventStore
 from events.types import UserMessage
+
+from ..core.approvals import LATER, ApprovalRequest
+from ..core.tools import ToolSpec
+from ..models import Model
+from ..runtime.session import PromptResult, Session
 
 
 @dataclass
