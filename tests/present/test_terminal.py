@@ -25,7 +25,6 @@ from engine import (
     ToolCall,
     ToolContext,
     ToolResult,
-    render,
     terminal_approver,
     text,
     tool,
@@ -33,6 +32,7 @@ from engine import (
 from engine.cli import main
 from engine.core.visible import visible, visible_json
 from engine.models import faux_text, faux_tool_call
+from engine.present import render
 from engine.present.console import VisibleConsole
 from engine.present.render import print_session, register_renderer
 from events.stores import JsonlStore
