@@ -43,8 +43,8 @@ def test_the_policy_decides_a_policy_decision() -> None:
 
 
 def test_the_old_name_of_a_policy_decision_works_and_warns() -> None:
-    with pytest.warns(DeprecationWarning, match=r"engine\.policy\.Verdict .*engine\.policy\."
-                                                r"PolicyDecision") as caught:
+    with pytest.warns(DeprecationWarning, match=r"engine\.core\.policy\.Verdict .*"
+                                                r"engine\.core\.policy\.PolicyDecision") as caught:
         old = engine.core.policy.Verdict
     assert old is PolicyDecision
     assert caught[0].filename == __file__  # the warning points at the code to change
