@@ -1,14 +1,15 @@
 """Claims in the database: who owns a session of a PostgreSQL store.
 
-A claim is a row of ``toolledger_leases``: the session, its owner (one per store object:
-host, pid and a random part) and when it expires, by the server's clock (so the clocks of the
-workers' machines never matter). The table keeps its older name: existing databases have it,
-so it is a wire name, like the log's event types, and does not follow the word "claim"
+A claim is a row of ``toolledger_leases``: the session, its owner (one per store object: host,
+pid and a random part) and when it expires, by the server's clock (so the clocks of the
+workers' machines never matter). The table keeps its older name: existing databases have it, so
+it is a wire name, like the log's event types, and does not follow the word "claim"
 (docs/stores.md). Taking a claim succeeds if there is no row, or if the row has expired;
-otherwise :class:`~events.errors.SessionInUse` names the owner and how long its claim has left. The owner renews its claims from a thread of its own every third of
-a claim's length, so a session stays owned while it is open however long it waits (for an
-approval, say), and a worker that dies, or loses the database, loses its claims once they
-expire: its sessions can be taken over then, and not before.
+otherwise :class:`~events.errors.SessionInUse` names the owner and how long its claim has left.
+The owner renews its claims from a thread of its own every third of a claim's length, so a
+session stays owned while it is open however long it waits (for an approval, say), and a worker
+that dies, or loses the database, loses its claims once they expire: its sessions can be taken
+over then, and not before.
 
 A renewal that finds a claim gone (it expired, and another owner took it) marks the session
 *lost*: the store then refuses to append to it (:class:`~events.errors.SessionInUse`), since
