@@ -67,7 +67,8 @@ __all__ = [
 ]
 
 #: Modules that moved (the fast paths into events.fast; model turns out of engine.models'
-#: way): the old path still imports the module, with a warning naming the new one.
+#: way) or were renamed (stores.pgclaims, named for the claims it holds): the old path still
+#: imports the module, with a warning naming the new one.
 MOVED_MODULES = {
     "events.callreaders": "events.fast.callreaders",
     "events.fastinit": "events.fast.fastinit",
@@ -76,6 +77,7 @@ MOVED_MODULES = {
     "events.readers": "events.fast.readers",
     "events.readfields": "events.fast.readfields",
     "events.sessionreaders": "events.fast.sessionreaders",
+    "events.stores.pglease": "events.stores.pgclaims",
     "events.turnreaders": "events.fast.turnreaders",
 }
 moved_modules(MOVED_MODULES)

@@ -6,12 +6,13 @@ JSONL log would hold; and one row per session with its last seq and head (the ha
 line), numbered in order of first appearance. Session ids are stored as their UTF-8 bytes
 (``surrogatepass``), so any Python string names a session.
 
-Two more tables: ``toolledger_leases`` (who owns a session, until when: see
-:mod:`events.stores.pglease`) and ``toolledger_schema`` (one row: the schema's version). A
-trigger on the sessions table sends a notification on the channel ``toolledger`` whenever a
-session's last seq moves, with ``<sha256 of the session id, hex>:<last seq>`` as its payload
-(a bounded size, whatever the id: payloads are limited to 8000 bytes); followers
-(:mod:`events.stores.pgfollow`) read the rows themselves. The channel is the database's, not
+Two more tables: ``toolledger_leases`` (the claims: who owns a session, until when: see
+:mod:`events.stores.pgclaims`; the table keeps its older name, which existing databases have)
+and ``toolledger_schema`` (one row: the schema's version). A trigger on the sessions table
+sends a notification on the channel ``toolledger`` whenever a session's last seq moves, with
+``<sha256 of the session id, hex>:<last seq>`` as its payload (a bounded size, whatever the
+id: payloads are limited to 8000 bytes); followers (:mod:`events.stores.pgfollow`) read the
+rows themselves. The channel is the database's, not
 the schema's: a follower of session ``s`` in one schema also hears of an ``s`` in another, and
 finds nothing new to read.
 
@@ -46,6 +47,8 @@ __all__ = [
 
 CHANNEL = "toolledger"
 
+# A migration that ran is never edited: existing databases hold what it made. So the table of
+# claims keeps the name it was created with, toolledger_leases (a wire name, docs/stores.md).
 MIGRATIONS: list[str] = [
     # 0 -> 1
     """

@@ -23,7 +23,7 @@ line, and chains onto it only if the two agree (the table of sessions takes part
 that queue while every connection is busy go together, in one statement and one commit
 (group commit, :mod:`events.stores.pgappend`).
 
-**Ownership** is a lease in the database (:mod:`events.stores.pglease`); **following** a
+**Ownership** is a claim held in the database (:mod:`events.stores.pgclaims`); **following** a
 session uses LISTEN/NOTIFY (:mod:`events.stores.pgfollow`).
 
 Needs the ``postgres`` extra: ``pip install 'toolledger[postgres]'``.
@@ -49,12 +49,13 @@ except ImportError as exc:  # pragma: no cover - depends on the installation
 
 from ..errors import SessionInUse
 from ..integrity import Anchor, VerifyReport
+from ..renamed import warn_renamed
 from ..types import Record
 from . import pgschema
 from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
 from .pgappend import Appender, Connection, Pending, checked_head, last_seq, rows
+from .pgclaims import DatabaseClaims
 from .pgfollow import follow_session
-from .pglease import Leases
 from .rows import check_rows, decode_row, session_of, verify_tables
 
 __all__ = ["PostgresStore"]
@@ -105,8 +106,8 @@ class PostgresStore(ClosingStore):
     the session and the seq.
 
     ``connections`` bounds the connections appends and reads use at once (one more holds the
-    leases, and one per :meth:`follow`). ``lease_seconds`` is how long a claim's lease lasts
-    without renewal (see :meth:`claim`).
+    claims, and one per :meth:`follow`). ``claim_seconds`` (30 by default) is how long a claim
+    lasts without renewal (see :meth:`claim`); ``lease_seconds`` is its deprecated spelling.
     """
 
     def __init__(
@@ -116,8 +117,15 @@ class PostgresStore(ClosingStore):
         key: bytes | None = None,
         durable: bool = False,
         connections: int = 8,
-        lease_seconds: float = 30.0,
+        claim_seconds: float | None = None,
+        lease_seconds: float | None = None,
     ) -> None:
+        if lease_seconds is not None:
+            if claim_seconds is not None:
+                raise TypeError("PostgresStore() takes claim_seconds= or its old name "
+                                "lease_seconds=, not both")
+            warn_renamed("PostgresStore(lease_seconds=...)", "PostgresStore(claim_seconds=...)")
+            claim_seconds = lease_seconds
         if key is not None and (not isinstance(key, bytes) or not key):
             raise ValueError("the HMAC key must be non-empty bytes")
         if connections < 1:
@@ -132,7 +140,8 @@ class PostgresStore(ClosingStore):
         self._appender = Appender(self.where, key)
         self._queue: list[Pending] = []  # batches no thread has taken yet
         self._claims = Claims("PostgresStore")
-        self._leases = Leases(self._connect, lease_seconds)
+        self._database_claims = DatabaseClaims(
+            self._connect, 30.0 if claim_seconds is None else claim_seconds)
         #: the sockets followers wait on, which :meth:`close` wakes (see :mod:`.pgfollow`)
         self.listening: set[int] = set()
         self._closed = False
@@ -197,8 +206,8 @@ class PostgresStore(ClosingStore):
         self.ensure_open()
         check_batch(session_id, records, expected_seq)
         bodies = encode_bodies(records)
-        if session_id in self._leases.lost:
-            raise SessionInUse(session_id, "this store's lease on it expired and another "
+        if session_id in self._database_claims.lost:
+            raise SessionInUse(session_id, "this store's claim on it expired and another "
                                            "owner took it")
         pending = Pending(session_id, records, bodies, expected_seq)
         self._queue.append(pending)
@@ -312,9 +321,9 @@ class PostgresStore(ClosingStore):
     # -- owning a session -----------------------------------------------------------------
 
     def claim(self, session_id: str) -> Claim:
-        """Own ``session_id`` until the claim is released: a lease in the database, renewed
-        while it is held and taken over by another owner only once it has expired
-        (:mod:`events.stores.pglease`); :class:`~events.errors.SessionInUse` at once if
+        """Own ``session_id`` until the claim is released: a claim held in the database,
+        renewed while it is held and taken over by another owner only once it has expired
+        (:mod:`events.stores.pgclaims`); :class:`~events.errors.SessionInUse` at once if
         another claim holds it, through this store or any other, in any process.
 
         One round trip, made on the calling thread (the protocol's ``claim`` is synchronous),
@@ -324,7 +333,7 @@ class PostgresStore(ClosingStore):
         self.ensure_open()
         here = self._claims.claim(session_id)  # SessionInUse if this store holds it already
         try:
-            self._leases.take(session_id)
+            self._database_claims.take(session_id)
         except BaseException:
             here.release()
             raise
@@ -332,27 +341,32 @@ class PostgresStore(ClosingStore):
         def release() -> None:
             self._appender.heads.pop(session_id, None)  # what a closed session's next owner re-reads
             try:
-                self._leases.give_back(session_id)
+                self._database_claims.give_back(session_id)
             finally:
                 here.release()
 
         return Claim(release)
 
-    def renew_leases(self) -> list[str]:
-        """Renew this store's leases now (a thread does it every third of ``lease_seconds``);
-        the sessions whose lease had been taken over, which this store now refuses to append
+    def renew_claims(self) -> list[str]:
+        """Renew this store's claims now (a thread does it every third of ``claim_seconds``);
+        the sessions whose claim had been taken over, which this store now refuses to append
         to."""
-        return self._leases.renew()
+        return self._database_claims.renew()
+
+    def renew_leases(self) -> list[str]:
+        """The deprecated name of :meth:`renew_claims`, which it calls after warning."""
+        warn_renamed("PostgresStore.renew_leases", "PostgresStore.renew_claims")
+        return self.renew_claims()
 
     def close(self) -> None:
-        """End this store's leases and close its connections. Idempotent; the store refuses
+        """End this store's claims and close its connections. Idempotent; the store refuses
         to be used afterwards."""
         if self._closed:
             return
         self._closed = True
         for socket in list(self.listening):  # followers waiting: they end, as closed
             trio.lowlevel.notify_closing(socket)
-        self._leases.close()
+        self._database_claims.close()
         idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
@@ -145,10 +146,13 @@ def test_an_approver_answers_and_the_old_decision_names_warn(module: str, old: s
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 README = DOCS.parent / "README.md"
 PUBLIC = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.models", "engine.core.policy",
-          "engine.core.views", "events", "events.types"]
+          "engine.core.views", "events", "events.types", "events.stores.base",
+          "events.stores.pgclaims"]
 #: Every module with renamed names, and the fields and keywords renamed beside them.
-RENAMED_IN = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.core.policy"]
-OLD_SPELLINGS = ["CallView.verdict", "CallView.outcome", "approved="]
+RENAMED_IN = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.core.policy",
+              "events.stores.pgclaims"]
+OLD_SPELLINGS = ["CallView.verdict", "CallView.outcome", "approved=", "lease_seconds",
+                 "renew_leases", "events.stores.pglease"]
 
 
 def glossary() -> list[list[str]]:
@@ -201,6 +205,80 @@ def test_the_docs_use_an_old_name_only_to_say_it_is_deprecated() -> None:
             used = {name for name in old
                     if re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", paragraph)}
             assert not used or "DeprecationWarning" in paragraph, (page.name, used)
+
+
+# -- claims: one word for a writer's ownership of a session ----------------------------------
+
+ROOT = DOCS.parent
+#: The one "lease" the code keeps: the table's name in existing databases (docs/stores.md).
+TABLE = "toolledger_leases"
+#: Where each old spelling may still be written: the code that serves it, and the docs that
+#: list it as deprecated.
+OLD_CLAIM_WORDS = {
+    "lease_seconds": {"events/stores/postgres.py", "docs/concepts.md", "docs/stores.md"},
+    "renew_leases": {"events/stores/postgres.py", "docs/concepts.md", "docs/stores.md"},
+    "pglease": {"events/__init__.py", "events/stores/pgclaims.py", "docs/concepts.md",
+                "docs/stores.md"},
+    "Leases": {"events/stores/pgclaims.py", "docs/concepts.md", "docs/stores.md"},
+}
+#: Words that merely contain the letters.
+NOT_LEASE = re.compile(r"(?i)^_*(re|p)lease")
+
+
+def lease_words(text: str) -> list[str]:
+    """Every word of ``text`` that says "lease"."""
+    return [word for word in re.findall(r"(?i)\w*lease\w*", text) if not NOT_LEASE.match(word)]
+
+
+def test_lease_words_finds_the_word_and_not_its_lookalikes() -> None:
+    assert lease_words("A lease, Leases, pglease, renew_leases; released, _release, please") == [
+        "lease", "Leases", "pglease", "renew_leases"]
+
+
+def test_no_code_or_doc_says_lease_but_the_table_and_the_deprecated_spellings() -> None:
+    files = [*ROOT.glob("engine/**/*.py"), *ROOT.glob("events/**/*.py"), *DOCS.glob("*.md"),
+             README]
+    assert len(files) > 50
+    found = {}
+    for path in files:
+        where = path.relative_to(ROOT).as_posix()
+        words = [word for word in lease_words(path.read_text(encoding="utf-8"))
+                 if word != TABLE and where not in OLD_CLAIM_WORDS.get(word, ())]
+        if words:
+            found[where] = sorted(set(words))
+    assert found == {}
+
+
+def test_an_old_claim_spelling_appears_only_where_it_is_served_or_listed() -> None:
+    seen: dict[str, set[str]] = {word: set() for word in OLD_CLAIM_WORDS}
+    for path in [*ROOT.glob("engine/**/*.py"), *ROOT.glob("events/**/*.py"), *DOCS.glob("*.md")]:
+        for word in lease_words(path.read_text(encoding="utf-8")):
+            if word in seen:
+                seen[word].add(path.relative_to(ROOT).as_posix())
+    assert seen == OLD_CLAIM_WORDS  # each kept spelling is still served, and still listed
+
+
+def test_the_claim_module_old_path_and_class_name_work_and_warn() -> None:
+    import events.stores.pgclaims as pgclaims
+
+    sys.modules.pop("events.stores.pglease", None)
+    with pytest.warns(DeprecationWarning, match=r"events\.stores\.pglease has moved: import "
+                                                r"events\.stores\.pgclaims"):
+        old = importlib.import_module("events.stores.pglease")
+    assert old is pgclaims
+    with pytest.warns(DeprecationWarning, match=r"pgclaims\.Leases .*pgclaims\."
+                                                r"DatabaseClaims") as caught:
+        assert old.Leases is pgclaims.DatabaseClaims
+    assert caught[0].filename == __file__
+    assert "DatabaseClaims" in pgclaims.__all__ and "Leases" not in pgclaims.__all__
+
+
+def test_the_glossary_names_the_claim_in_every_store() -> None:
+    [row] = [row for row in glossary() if row[0] == "claim"]
+    for held in ("EventStore.claim", "Claims", "DatabaseClaims", "JsonlStore", "SqliteStore",
+                 "PostgresStore", TABLE):
+        assert f"`{held}" in row[2], held
+    assert all(row[0] != "lease" for row in glossary())
 
 
 def test_designs_public_sketch_imports_without_a_warning() -> None:

@@ -79,7 +79,7 @@ async def test_a_worker_role_does_its_work_and_cannot_rewrite_a_record(
     with PostgresStore(urls["toolledger_writer"]) as store:
         with store.claim("w"):
             await store.append("w", recs("w", 1, 2), expected_seq=0)
-            store.renew_leases()
+            store.renew_claims()
             await store.append("w", recs("w", 3, 3), expected_seq=2)
         await reads(store, "w", 3)
     refused(urls["toolledger_writer"], "UPDATE toolledger_records SET line = line",

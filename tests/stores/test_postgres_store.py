@@ -1,5 +1,5 @@
 """The PostgreSQL store's own promises, beyond the conformance suite (tests/stores/conformance/):
-explicit schema creation, an append that has started finishes even if cancelled, leases that
+explicit schema creation, an append that has started finishes even if cancelled, claims that
 are renewed and taken over only once expired, and following a session across processes and
 lost connections."""
 
@@ -127,28 +127,28 @@ async def test_an_append_after_another_writers_append_reads_the_head_again(url: 
         assert await first.head("s") == await second.head("s")
 
 
-# -- leases ---------------------------------------------------------------------------------
+# -- claims ---------------------------------------------------------------------------------
 
 
 def expire(url: str, session_id: str) -> None:
-    """What time does to a lease nobody renews."""
+    """What time does to a claim nobody renews."""
     sql(url, "UPDATE toolledger_leases SET expires_at = now() - interval '1 second' "
              "WHERE session_id = %s", session_id.encode())
 
 
-async def test_a_lease_is_taken_over_only_once_it_expired(url: str) -> None:
+async def test_a_claim_is_taken_over_only_once_it_expired(url: str) -> None:
     with PostgresStore(url) as first, PostgresStore(url) as second:
         held = first.claim("s")
-        with pytest.raises(SessionInUse, match="leased to .* pid"):
+        with pytest.raises(SessionInUse, match="claimed by .* pid"):
             second.claim("s")
-        assert first.renew_leases() == []  # renewing keeps it
+        assert first.renew_claims() == []  # renewing keeps it
         with pytest.raises(SessionInUse):
             second.claim("s")
         expire(url, "s")
         taken = second.claim("s")
         # the first owner learns it at its next renewal, and then writes nothing more there
-        assert first.renew_leases() == ["s"]
-        with pytest.raises(SessionInUse, match="lease on it expired"):
+        assert first.renew_claims() == ["s"]
+        with pytest.raises(SessionInUse, match="claim on it expired"):
             await first.append("s", [rec("s", 1)], expected_seq=0)
         await second.append("s", [rec("s", 1)], expected_seq=0)
         held.release()  # ends nothing of the new owner's
@@ -160,15 +160,39 @@ async def test_a_lease_is_taken_over_only_once_it_expired(url: str) -> None:
 
 
 async def test_renewal_moves_the_expiry_forward(url: str) -> None:
-    with PostgresStore(url, lease_seconds=600) as store, store.claim("s"):
+    with PostgresStore(url, claim_seconds=600) as store, store.claim("s"):
         expire(url, "s")
-        assert store.renew_leases() == []
+        assert store.renew_claims() == []
         [(left,)] = sql(url, "SELECT expires_at - now() > interval '5 minutes' "
                              "FROM toolledger_leases")
         assert left
 
 
-async def test_closing_the_store_ends_its_leases(url: str) -> None:
+async def test_the_old_keyword_lease_seconds_sets_claim_seconds_and_warns(url: str) -> None:
+    with pytest.warns(DeprecationWarning, match=r"lease_seconds=.*claim_seconds=") as caught:
+        store = PostgresStore(url, lease_seconds=600)
+    assert caught[0].filename == __file__  # the warning points at the code to change
+    with store, store.claim("s"):
+        [(left,)] = sql(url, "SELECT expires_at - now() > interval '5 minutes' "
+                             "FROM toolledger_leases")
+        assert left
+    with pytest.raises(TypeError, match="not both"):
+        PostgresStore(url, claim_seconds=60, lease_seconds=60)
+
+
+async def test_the_old_method_renew_leases_renews_the_claims_and_warns(url: str) -> None:
+    with PostgresStore(url) as first, PostgresStore(url) as second:
+        first.claim("s")
+        with pytest.warns(DeprecationWarning, match=r"renew_leases .*renew_claims") as caught:
+            assert first.renew_leases() == []
+        assert caught[0].filename == __file__
+        expire(url, "s")
+        second.claim("s")
+        with pytest.warns(DeprecationWarning):
+            assert first.renew_leases() == ["s"]  # what renew_claims says: the claim was taken
+
+
+async def test_closing_the_store_ends_its_claims(url: str) -> None:
     with PostgresStore(url) as first:
         first.claim("s")
         first.claim("t")
@@ -354,7 +378,7 @@ async def test_a_session_pauses_and_resumes_on_another_store_object(
             paused = await session.prompt("clean up")
             assert paused.stop == "paused"
             with PostgresStore(url) as other, pytest.raises(SessionInUse):
-                other.claim("s")  # the open session holds the lease
+                other.claim("s")  # the open session holds the claim
         assert runs == []
     with PostgresStore(url, key=key) as store:  # as another worker would
         async with Session.open(store, model=model, tools=[rm_rf], approver=later,

@@ -1,23 +1,28 @@
-"""Leases: who owns a session of a PostgreSQL store, held in the database.
+"""Claims in the database: who owns a session of a PostgreSQL store.
 
-A lease is a row of ``toolledger_leases``: the session, its owner (one per store object:
-host, pid and a random part) and when it expires, by the server's clock (so the clocks of the
-workers' machines never matter). Taking one succeeds if there is no row, or if the row has
-expired; otherwise :class:`~events.errors.SessionInUse` names the owner and how long its lease
-has left. The owner renews its leases from a thread of its own every third of the lease's
-length, so a session stays owned while it is open however long it waits (for an approval,
-say), and a worker that dies, or loses the database, loses its leases once they expire: its
-sessions can be taken over then, and not before.
+A claim is a row of ``toolledger_leases``: the session, its owner (one per store object: host,
+pid and a random part) and when it expires, by the server's clock (so the clocks of the
+workers' machines never matter). The table keeps its older name: existing databases have it, so
+it is a wire name, like the log's event types, and does not follow the word "claim"
+(docs/stores.md). Taking a claim succeeds if there is no row, or if the row has expired;
+otherwise :class:`~events.errors.SessionInUse` names the owner and how long its claim has left.
+The owner renews its claims from a thread of its own every third of a claim's length, so a
+session stays owned while it is open however long it waits (for an approval, say), and a worker
+that dies, or loses the database, loses its claims once they expire: its sessions can be taken
+over then, and not before.
 
-A renewal that finds a lease gone (it expired, and another owner took it) marks the session
+A renewal that finds a claim gone (it expired, and another owner took it) marks the session
 *lost*: the store then refuses to append to it (:class:`~events.errors.SessionInUse`), since
 another owner may be driving it. The conflict check stays the last line of defence for a
-writer that pauses longer than its lease without renewing (a stopped process).
+writer that pauses longer than its claim without renewing (a stopped process).
 
-:meth:`Leases.take` and :meth:`Leases.give_back` are one round trip each on the lease
-connection, made from the caller's thread (the event loop's, for
+:meth:`DatabaseClaims.take` and :meth:`DatabaseClaims.give_back` are one round trip each on
+the claims' connection, made from the caller's thread (the event loop's, for
 :meth:`~events.stores.EventStore.claim`, which is synchronous): a short stop, once per
 session opened and closed.
+
+This module was ``events.stores.pglease``, and :class:`DatabaseClaims` was ``Leases``: both
+old names still work, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
@@ -30,18 +35,24 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import SessionInUse
+from ..renamed import renamed_attribute
 
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["Leases"]
+__all__ = ["DatabaseClaims"]
+
+#: Names this module had before, for code written against them (each warns).
+_RENAMED = {"Leases": "DatabaseClaims"}
+
+# ``toolledger_leases`` is the table's name in existing databases (a wire name): it stays.
 
 _TAKE = """
-INSERT INTO toolledger_leases AS lease (session_id, owner, expires_at)
+INSERT INTO toolledger_leases AS claim (session_id, owner, expires_at)
 VALUES (%(sid)s, %(owner)s, now() + make_interval(secs => %(seconds)s))
 ON CONFLICT (session_id) DO UPDATE
     SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-    WHERE lease.expires_at < now()
+    WHERE claim.expires_at < now()
 RETURNING owner
 """
 
@@ -56,8 +67,9 @@ def _sid(session_id: str) -> bytes:
     return session_id.encode("utf-8", "surrogatepass")
 
 
-class Leases:
-    """The leases one store holds, on a connection of their own, renewed by a thread."""
+class DatabaseClaims:
+    """The claims one store holds in the database, on a connection of their own, renewed by a
+    thread."""
 
     def __init__(self, connect: Callable[[], psycopg.Connection[tuple[Any, ...]]],
                  seconds: float) -> None:
@@ -72,8 +84,8 @@ class Leases:
         self._renewer: threading.Thread | None = None
 
     def take(self, session_id: str) -> None:
-        """Lease ``session_id`` to this owner; :class:`~events.errors.SessionInUse` if another
-        owner's lease has not expired."""
+        """Claim ``session_id`` for this owner; :class:`~events.errors.SessionInUse` if another
+        owner's claim has not expired."""
         sid = _sid(session_id)
         with self._lock:
             conn = self._connection()
@@ -83,18 +95,18 @@ class Leases:
                 holder = conn.execute(
                     "SELECT owner, greatest(expires_at - now(), interval '0') "
                     "FROM toolledger_leases WHERE session_id = %s", (sid,)).fetchone()
-                where = (f"leased to {holder[0]} for {holder[1]} more" if holder is not None
-                         else "leased to another owner")
+                where = (f"claimed by {holder[0]} for {holder[1]} more" if holder is not None
+                         else "claimed by another owner")
                 raise SessionInUse(session_id, where)
             self._held[sid] = session_id
             self.lost.discard(session_id)
             if self._renewer is None:
                 self._renewer = threading.Thread(target=self._renew_until_stopped,
-                                                 name="toolledger lease renewal", daemon=True)
+                                                 name="toolledger claim renewal", daemon=True)
                 self._renewer.start()
 
     def give_back(self, session_id: str) -> None:
-        """End this owner's lease on ``session_id`` (nothing if another owner holds it)."""
+        """End this owner's claim on ``session_id`` (nothing if another owner holds it)."""
         sid = _sid(session_id)
         with self._lock:
             self._held.pop(sid, None)
@@ -104,8 +116,8 @@ class Leases:
                 (sid, self.owner))
 
     def renew(self) -> list[str]:
-        """Extend every lease held to :attr:`seconds` from now; return the sessions whose lease
-        was gone (now :attr:`lost`). The renewal thread calls it every third of a lease."""
+        """Extend every claim held to :attr:`seconds` from now; return the sessions whose claim
+        was gone (now :attr:`lost`). The renewal thread calls it every third of a claim."""
         with self._lock:
             if not self._held:
                 return []
@@ -118,7 +130,7 @@ class Leases:
             return gone
 
     def close(self) -> None:
-        """Stop renewing and end every lease held. Idempotent."""
+        """Stop renewing and end every claim held. Idempotent."""
         self._stop.set()
         if self._renewer is not None:
             self._renewer.join()
@@ -147,3 +159,7 @@ class Leases:
                 self.renew()
             except psycopg.Error:
                 pass  # the database is away: try again next time, on a new connection
+
+
+def __getattr__(name: str) -> Any:
+    return renamed_attribute(__name__, _RENAMED, globals(), name)
