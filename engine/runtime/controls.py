@@ -29,6 +29,7 @@ from events.types import (
 
 from ..core.approvals import ApprovalAnswer, ApprovalRequest
 from ..core.environment import Environment
+from ..core.errors import ApprovalNotPending, CallNotFound, SessionClosed
 from ..core.handlers import ToolCallHandler, ToolResultHandler
 from ..core.jsonvalues import copy_json, ensure_json
 from ..core.lifecycle import CallState
@@ -45,10 +46,10 @@ from .recorder import Recorder
 __all__ = ["SessionControls", "closed_error"]
 
 
-def closed_error(doing: str) -> RuntimeError:
+def closed_error(doing: str) -> SessionClosed:
     """What a closed session raises when the host asks it to ``doing``: what is wrong, and
     what to do instead."""
-    return RuntimeError(f"the session is closed: open it again with Session.open() to {doing}")
+    return SessionClosed(f"the session is closed: open it again with Session.open() to {doing}")
 
 
 class SessionControls:
@@ -282,11 +283,12 @@ class SessionControls:
         state = self.state
         view = state.live_calls.get(call_id)
         if self._inflight.asking(call_id):
-            raise ValueError(f"call {call_id}: its approver is still deciding; answer a "
+            raise ApprovalNotPending(f"call {call_id}: its approver is still deciding; answer a "
                              f"request only once it is pending (session.pending_approvals())")
         if view is None or view.state is not CallState.AWAITING:
             status = "unknown" if view is None else view.status
-            raise ValueError(
+            refused = CallNotFound if view is None else ApprovalNotPending
+            raise refused(
                 f"call {call_id} is not waiting for an approval (it is {status}); "
                 f"pending: {', '.join(state.pending_approvals) or 'none'}"
             )

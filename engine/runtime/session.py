@@ -42,6 +42,7 @@ from events.types import (
 
 from ..core.approvals import ApprovalRequest, Approver, deny_all
 from ..core.environment import Environment
+from ..core.errors import AlreadyRunning, SessionClosed, SessionPaused
 from ..core.jsonvalues import own_json
 from ..core.limits import Limits, admit, clip_name, not_json_marker
 from ..core.policy import PolicyRules
@@ -254,7 +255,7 @@ class Session(SessionControls):
         self._enter()
         try:
             if self._paused or self._batch.open():
-                raise RuntimeError(self._why_paused())
+                raise SessionPaused(self._why_paused())
             self._recorder.record(UserMessage(text=text))
             return await self._loop_while_open()
         finally:
@@ -283,7 +284,7 @@ class Session(SessionControls):
     def _enter(self) -> None:
         self._check_open("prompt or resume it")
         if self._prompting:
-            raise RuntimeError("a prompt is already running in this session: await it first")
+            raise AlreadyRunning("a prompt is already running in this session: await it first")
         self._prompting = True
 
     async def _loop_while_open(self) -> PromptResult:
@@ -304,7 +305,7 @@ class Session(SessionControls):
                 await self._recorder.flush_finally()
             finally:
                 self._inflight.prompting(None)
-        raise RuntimeError(
+        raise SessionClosed(
             "the session closed while this prompt ran (from a task outside Session.open's "
             "block): its log stays as a stopped process would leave it; open the session "
             "again and call resume() to go on")
