@@ -222,7 +222,8 @@ class SessionControls:
         If the approver answers "later", this waits until the host answers the request
         (``resolve_approval(outcome's call id, ...)``, from another task; the id is in
         :meth:`pending_approvals`). Cancelling it ends the call as cancelled. If the session
-        closes while it runs, it raises ``RuntimeError`` and the call stays open in the log, as
+        closes while it runs, it raises :class:`~engine.core.errors.SessionClosed` (a
+        ``RuntimeError``) and the call stays open in the log, as
         if the process had stopped: :meth:`resume_call` takes it up in a reopened session.
         """
         self._check_open("call its tools")

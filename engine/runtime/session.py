@@ -149,7 +149,8 @@ class Session(SessionControls):
         process or another) raises :class:`~events.errors.SessionInUse`, through the store's
         :meth:`~events.stores.EventStore.claim`. When the block ends it lets go of the claim,
         after what runs from tasks outside the block has stopped and been written; from then
-        on the session only reads, and every change raises ``RuntimeError``.
+        on the session only reads, and every change raises
+        :class:`~engine.core.errors.SessionClosed` (a ``RuntimeError``).
 
         Tools are checked before anything is written (a bad schema raises ``SchemaError``
         naming the tool and the keyword). The approver answers when the policy says ask; the
@@ -247,11 +248,12 @@ class Session(SessionControls):
         closes every open call as cancelled before the cancellation propagates. If the
         session closes while it runs (it was called from a task outside ``Session.open``'s
         block), it stops, leaves its calls open in the log as a stopped process would, and
-        raises ``RuntimeError``: open the session again and :meth:`resume` (docs/resume.md).
+        raises :class:`~engine.core.errors.SessionClosed` (a ``RuntimeError``): open the session
+        again and :meth:`resume` (docs/resume.md).
 
-        After a pause, a prompt is refused until :meth:`resume` has finished the paused batch,
-        so that the model sees the batch's results before the next user message (see
-        docs/resume.md)."""
+        After a pause, a prompt is refused (:class:`~engine.core.errors.SessionPaused`) until
+        :meth:`resume` has finished the paused batch, so that the model sees the batch's
+        results before the next user message (see docs/resume.md)."""
         self._enter()
         try:
             if self._paused or self._batch.open():
