@@ -16,8 +16,9 @@ class MCPError(ToolledgerError):
 
 
 class ListingError(MCPError, RuntimeError):
-    """A server's ``tools/list`` did not end within a limit of :class:`~engine.mcp.listing.ListingLimits`: the
-    mount registers nothing (or, after a reconnect, no call reaches the server)."""
+    """A server's ``tools/list`` did not end within a limit of
+    :class:`~engine.mcp.listing.ListingLimits`: the mount registers nothing (or, after a
+    reconnect, no call reaches the server)."""
 
 
 class ServerChanged(MCPError, RuntimeError):

@@ -223,8 +223,8 @@ class SessionControls:
         (``resolve_approval(outcome's call id, ...)``, from another task; the id is in
         :meth:`pending_approvals`). Cancelling it ends the call as cancelled. If the session
         closes while it runs, it raises :class:`~engine.core.errors.SessionClosed` (a
-        ``RuntimeError``) and the call stays open in the log, as
-        if the process had stopped: :meth:`resume_call` takes it up in a reopened session.
+        ``RuntimeError``) and the call stays open in the log, as if the process had stopped:
+        :meth:`resume_call` takes it up in a reopened session.
         """
         self._check_open("call its tools")
         return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
@@ -285,7 +285,8 @@ class SessionControls:
         view = state.live_calls.get(call_id)
         if self._inflight.asking(call_id):
             raise ApprovalNotPending(f"call {call_id}: its approver is still deciding; answer a "
-                             f"request only once it is pending (session.pending_approvals())")
+                                     f"request only once it is pending "
+                                     f"(session.pending_approvals())")
         if view is None or view.state is not CallState.AWAITING:
             status = "unknown" if view is None else view.status
             refused = CallNotFound if view is None else ApprovalNotPending

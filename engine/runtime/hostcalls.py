@@ -55,10 +55,10 @@ async def resume_call(env: Environment, recorder: Recorder, inflight: InFlight,
         open_ones = [c for c in projection.open_calls
                      if projection.live_calls[c].origin == "host"]
         raise CallNotFound(f"{call_id!r} is not a host call of this session (open host "
-                         f"calls: {', '.join(open_ones) or 'none'})")
+                           f"calls: {', '.join(open_ones) or 'none'})")
     if inflight.hosting(call_id):
         raise AlreadyRunning(f"host call {call_id} is already running in this process: "
-                           f"await the call_tool() or resume_call() that carries it")
+                             f"await the call_tool() or resume_call() that carries it")
     return await _carry(env, recorder, inflight, call_id)
 
 
@@ -76,8 +76,8 @@ async def _carry(env: Environment, recorder: Recorder, inflight: InFlight,
             ended = await advance(env, recorder, inflight, call_id, wait=True)
         if scope.cancelled_caught:
             raise SessionClosed(f"the session closed while host call {call_id} was in flight: "
-                               f"it stays open in the log; reopen the session and call "
-                               f"resume_call({call_id!r}) to finish it")
+                                f"it stays open in the log; reopen the session and call "
+                                f"resume_call({call_id!r}) to finish it")
         await recorder.flush()  # the end, written before the host has the result
     finally:
         try:
