@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import engine
 import events
@@ -203,6 +205,27 @@ async def test_answering_a_call_not_waiting_raises_approval_not_pending() -> Non
         await session.resume()
         with pytest.raises(ApprovalNotPending, match="it is completed"):
             await session.resolve_approval("1.0", granted=False)
+
+
+@settings(max_examples=25, deadline=None)
+@given(call_id=st.text(max_size=12).filter(lambda call_id: call_id != "1.0"))
+def test_an_answer_to_any_id_but_the_pending_one_is_call_not_found(call_id: str) -> None:
+    """However it is spelled, an id no call has is ``CallNotFound`` (a ``ValueError``),
+    names the id, and records nothing; the pending call still takes its answer."""
+
+    async def main() -> None:
+        model = FauxModel([faux_tool_call("deploy", {})])
+        async with Session.open(MemoryStore(), model=model, tools=[deploy],
+                                approver=later) as session:
+            await session.prompt("deploy")
+            before = session.records
+            with pytest.raises(CallNotFound) as info:
+                await session.resolve_approval(call_id, granted=True)
+            assert isinstance(info.value, ValueError) and f"call {call_id} " in str(info.value)
+            assert session.records == before
+            await session.resolve_approval("1.0", granted=False)
+
+    trio.run(main)
 
 
 class GatedModel:
