@@ -39,7 +39,16 @@ from engine import (
 )
 from engine.models import FauxModel, ModelError, faux_text, faux_tool_call
 from engine.models.protocol import ModelMessage, ModelRequest
-from events import ConflictError, CorruptLogError, JsonlStore, MemoryStore
+from events import (
+    CodecError,
+    ConflictError,
+    CorruptLogError,
+    DatabaseSchemaError,
+    JsonlStore,
+    MemoryStore,
+    SqliteStore,
+    decode_line,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "errors.md"
@@ -313,3 +322,15 @@ async def test_a_stale_append_raises_conflict_error() -> None:
         records = session.records
     with pytest.raises(ConflictError, match="another writer appended first"):
         await store.append("s", records[1:2], expected_seq=1)  # it ends further on
+
+
+def test_a_record_that_is_not_json_raises_codec_error() -> None:
+    with pytest.raises(CodecError, match="not valid JSON"):
+        decode_line(b"{not json")
+
+
+def test_a_file_that_is_no_database_raises_database_schema_error(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    path.write_bytes(b"not a database " * 20)
+    with pytest.raises(DatabaseSchemaError, match="cannot be opened as an SQLite database"):
+        SqliteStore(path)
