@@ -9,6 +9,13 @@ The public face::
 
 from typing import Any
 
+from events.errors import (
+    LogError,
+    SessionError,
+    SessionInUse,
+    SessionNotFound,
+    ToolledgerError,
+)
 from events.renamed import moved_modules, renamed_attribute
 from events.results import (
     AudioContent,
@@ -29,6 +36,15 @@ from .core.approvals import (
     at_once,
     deny_all,
 )
+from .core.errors import (
+    AlreadyRunning,
+    ApprovalNotPending,
+    CallError,
+    CallNotFound,
+    SessionBroken,
+    SessionClosed,
+    SessionPaused,
+)
 from .core.handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResultDraft
 from .core.lifecycle import LifecycleError
 from .core.limits import Limits
@@ -42,17 +58,22 @@ from .runtime.session import PromptResult, Session
 
 __all__ = [
     "LATER",
+    "AlreadyRunning",
     "Annotations",
     "ApprovalAnswer",
+    "ApprovalNotPending",
     "ApprovalRequest",
     "AudioContent",
     "Block",
+    "CallError",
+    "CallNotFound",
     "CallOutcome",
     "CallView",
     "EmbeddedResource",
     "ImageContent",
     "LifecycleError",
     "Limits",
+    "LogError",
     "LogInconsistency",
     "PolicyRules",
     "Projection",
@@ -62,6 +83,12 @@ __all__ = [
     "Rewrite",
     "SchemaError",
     "Session",
+    "SessionBroken",
+    "SessionClosed",
+    "SessionError",
+    "SessionInUse",
+    "SessionNotFound",
+    "SessionPaused",
     "TextContent",
     "ToolCall",
     "ToolCallDraft",
@@ -69,6 +96,7 @@ __all__ = [
     "ToolResult",
     "ToolResultDraft",
     "ToolSpec",
+    "ToolledgerError",
     "approve_all",
     "at_once",
     "deny_all",

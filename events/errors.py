@@ -1,4 +1,12 @@
-"""Errors about logs: what went wrong reading or writing the record of a session."""
+"""The base of every toolledger error, and the errors about logs and sessions: what went wrong
+reading or writing the record of a session, or with the session's state.
+
+Each error a caller can meet in a working program (a session paused, closed or in use, a
+call that is not waiting, a log that is corrupt, a schema refused, a model that failed, an
+MCP server that changed) is a :class:`ToolledgerError`, and keeps the built-in base it had
+before the tree existed (``ValueError``, ``RuntimeError``, ``LookupError``), so an ``except``
+clause written against that still catches it. docs/errors.md draws the whole tree.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +16,30 @@ __all__ = [
     "CorruptLogError",
     "DatabaseSchemaError",
     "LogError",
+    "SessionError",
     "SessionInUse",
     "SessionNotFound",
+    "SessionRowError",
+    "ToolledgerError",
     "UnverifiedRecordError",
 ]
 
 
-class LogError(Exception):
+class ToolledgerError(Exception):
+    """Base class of toolledger's errors (docs/errors.md): catch it to catch any of them.
+
+    A wrong argument to a function (a ``TypeError``, a ``ValueError`` about a setting) is
+    not one, and neither is a tool body's own exception: the engine turns that into an error
+    result for the model."""
+
+
+class SessionError(ToolledgerError):
+    """Base class of the errors about a session's state: it is paused, closed, in use, not in
+    the store, or already busy. The store's ones live here; the engine's in
+    :mod:`engine.core.errors`."""
+
+
+class LogError(ToolledgerError):
     """Base class of every error about a log."""
 
 
@@ -121,7 +146,7 @@ class ConflictError(LogError):
         self.actual_seq = actual_seq
 
 
-class SessionNotFound(LogError, LookupError):
+class SessionNotFound(SessionError, LogError, LookupError):
     """The store holds no session with this id, and the caller did not ask to create one."""
 
     def __init__(self, session_id: str) -> None:
@@ -132,7 +157,7 @@ class SessionNotFound(LogError, LookupError):
         self.session_id = session_id
 
 
-class SessionInUse(LogError):
+class SessionInUse(SessionError, LogError):
     """Someone else has the session open: a session has one owner at a time.
 
     Raised when a session is opened while another :meth:`~engine.Session.open` block (in

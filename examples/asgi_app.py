@@ -9,6 +9,9 @@ endpoint (docs/hosts.md, "An asyncio web app"). Needs the ``asgi`` extra (starle
 Each answers ``{"session_id", "stop", "text", "pending": [...]}``. A request opens the
 session from the store and closes it when it answers, so any worker process can take the
 next request of a session (the store's claim keeps two from driving it at once: 409). The
+errors a client can cause answer 404 (an unknown session or call) or 409 (a session in use,
+paused, or already prompting; an answer to a call that is not waiting); any other error is
+the app's own, and answers 500 (docs/errors.md). The
 approver says LATER to everything the policy asks about: the approval endpoint answers it.
 A client that goes away cancels the request's task, which cancels the prompt: its open
 calls are recorded as cancelled, and the session prompts again later.
@@ -24,10 +27,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from engine import LATER, ApprovalRequest, PromptResult, ToolSpec
+from engine import (
+    LATER,
+    AlreadyRunning,
+    ApprovalNotPending,
+    ApprovalRequest,
+    CallNotFound,
+    PromptResult,
+    SessionInUse,
+    SessionNotFound,
+    SessionPaused,
+    ToolSpec,
+)
 from engine.hosts.aio import Session
 from engine.models import Model
-from events import SessionInUse, SessionNotFound
 from events.stores import EventStore
 
 
@@ -74,7 +87,7 @@ def create_app(store: EventStore, *, model_for: Callable[[str | None], Model],
             return answer(session, await session.resume())
 
     async def refused(request: Request, exc: Exception) -> JSONResponse:
-        status = 404 if isinstance(exc, SessionNotFound) else 409
+        status = 404 if isinstance(exc, (SessionNotFound, CallNotFound)) else 409
         return JSONResponse({"error": str(exc)}, status_code=status)
 
     return Starlette(
@@ -83,8 +96,9 @@ def create_app(store: EventStore, *, model_for: Callable[[str | None], Model],
             Route("/sessions/{session_id}/prompt", prompt, methods=["POST"]),
             Route("/sessions/{session_id}/approvals/{call_id}", approve, methods=["POST"]),
         ],
-        # what a client can cause: an unknown session, one in use, a prompt while paused,
-        # an answer to a call that is not waiting
-        exception_handlers={SessionNotFound: refused, SessionInUse: refused,
-                            ValueError: refused, RuntimeError: refused},
+        # what a client can cause: an unknown session or call, one in use, a prompt while
+        # paused or while another runs, an answer to a call that is not waiting
+        exception_handlers={error: refused for error in (
+            SessionNotFound, CallNotFound, SessionInUse, SessionPaused, AlreadyRunning,
+            ApprovalNotPending)},
     )

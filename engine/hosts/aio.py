@@ -103,9 +103,9 @@ class Session:
         (``model``, ``tools``, ``approver``, ``session_id``, ...), from asyncio code.
 
         The session closes as under trio: a prompt or a host call another asyncio task still
-        awaits when the block ends is stopped with it, raises ``RuntimeError``, and leaves
-        its calls open in the log for a reopened session (a trio task outside the block
-        would see the same)."""
+        awaits when the block ends is stopped with it, raises ``SessionClosed`` (a
+        ``RuntimeError``), and leaves its calls open in the log for a reopened session (a
+        trio task outside the block would see the same)."""
         bridge = await acquire()
         try:
             loop = bridge.loop

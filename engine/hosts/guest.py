@@ -25,6 +25,8 @@ from typing import Any, Generic, TypeVar
 
 import trio
 
+from ..core.errors import SessionClosed
+
 __all__ = ["CANCELLED", "Bridge", "Job", "acquire", "from_asyncio", "release",
            "wait_through_cancellation"]
 
@@ -127,7 +129,7 @@ class Bridge:
             target = self.nursery
             try:
                 if target is None:
-                    raise RuntimeError("the session is closed")
+                    raise SessionClosed("the session is closed")
                 context.run(target.start_soon, fn)
             except RuntimeError as exc:  # a closed nursery: tell the caller, not trio
                 if on_error is None:

@@ -4,7 +4,8 @@
   is governed and logged like a local one (:mod:`engine.mcp.mount`). The server is untrusted:
   its hints count only if the host says so, its listing is bounded (:class:`ListingLimits`,
   :class:`ListingError`), its names take no other tool's, and a server that comes back as
-  another after a reconnect is judged again (:class:`ServerChanged`).
+  another after a reconnect is judged again (:class:`ServerChanged`); both are
+  an :class:`MCPError` (:mod:`engine.mcp.errors`).
 - :func:`mcp_server`: serve a session's tools as an MCP server, each call a host call of the
   session (:mod:`engine.mcp.serve`; ``toolledger serve MODULE:NAME`` runs one over stdio).
 - :mod:`engine.mcp.formats`: our tool specs and results as MCP's ``Tool`` and
@@ -24,13 +25,15 @@ from .formats import (
     tool_from_mcp,
     tool_to_mcp,
 )
-from .listing import ListingError, ListingLimits
-from .mount import Mount, ServerChanged, mount
+from .errors import ListingError, MCPError, ServerChanged
+from .listing import ListingLimits
+from .mount import Mount, mount
 from .serve import listed_tools, mcp_server, serve_stdio
 
 __all__ = [
     "ListingError",
     "ListingLimits",
+    "MCPError",
     "Mount",
     "ServerChanged",
     "annotations_from_mcp",

@@ -20,13 +20,9 @@ import attrs
 import trio
 
 from ._sdk import mcp, mcp_types
+from .errors import ListingError
 
 __all__ = ["ListingError", "ListingLimits", "list_tools"]
-
-
-class ListingError(RuntimeError):
-    """A server's ``tools/list`` did not end within a limit of :class:`ListingLimits`: the
-    mount registers nothing (or, after a reconnect, no call reaches the server)."""
 
 
 def _positive(_: Any, attribute: Any, value: float) -> None:

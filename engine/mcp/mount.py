@@ -57,17 +57,12 @@ from ..runtime.session import Session
 from ._sdk import mcp, mcp_types
 from .client import leave_output_to_the_session, reason
 from .declarations import MountChoices, declared_specs
+from .errors import ServerChanged
 from .formats import result_from_mcp
 from .listing import ListingLimits, list_tools
 from .names import MountedBody, check_names
 
 __all__ = ["Mount", "ServerChanged", "mount"]
-
-
-class ServerChanged(RuntimeError):
-    """A mounted tool's call that met a server which, since the call was judged, reconnected
-    as another server, or declares the tool otherwise, or no longer lists it: the call was not
-    made. The message says what changed; the tool is registered again as declared now."""
 
 
 class Mount:

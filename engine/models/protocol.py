@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from events.errors import ToolledgerError
 from events.fast.fastinit import fast_init
 from events.modelturns import ModelFailureKind, ProviderContent, Usage
 from events.types import ModelToolCall, ToolSnapshot
@@ -185,7 +186,7 @@ def model_info(model: object) -> ModelInfo:
     return ModelInfo(provider="custom", model=type(model).__name__)
 
 
-class ModelError(Exception):
+class ModelError(ToolledgerError):
     """The model gave no assistant message: the provider's error (a 429 or 5xx after the
     client's retries, a timeout, a connection failure, a refusal, a rejected request).
 

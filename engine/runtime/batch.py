@@ -34,6 +34,7 @@ import trio
 from events.types import ModelToolCall, ToolCallRequested
 
 from ..core.environment import Environment
+from ..core.errors import SessionClosed
 from ..core.lifecycle import CallState
 from ..core.tools import runs_in_order
 from ..models import truncated
@@ -124,7 +125,7 @@ class Batch:
             # a call failed with a BaseException: it is on its way to the session's nursery,
             # which cancels the session's block (a prompt inside it is cancelled here)
             await trio.sleep(0)
-            raise RuntimeError(
+            raise SessionClosed(
                 "the session is closing: a tool call failed with an exception that stops the "
                 "session (the session's block raises it)"
             )

@@ -29,6 +29,7 @@ from events.types import (
 
 from ..core.approvals import ApprovalAnswer, ApprovalRequest
 from ..core.environment import Environment
+from ..core.errors import ApprovalNotPending, CallNotFound, SessionClosed
 from ..core.handlers import ToolCallHandler, ToolResultHandler
 from ..core.jsonvalues import copy_json, ensure_json
 from ..core.lifecycle import CallState
@@ -45,10 +46,10 @@ from .recorder import Recorder
 __all__ = ["SessionControls", "closed_error"]
 
 
-def closed_error(doing: str) -> RuntimeError:
+def closed_error(doing: str) -> SessionClosed:
     """What a closed session raises when the host asks it to ``doing``: what is wrong, and
     what to do instead."""
-    return RuntimeError(f"the session is closed: open it again with Session.open() to {doing}")
+    return SessionClosed(f"the session is closed: open it again with Session.open() to {doing}")
 
 
 class SessionControls:
@@ -221,8 +222,9 @@ class SessionControls:
         If the approver answers "later", this waits until the host answers the request
         (``resolve_approval(outcome's call id, ...)``, from another task; the id is in
         :meth:`pending_approvals`). Cancelling it ends the call as cancelled. If the session
-        closes while it runs, it raises ``RuntimeError`` and the call stays open in the log, as
-        if the process had stopped: :meth:`resume_call` takes it up in a reopened session.
+        closes while it runs, it raises :class:`~engine.core.errors.SessionClosed` (a
+        ``RuntimeError``) and the call stays open in the log, as if the process had stopped:
+        :meth:`resume_call` takes it up in a reopened session.
         """
         self._check_open("call its tools")
         return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
@@ -282,11 +284,13 @@ class SessionControls:
         state = self.state
         view = state.live_calls.get(call_id)
         if self._inflight.asking(call_id):
-            raise ValueError(f"call {call_id}: its approver is still deciding; answer a "
-                             f"request only once it is pending (session.pending_approvals())")
+            raise ApprovalNotPending(f"call {call_id}: its approver is still deciding; answer a "
+                                     f"request only once it is pending "
+                                     f"(session.pending_approvals())")
         if view is None or view.state is not CallState.AWAITING:
             status = "unknown" if view is None else view.status
-            raise ValueError(
+            refused = CallNotFound if view is None else ApprovalNotPending
+            raise refused(
                 f"call {call_id} is not waiting for an approval (it is {status}); "
                 f"pending: {', '.join(state.pending_approvals) or 'none'}"
             )

@@ -18,6 +18,7 @@ from events.types import ToolCallRequested
 
 from ..core.callids import host_call_id
 from ..core.environment import Environment
+from ..core.errors import AlreadyRunning, CallNotFound, SessionClosed
 from ..core.jsonvalues import own_result
 from ..core.limits import clip_name
 from ..core.toolcontext import CallOutcome
@@ -53,11 +54,11 @@ async def resume_call(env: Environment, recorder: Recorder, inflight: InFlight,
     if view is None or view.origin != "host":
         open_ones = [c for c in projection.open_calls
                      if projection.live_calls[c].origin == "host"]
-        raise ValueError(f"{call_id!r} is not a host call of this session (open host "
-                         f"calls: {', '.join(open_ones) or 'none'})")
+        raise CallNotFound(f"{call_id!r} is not a host call of this session (open host "
+                           f"calls: {', '.join(open_ones) or 'none'})")
     if inflight.hosting(call_id):
-        raise RuntimeError(f"host call {call_id} is already running in this process: "
-                           f"await the call_tool() or resume_call() that carries it")
+        raise AlreadyRunning(f"host call {call_id} is already running in this process: "
+                             f"await the call_tool() or resume_call() that carries it")
     return await _carry(env, recorder, inflight, call_id)
 
 
@@ -74,9 +75,9 @@ async def _carry(env: Environment, recorder: Recorder, inflight: InFlight,
         with scope:
             ended = await advance(env, recorder, inflight, call_id, wait=True)
         if scope.cancelled_caught:
-            raise RuntimeError(f"the session closed while host call {call_id} was in flight: "
-                               f"it stays open in the log; reopen the session and call "
-                               f"resume_call({call_id!r}) to finish it")
+            raise SessionClosed(f"the session closed while host call {call_id} was in flight: "
+                                f"it stays open in the log; reopen the session and call "
+                                f"resume_call({call_id!r}) to finish it")
         await recorder.flush()  # the end, written before the host has the result
     finally:
         try:

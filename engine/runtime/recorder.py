@@ -46,15 +46,11 @@ from events.stores import EventStore
 from events.stores.base import append_nowait
 from events.types import Event, Record
 
+from ..core.errors import SessionBroken
 from ..core.history import History
 from ..core.reducers import Projection
 
 __all__ = ["Recorder", "SessionBroken"]
-
-
-class SessionBroken(RuntimeError):
-    """The store refused a write, so the session's state is ahead of its log: stop using it,
-    reopen the session from the store."""
 
 
 class Recorder:

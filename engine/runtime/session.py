@@ -42,6 +42,7 @@ from events.types import (
 
 from ..core.approvals import ApprovalRequest, Approver, deny_all
 from ..core.environment import Environment
+from ..core.errors import AlreadyRunning, SessionClosed, SessionPaused
 from ..core.jsonvalues import own_json
 from ..core.limits import Limits, admit, clip_name, not_json_marker
 from ..core.policy import PolicyRules
@@ -148,7 +149,8 @@ class Session(SessionControls):
         process or another) raises :class:`~events.errors.SessionInUse`, through the store's
         :meth:`~events.stores.EventStore.claim`. When the block ends it lets go of the claim,
         after what runs from tasks outside the block has stopped and been written; from then
-        on the session only reads, and every change raises ``RuntimeError``.
+        on the session only reads, and every change raises
+        :class:`~engine.core.errors.SessionClosed` (a ``RuntimeError``).
 
         Tools are checked before anything is written (a bad schema raises ``SchemaError``
         naming the tool and the keyword). The approver answers when the policy says ask; the
@@ -246,15 +248,16 @@ class Session(SessionControls):
         closes every open call as cancelled before the cancellation propagates. If the
         session closes while it runs (it was called from a task outside ``Session.open``'s
         block), it stops, leaves its calls open in the log as a stopped process would, and
-        raises ``RuntimeError``: open the session again and :meth:`resume` (docs/resume.md).
+        raises :class:`~engine.core.errors.SessionClosed` (a ``RuntimeError``): open the session
+        again and :meth:`resume` (docs/resume.md).
 
-        After a pause, a prompt is refused until :meth:`resume` has finished the paused batch,
-        so that the model sees the batch's results before the next user message (see
-        docs/resume.md)."""
+        After a pause, a prompt is refused (:class:`~engine.core.errors.SessionPaused`) until
+        :meth:`resume` has finished the paused batch, so that the model sees the batch's
+        results before the next user message (see docs/resume.md)."""
         self._enter()
         try:
             if self._paused or self._batch.open():
-                raise RuntimeError(self._why_paused())
+                raise SessionPaused(self._why_paused())
             self._recorder.record(UserMessage(text=text))
             return await self._loop_while_open()
         finally:
@@ -283,7 +286,7 @@ class Session(SessionControls):
     def _enter(self) -> None:
         self._check_open("prompt or resume it")
         if self._prompting:
-            raise RuntimeError("a prompt is already running in this session: await it first")
+            raise AlreadyRunning("a prompt is already running in this session: await it first")
         self._prompting = True
 
     async def _loop_while_open(self) -> PromptResult:
@@ -304,7 +307,7 @@ class Session(SessionControls):
                 await self._recorder.flush_finally()
             finally:
                 self._inflight.prompting(None)
-        raise RuntimeError(
+        raise SessionClosed(
             "the session closed while this prompt ran (from a task outside Session.open's "
             "block): its log stays as a stopped process would leave it; open the session "
             "again and call resume() to go on")

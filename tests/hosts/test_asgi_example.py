@@ -59,3 +59,32 @@ def test_the_app_prompts_pauses_for_approval_and_resumes_when_approved(tmp_path:
     asyncio.run(client_side())
     model.assert_complete()
     store.close()
+
+
+def test_the_app_answers_404_for_an_unknown_call_and_500_for_its_own_bugs(
+        tmp_path: Path) -> None:
+    """Only the errors a client can cause are 4xx: a ``ValueError`` or ``RuntimeError`` of
+    the app's own is a 500, not hidden as a conflict."""
+    model = FauxModel([faux_tool_call("delete_file", {"path": "notes.md"})])
+    store = JsonlStore(tmp_path / "sessions.jsonl")
+
+    def model_for(session_id: str | None) -> FauxModel:
+        if session_id == "broken":
+            raise ValueError("a bug in the app's configuration")
+        return model
+
+    app = create_app(store, model_for=model_for, tools=[delete_file])
+
+    async def client_side() -> None:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+            started = (await client.post("/sessions", json={"text": "delete notes.md"})).json()
+            sid = started["session_id"]
+            unknown = await client.post(f"/sessions/{sid}/approvals/9.9",
+                                        json={"granted": True})
+            assert unknown.status_code == 404 and "9.9" in unknown.json()["error"]
+            bug = await client.post("/sessions/broken/prompt", json={"text": "hi"})
+            assert bug.status_code == 500
+
+    asyncio.run(client_side())
+    store.close()

@@ -13,6 +13,8 @@ from typing import Any
 
 import attrs
 
+from events.errors import ToolledgerError
+
 from . import draft2020
 from .dialects import BY_2020 as _BY_2020
 from .dialects import DEEP_HINT as _DEEP_HINT
@@ -33,7 +35,7 @@ from .patterns import problem
 __all__ = ["SchemaError", "Walk"]
 
 
-class SchemaError(ValueError):
+class SchemaError(ToolledgerError, ValueError):
     """A schema the engine refuses (at registration).
 
     str() says what is wrong, where (JSON pointer into the schema), and what to do.

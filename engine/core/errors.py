@@ -1,0 +1,57 @@
+"""The engine's errors about a session and its calls (docs/errors.md).
+
+Each is a :class:`~events.errors.ToolledgerError` and keeps the built-in base the engine
+raised before these classes existed, so ``except RuntimeError`` or ``except ValueError``
+still catches it. The messages say what was wrong and what to do.
+"""
+
+from __future__ import annotations
+
+from events.errors import SessionError, ToolledgerError
+
+__all__ = [
+    "AlreadyRunning",
+    "ApprovalNotPending",
+    "CallError",
+    "CallNotFound",
+    "SessionBroken",
+    "SessionClosed",
+    "SessionPaused",
+]
+
+
+class SessionPaused(SessionError, RuntimeError):
+    """A prompt while the session is paused: its last batch waits for approvals, or has not
+    been finished since it paused. Answer the pending approvals
+    (``Session.resolve_approval``), call ``Session.resume()``, then prompt."""
+
+
+class SessionClosed(SessionError, RuntimeError):
+    """The session's ``Session.open`` block has ended (or is ending), or it closed while a
+    prompt or a host call ran: nothing more is recorded through this object. Open the session
+    again; ``resume()`` / ``resume_call()`` go on from what the log holds."""
+
+
+class SessionBroken(SessionError, RuntimeError):
+    """The store refused a write, so the session's state is ahead of its log: stop using it,
+    reopen the session from the store."""
+
+
+class AlreadyRunning(SessionError, RuntimeError):
+    """A second prompt (or ``resume()``) while one runs in the same session, or a host call
+    resumed while this process already carries it: await the one that runs."""
+
+
+class CallError(ToolledgerError):
+    """Base class of the errors about one call, named by its engine call id."""
+
+
+class CallNotFound(CallError, ValueError):
+    """No call of this session has this id (or, for ``resume_call``, no host call): check the
+    id against ``session.pending_approvals()`` or ``state.live_calls``."""
+
+
+class ApprovalNotPending(CallError, ValueError):
+    """An answer to a call that is not waiting for one: it was answered already, it has
+    ended, it never asked, or its approver is still deciding. Answer only the requests in
+    ``session.pending_approvals()``."""
