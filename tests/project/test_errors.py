@@ -50,7 +50,7 @@ from events import (
     decode_line,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "errors.md"
 
 #: the built-in base each error kept when the tree was made (none: ``Exception`` only)
