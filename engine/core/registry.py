@@ -17,18 +17,14 @@ The print serves the tool's record too (:meth:`Registry.recorded`): where it is 
 log records (no tuple in it, which the snapshot would write as a list), :func:`marshal.loads`
 of it is a private copy of both schemas, made in C, where :meth:`ToolSpec.snapshot` walks
 them in Python. The snapshot then holds the schemas as they were checked, the ones its
-validators were compiled from. With the print of the rest of the spec (its name, description,
-annotations, exposure, execution mode, timeout and source, each an exact ``str``, ``bool``,
-``int``, ``float`` or ``None``, which nothing changes in place), it is all the snapshot is made
-of, type for type: the key :func:`events.fast.prepared.prepare` encodes the tool's
-``tool_registered`` by, without printing the event again."""
+validators were compiled from."""
 
 from __future__ import annotations
 
 import marshal
 from typing import Any, Final, NamedTuple
 
-from events.types import Annotations, ToolSnapshot, ToolSource
+from events.types import ToolSnapshot
 
 from .jsonvalues import TooDeep, copy_json, ensure_json
 from .schemas.checking import SchemaError, SchemaValidator, compile_schema, too_deep
@@ -131,43 +127,12 @@ class Registry:
             copies.pop(name, None)
         return registry
 
-    def recorded(self, name: str) -> tuple[ToolSnapshot, bytes | None]:
+    def recorded(self, name: str) -> ToolSnapshot:
         """The registered tool ``name`` as the log records it (:meth:`ToolSpec.snapshot`,
-        with the schemas as they were checked), and the print of all the snapshot is made of,
-        if it has one (see the module's docstring)."""
+        with the schemas as they were checked; see the module's docstring)."""
         spec = self.specs[name]
         copies = self._copies.get(name)
         if copies is None:
-            return spec.snapshot(), None
+            return spec.snapshot()
         input_schema, output_schema = marshal.loads(copies)
-        rest = _rest(spec)
-        return (spec.snapshot_of(input_schema, output_schema),
-                None if rest is None else copies + rest)
-
-
-_SCALARS = frozenset({str, bool, int, float, type(None)})
-
-
-def _notes(notes: Annotations) -> tuple[Any, ...]:
-    return (notes.title, notes.read_only, notes.destructive, notes.idempotent, notes.open_world)
-
-
-def _rest(spec: ToolSpec) -> bytes | None:
-    """The print of what a snapshot takes from ``spec`` besides its schemas, if each value is
-    an exact scalar (``None`` otherwise): two prints of one marshal format, one after the
-    other, read back unambiguously, so the schemas' print followed by this one is a key."""
-    notes, source = spec.annotations, spec.source
-    if type(notes) is not Annotations or (source is not None and type(source) is not ToolSource):
-        return None
-    values = (spec.name, spec.description, *_notes(notes), spec.exposure, spec.execution_mode,
-              spec.timeout, source is not None)
-    if source is not None:
-        said = source.hints
-        if said is not None and type(said) is not Annotations:
-            return None
-        values += (source.server, source.version, source.tool, source.hints_trusted,
-                   said is not None, *(_notes(said) if said is not None else ()))
-    for value in values:
-        if type(value) not in _SCALARS:
-            return None
-    return marshal.dumps(values, 2)
+        return spec.snapshot_of(input_schema, output_schema)

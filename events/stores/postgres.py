@@ -51,6 +51,7 @@ from ..errors import SessionInUse
 from ..integrity import Anchor, VerifyReport
 from ..types import Record
 from . import pgschema
+from ..fast.prepared import Encodings
 from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
 from .pgappend import Appender, Connection, Pending, checked_head, last_seq, rows
 from .pgfollow import follow_session
@@ -126,6 +127,7 @@ class PostgresStore(ClosingStore):
         self.where = describe(conninfo)
         self.durable = durable
         self._key = key
+        self.encodings = Encodings()
         self._slots = trio.Semaphore(connections)
         self._idle: list[Connection] = []
         self._checked = False  # the schema's version, once per store
@@ -196,7 +198,7 @@ class PostgresStore(ClosingStore):
         it, the cancellation arriving at the task's next checkpoint."""
         self.ensure_open()
         check_batch(session_id, records, expected_seq)
-        bodies = encode_bodies(records)
+        bodies = encode_bodies(records, self.encodings)
         if session_id in self._leases.lost:
             raise SessionInUse(session_id, "this store's lease on it expired and another "
                                            "owner took it")
