@@ -50,7 +50,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, get_args
+from typing import Any, Protocol, get_args
 
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
@@ -79,9 +79,6 @@ from .types import (
     ToolSource,
 )
 from .upcasters import UPCASTERS, Upcaster
-
-if TYPE_CHECKING:
-    from .fast.prepared import Encodings
 
 __all__ = [
     "EVENT_TYPES",
@@ -331,8 +328,20 @@ def proven_data(event: Any) -> str | None:
     return dumps_compact(data)
 
 
+class Remembered(Protocol):
+    """What :func:`encode_stored` asks of a store's memo of encodings
+    (:class:`events.fast.prepared.Encodings`)."""
+
+    @property
+    def kinds(self) -> frozenset[type[Any]]:
+        """The event classes it remembers."""
+
+    def data(self, event: Any) -> str | None:
+        """:func:`proven_data` of ``event``, remembered."""
+
+
 def encode_stored(record: Record, *, fast: bool = True,
-                  encodings: Encodings | None = None) -> tuple[bytes, str | None]:
+                  encodings: Remembered | None = None) -> tuple[bytes, str | None]:
     """The record's canonical line as UTF-8, encoded once, and the line's text if it must
     still be decoded to prove that it reads back (``None`` when that is proven already).
 

@@ -4,8 +4,9 @@ A registry is not changed once a session uses it: :meth:`Registry.with_spec` mak
 (the session's :class:`~engine.core.environment.Environment` then holds it), so a call that runs
 keeps the tools it started with.
 
-A spec's schemas are checked once per content, not once per session: :meth:`Registry.check`
-remembers the validators of every pair of schemas that passed, by their exact print
+A spec's schemas are checked once per content, not once per session: the spec remembers
+(:attr:`ToolSpec.checked`, its own memo) the validators of the pairs of its schemas that
+passed, by their exact print
 (:func:`marshal.dumps`, which writes each value with its exact type: ``1``, ``1.0`` and
 ``True`` print apart, a tuple apart from a list, and a subclass of ``dict`` or ``str`` does not
 print at all). A spec whose schemas print as a pair that passed before is the same JSON, value
@@ -24,16 +25,14 @@ from __future__ import annotations
 import marshal
 from typing import Any, Final, NamedTuple
 
-from events.types import ToolSnapshot
+from events.types import Annotations, ToolSnapshot
 
 from .jsonvalues import TooDeep, copy_json, ensure_json
+from .policy import PolicyDecision, by_annotations
 from .schemas.checking import SchemaError, SchemaValidator, compile_schema, too_deep
 from .tools import ToolSpec
 
 __all__ = ["Registry"]
-
-_CHECKED_MAX: Final = 1024
-
 
 class _Checked(NamedTuple):
     """What checking a spec's pair of schemas gave: their validators, and the pair's print if
@@ -42,11 +41,6 @@ class _Checked(NamedTuple):
     inputs: SchemaValidator
     outputs: SchemaValidator | None
     copies: bytes | None
-
-
-#: What :meth:`Registry.check` found for every pair of schemas that passed, by the print of
-#: the pair (input, output). Bounded: when full, the oldest entry is dropped.
-_CHECKED: dict[bytes, _Checked] = {}
 
 
 class Registry:
@@ -58,6 +52,20 @@ class Registry:
         self.outputs: dict[str, SchemaValidator] = {}
         #: the print of each tool's schemas, where it copies them as the log records them
         self._copies: dict[str, bytes] = {}
+        #: the annotation rule's decision for each tool asked about (see :meth:`by_annotations`)
+        self._decisions: dict[str, PolicyDecision] = {}
+
+    def by_annotations(self, name: str, annotations: Annotations) -> PolicyDecision:
+        """:func:`engine.core.policy.by_annotations`: the same for every call of a tool, so
+        worked out (and its reason written) once per registered tool, not once per call; for
+        annotations other than the registered tool's, worked out now."""
+        spec = self.specs.get(name)
+        if spec is None or spec.annotations is not annotations:
+            return by_annotations(name, annotations)
+        decision = self._decisions.get(name)
+        if decision is None:
+            decision = self._decisions[name] = by_annotations(name, annotations)
+        return decision
 
     def check(self, spec: ToolSpec) -> tuple[SchemaValidator, SchemaValidator | None]:
         """Compile the spec's schemas; raises ``SchemaError`` naming the tool and keyword."""
@@ -72,17 +80,15 @@ class Registry:
             key = marshal.dumps(schemas, 2)
         except ValueError:  # not only exact JSON types (or nested too deeply): check it anew
             return _Checked(*self._check(spec), None)
-        if (checked := _CHECKED.get(key)) is not None:
-            return checked
+        checked: _Checked = spec.checked.get(key, lambda key: self._check_printed(spec, key))
+        return checked
+
+    def _check_printed(self, spec: ToolSpec, key: bytes) -> _Checked:
         inputs, outputs = self._check(spec)
         # the copies the snapshot would make print alike: the pair holds no tuple
         recorded = (copy_json(spec.input_schema),
                     None if spec.output_schema is None else copy_json(spec.output_schema))
-        checked = _Checked(inputs, outputs, key if marshal.dumps(recorded, 2) == key else None)
-        if len(_CHECKED) >= _CHECKED_MAX:
-            _CHECKED.pop(next(iter(_CHECKED)), None)
-        _CHECKED[key] = checked
-        return checked
+        return _Checked(inputs, outputs, key if marshal.dumps(recorded, 2) == key else None)
 
     @staticmethod
     def _check(spec: ToolSpec) -> tuple[SchemaValidator, SchemaValidator | None]:
