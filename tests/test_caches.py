@@ -188,3 +188,16 @@ def test_register_renderer_adds_to_its_contexts_renderers_only() -> None:
 
 def test_a_repeated_event_class_is_what_sessions_open_with() -> None:
     assert REPEATED == {SessionStarted, ToolRegistered}
+
+
+def test_no_table_is_keyed_by_an_objects_id() -> None:
+    """An ``id()`` is reused once its object goes: a table keyed by one needs weak references
+    to stay right, and it is shared by everything in the process. The memos are keyed by what
+    they remember instead."""
+    root = Path(__file__).resolve().parent.parent
+    found = [f"{path.relative_to(root)}:{number}"
+             for package in ("engine", "events")
+             for path in sorted((root / package).rglob("*.py"))
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if any(use in line for use in ("[id(", "get(id(", "pop(id(", "setdefault(id("))]
+    assert found == []
