@@ -130,7 +130,6 @@ class ToolExecutionStarted:
     call_id: str
 
 
-@fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolProgress:
     """A progress update the running tool reported."""
@@ -140,7 +139,6 @@ class ToolProgress:
     data: Any = None
 
 
-@fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ResultHandlerFailed:
     """A ``tool_result`` handler raised; it was skipped and the chain went on."""
@@ -179,7 +177,6 @@ class ToolCallFailed:
     detail: FailureDetail | None = None
 
 
-@fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallBlocked:
     """A ``tool_call`` handler blocked the call (or raised, which blocks: fail closed).
@@ -193,7 +190,6 @@ class ToolCallBlocked:
     error: ErrorInfo | None = None
 
 
-@fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallDenied:
     """The policy denied the call, or the approver refused it. ``rule`` is the deny rule
@@ -211,7 +207,6 @@ class ToolCallDenied:
     error: ErrorInfo | None = None
 
 
-@fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallCancelled:
     """The call was cancelled (its session, its batch or its parent was)."""

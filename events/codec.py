@@ -49,9 +49,8 @@ from __future__ import annotations
 
 import json
 import re
-import weakref
 from collections.abc import Callable
-from typing import Any, get_args
+from typing import Any, Protocol, get_args
 
 import cattrs
 from cattrs.gen import make_dict_unstructure_fn, override
@@ -329,20 +328,27 @@ def proven_data(event: Any) -> str | None:
     return dumps_compact(data)
 
 
-#: Events whose :func:`proven_data` is known before they are encoded, by id, with a weak
-#: reference to the event: those :func:`events.fast.prepared.prepare` was given. An entry serves
-#: the first encoding of its event and is dropped then, or with the event.
-PREPARED: dict[int, tuple[weakref.ref[Any], str]] = {}
+class Remembered(Protocol):
+    """What :func:`encode_stored` asks of a store's memo of encodings
+    (:class:`events.fast.prepared.Encodings`)."""
+
+    @property
+    def kinds(self) -> frozenset[type[Any]]:
+        """The event classes it remembers."""
+
+    def data(self, event: Any) -> str | None:
+        """:func:`proven_data` of ``event``, remembered."""
 
 
-def encode_stored(record: Record, *, fast: bool = True) -> tuple[bytes, str | None]:
+def encode_stored(record: Record, *, fast: bool = True,
+                  encodings: Remembered | None = None) -> tuple[bytes, str | None]:
     """The record's canonical line as UTF-8, encoded once, and the line's text if it must
     still be decoded to prove that it reads back (``None`` when that is proven already).
 
-    The proof is :func:`proven_data`, with an envelope of the exact types; the data of an
-    event given to :func:`events.fast.prepared.prepare` was proven when it was prepared (or when
-    an event that prints alike was). Anything else, and every call with ``fast=False`` (the
-    reference), returns the text.
+    The proof is :func:`proven_data`, with an envelope of the exact types; ``encodings`` (the
+    store's :class:`~events.fast.prepared.Encodings`) gives the data of an event that repeats
+    from session to session as proven when an event that prints alike was. Anything else, and
+    every call with ``fast=False`` (the reference), returns the text.
     """
     if fast:
         event, time = record.event, record.time
@@ -350,9 +356,8 @@ def encode_stored(record: Record, *, fast: bool = True) -> tuple[bytes, str | No
         if (provable is not None and type(record.session_id) is str and type(record.seq) is int
                 and type(time) is float and time - time == 0.0  # finite
                 and record.version == SCHEMA_VERSION):
-            if (PREPARED and (known := PREPARED.pop(id(event), None)) is not None
-                    and known[0]() is event):
-                data: str | None = known[1]
+            if encodings is not None and type(event) in encodings.kinds:
+                data: str | None = encodings.data(event)
             else:  # proven_data(event), written out: a call costs 5% of a small record's encoding
                 unstructure, read = provable
                 obj = unstructure(event)

@@ -78,7 +78,6 @@ class ToolSource:
     hints_trusted: bool | None = None
 
 
-@fast_init
 @attrs.frozen(kw_only=True)
 class ToolSnapshot:
     """Everything about a tool except its code, as registered: what replay needs to judge it."""
@@ -111,7 +110,6 @@ class ModelToolCall:
     model_name: str | None = None
 
 
-@fast_init
 @attrs.frozen(kw_only=True)
 class SessionSettings:
     """What a session was opened with that decides what it does: its limits. A replay opens
@@ -135,7 +133,6 @@ class SessionStarted:
     settings: SessionSettings | None = None
 
 
-@fast_init
 @attrs.frozen(kw_only=True)
 class ToolRegistered:
     """A tool became known to the session, with its full spec snapshot."""

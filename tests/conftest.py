@@ -108,10 +108,9 @@ def call_events(records: Iterable[Record], call_id: str) -> list[Any]:
 def without_jsonschema(monkeypatch: pytest.MonkeyPatch) -> None:
     """As if the 2020-12 validator (the ``jsonschema`` package) were not installed: a schema
     that needs it is refused at registration (engine.core.schemas.draft2020)."""
-    from engine.core.schemas import checking, draft2020
+    from engine.core.schemas import draft2020
 
     monkeypatch.setattr(draft2020, "_modules", lambda: None)
-    monkeypatch.setattr(checking, "_CACHE", {})
 # -- a PostgreSQL server, for the tests of the PostgreSQL store --------------------------------
 # Started once per test run from the machine's binaries (tests/pgserver.py), stopped and removed
 # at the end whatever the outcome. Without one, its tests skip and say why; with

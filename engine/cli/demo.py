@@ -16,7 +16,7 @@ from ..demo import DemoRun, run_demo
 from ..models import ModelError
 from ..models.connect import check_spec
 from ..present.export import session_json
-from ..present.render import load_renderers, print_session
+from ..present.render import Renderers, print_session
 from ..present.terminal import terminal_approver
 from ._common import PROG, UsageError
 
@@ -117,8 +117,9 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
                        style="dim"), soft_wrap=True)
     console.print()
     run = _run(workdir, approver, model, base_url)
-    load_renderers()  # the same views as `show` gives the log
-    print_session(run.projection, console)
+    renderers = Renderers()
+    renderers.load()  # the same views as `show` gives the log
+    print_session(run.projection, console, renderers)
     console.print()
     # soft_wrap: a long path stays on one line, so it can be copied
     console.print(Text.assemble(("Log: ", "bold"), str(run.log_path)), soft_wrap=True)

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from ..core.visible import visible, visible_json
 from ..present.export import session_json, transcript_json
-from ..present.render import load_renderers, print_session, render_transcript
+from ..present.render import Renderers, print_session, render_transcript
 from ._common import LOG_HELP, UsageError, fold_sessions, read_sessions
 
 __all__ = ["add_parser", "run", "run_transcript"]
@@ -57,7 +57,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace, console: Console) -> int:
     """Fold each session of the log and print its transcript and call tree."""
     try:
-        load_renderers(tuple(args.plugin))
+        renderers = Renderers()
+        renderers.load(tuple(args.plugin))
     except ImportError as exc:
         raise UsageError(f"--plugin: {exc}") from exc
     projections = fold_sessions(args.log, read_sessions(args.log, args.session))
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     for index, projection in enumerate(projections):
         if index:
             console.print()
-        print_session(projection, console)
+        print_session(projection, console, renderers)
     return 0
 
 

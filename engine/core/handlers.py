@@ -25,7 +25,6 @@ from typing import Any, Union
 import attrs
 from attrs.validators import instance_of
 
-from events.fast.fastinit import fast_init
 from events.renamed import renamed_attribute
 from events.results import ContentBlock, TextContent, ToolResult
 from events.types import Origin
@@ -52,7 +51,6 @@ class _Unset:
 UNSET: Any = _Unset()
 
 
-@fast_init
 @attrs.frozen(kw_only=True)
 class ToolCallDraft:
     """What a ``tool_call`` handler is handed: a call about to be judged, with the arguments
@@ -65,7 +63,6 @@ class ToolCallDraft:
     parent_id: str | None
 
 
-@fast_init
 @attrs.frozen(kw_only=True)
 class ToolResultDraft:
     """What a ``tool_result`` handler is handed: a result about to be returned to the caller,

@@ -26,8 +26,7 @@ records that name as a field: a program reads the field, never the reason's word
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -38,8 +37,8 @@ from events.types import Annotations, ApprovalResolved, Decision
 
 from .refusals import REASON_LIMIT
 
-__all__ = ["PolicyDecision", "PolicyRules", "decide", "deny_rule", "needs_approval",
-           "refused_for_session"]
+__all__ = ["PolicyDecision", "PolicyRules", "by_annotations", "decide", "deny_rule",
+           "needs_approval", "refused_for_session"]
 
 
 def needs_approval(annotations: Annotations) -> bool:
@@ -120,6 +119,7 @@ def decide(
     *,
     rules: PolicyRules = PolicyRules(),
     session_grants: Mapping[str, bool | ApprovalResolved] = {},
+    annotation_rule: Callable[[str, Annotations], PolicyDecision] | None = None,
 ) -> PolicyDecision:
     """Judge a call of tool ``name``.
 
@@ -127,7 +127,8 @@ def decide(
     the recorded ``ApprovalResolved`` (what a session passes: a refusal then quotes its
     reason), or just whether it granted (``True`` granted, ``False`` refused). The arguments
     do not enter the built-in rules; a host that judges arguments does it in a ``tool_call``
-    handler, which runs first.
+    handler, which runs first. ``annotation_rule``: what gives the decision when no rule or
+    answer does (:func:`by_annotations` by default; a session passes its registry's).
     """
     if (denied := deny_rule(name, rules)) is not None:
         return denied
@@ -143,7 +144,7 @@ def decide(
         return PolicyDecision(decision="allow", reason=f"{name} was approved for this session")
     if pattern := _match(rules.ask, name):
         return PolicyDecision(decision="ask", reason=f"the rule {pattern!r} asks", rule=pattern)
-    return _by_annotations(name, annotations)
+    return (annotation_rule or by_annotations)(name, annotations)
 
 
 def refused_for_session(name: str, given: str | None) -> str:
@@ -163,10 +164,10 @@ def refused_for_session(name: str, given: str | None) -> str:
     return f"{name} was refused for this session: {given}"
 
 
-@functools.lru_cache(maxsize=1024)
-def _by_annotations(name: str, annotations: Annotations) -> PolicyDecision:
-    """The annotation rule's decision: the same for every call of a tool, so it is worked out
-    (and its reason written) once per tool and shared, not once per call."""
+def by_annotations(name: str, annotations: Annotations) -> PolicyDecision:
+    """The annotation rule's decision for tool ``name``: ask if :func:`needs_approval`, else
+    allow. The same for every call of a tool: a session asks its registry
+    (:meth:`engine.core.registry.Registry.by_annotations`), which remembers it per tool."""
     if needs_approval(annotations):
         return PolicyDecision(decision="ask",
                               reason=f"{name} needs approval: {_describe(annotations)}")

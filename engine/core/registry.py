@@ -4,8 +4,9 @@ A registry is not changed once a session uses it: :meth:`Registry.with_spec` mak
 (the session's :class:`~engine.core.environment.Environment` then holds it), so a call that runs
 keeps the tools it started with.
 
-A spec's schemas are checked once per content, not once per session: :meth:`Registry.check`
-remembers the validators of every pair of schemas that passed, by their exact print
+A spec's schemas are checked once per content, not once per session: the spec remembers
+(:attr:`ToolSpec.checked`, its own memo) the validators of the pairs of its schemas that
+passed, by their exact print
 (:func:`marshal.dumps`, which writes each value with its exact type: ``1``, ``1.0`` and
 ``True`` print apart, a tuple apart from a list, and a subclass of ``dict`` or ``str`` does not
 print at all). A spec whose schemas print as a pair that passed before is the same JSON, value
@@ -17,27 +18,21 @@ The print serves the tool's record too (:meth:`Registry.recorded`): where it is 
 log records (no tuple in it, which the snapshot would write as a list), :func:`marshal.loads`
 of it is a private copy of both schemas, made in C, where :meth:`ToolSpec.snapshot` walks
 them in Python. The snapshot then holds the schemas as they were checked, the ones its
-validators were compiled from. With the print of the rest of the spec (its name, description,
-annotations, exposure, execution mode, timeout and source, each an exact ``str``, ``bool``,
-``int``, ``float`` or ``None``, which nothing changes in place), it is all the snapshot is made
-of, type for type: the key :func:`events.fast.prepared.prepare` encodes the tool's
-``tool_registered`` by, without printing the event again."""
+validators were compiled from."""
 
 from __future__ import annotations
 
 import marshal
 from typing import Any, Final, NamedTuple
 
-from events.types import Annotations, ToolSnapshot, ToolSource
+from events.types import Annotations, ToolSnapshot
 
 from .jsonvalues import TooDeep, copy_json, ensure_json
+from .policy import PolicyDecision, by_annotations
 from .schemas.checking import SchemaError, SchemaValidator, compile_schema, too_deep
 from .tools import ToolSpec
 
 __all__ = ["Registry"]
-
-_CHECKED_MAX: Final = 1024
-
 
 class _Checked(NamedTuple):
     """What checking a spec's pair of schemas gave: their validators, and the pair's print if
@@ -46,11 +41,6 @@ class _Checked(NamedTuple):
     inputs: SchemaValidator
     outputs: SchemaValidator | None
     copies: bytes | None
-
-
-#: What :meth:`Registry.check` found for every pair of schemas that passed, by the print of
-#: the pair (input, output). Bounded: when full, the oldest entry is dropped.
-_CHECKED: dict[bytes, _Checked] = {}
 
 
 class Registry:
@@ -62,6 +52,20 @@ class Registry:
         self.outputs: dict[str, SchemaValidator] = {}
         #: the print of each tool's schemas, where it copies them as the log records them
         self._copies: dict[str, bytes] = {}
+        #: the annotation rule's decision for each tool asked about (see :meth:`by_annotations`)
+        self._decisions: dict[str, PolicyDecision] = {}
+
+    def by_annotations(self, name: str, annotations: Annotations) -> PolicyDecision:
+        """:func:`engine.core.policy.by_annotations`: the same for every call of a tool, so
+        worked out (and its reason written) once per registered tool, not once per call; for
+        annotations other than the registered tool's, worked out now."""
+        spec = self.specs.get(name)
+        if spec is None or spec.annotations is not annotations:
+            return by_annotations(name, annotations)
+        decision = self._decisions.get(name)
+        if decision is None:
+            decision = self._decisions[name] = by_annotations(name, annotations)
+        return decision
 
     def check(self, spec: ToolSpec) -> tuple[SchemaValidator, SchemaValidator | None]:
         """Compile the spec's schemas; raises ``SchemaError`` naming the tool and keyword."""
@@ -76,17 +80,15 @@ class Registry:
             key = marshal.dumps(schemas, 2)
         except ValueError:  # not only exact JSON types (or nested too deeply): check it anew
             return _Checked(*self._check(spec), None)
-        if (checked := _CHECKED.get(key)) is not None:
-            return checked
+        checked: _Checked = spec.checked.get(key, lambda key: self._check_printed(spec, key))
+        return checked
+
+    def _check_printed(self, spec: ToolSpec, key: bytes) -> _Checked:
         inputs, outputs = self._check(spec)
         # the copies the snapshot would make print alike: the pair holds no tuple
         recorded = (copy_json(spec.input_schema),
                     None if spec.output_schema is None else copy_json(spec.output_schema))
-        checked = _Checked(inputs, outputs, key if marshal.dumps(recorded, 2) == key else None)
-        if len(_CHECKED) >= _CHECKED_MAX:
-            _CHECKED.pop(next(iter(_CHECKED)), None)
-        _CHECKED[key] = checked
-        return checked
+        return _Checked(inputs, outputs, key if marshal.dumps(recorded, 2) == key else None)
 
     @staticmethod
     def _check(spec: ToolSpec) -> tuple[SchemaValidator, SchemaValidator | None]:
@@ -131,43 +133,12 @@ class Registry:
             copies.pop(name, None)
         return registry
 
-    def recorded(self, name: str) -> tuple[ToolSnapshot, bytes | None]:
+    def recorded(self, name: str) -> ToolSnapshot:
         """The registered tool ``name`` as the log records it (:meth:`ToolSpec.snapshot`,
-        with the schemas as they were checked), and the print of all the snapshot is made of,
-        if it has one (see the module's docstring)."""
+        with the schemas as they were checked; see the module's docstring)."""
         spec = self.specs[name]
         copies = self._copies.get(name)
         if copies is None:
-            return spec.snapshot(), None
+            return spec.snapshot()
         input_schema, output_schema = marshal.loads(copies)
-        rest = _rest(spec)
-        return (spec.snapshot_of(input_schema, output_schema),
-                None if rest is None else copies + rest)
-
-
-_SCALARS = frozenset({str, bool, int, float, type(None)})
-
-
-def _notes(notes: Annotations) -> tuple[Any, ...]:
-    return (notes.title, notes.read_only, notes.destructive, notes.idempotent, notes.open_world)
-
-
-def _rest(spec: ToolSpec) -> bytes | None:
-    """The print of what a snapshot takes from ``spec`` besides its schemas, if each value is
-    an exact scalar (``None`` otherwise): two prints of one marshal format, one after the
-    other, read back unambiguously, so the schemas' print followed by this one is a key."""
-    notes, source = spec.annotations, spec.source
-    if type(notes) is not Annotations or (source is not None and type(source) is not ToolSource):
-        return None
-    values = (spec.name, spec.description, *_notes(notes), spec.exposure, spec.execution_mode,
-              spec.timeout, source is not None)
-    if source is not None:
-        said = source.hints
-        if said is not None and type(said) is not Annotations:
-            return None
-        values += (source.server, source.version, source.tool, source.hints_trusted,
-                   said is not None, *(_notes(said) if said is not None else ()))
-    for value in values:
-        if type(value) not in _SCALARS:
-            return None
-    return marshal.dumps(values, 2)
+        return spec.snapshot_of(input_schema, output_schema)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Final, overload
 
 import attrs
 
@@ -20,6 +20,7 @@ from events.results import ToolResult
 from events.types import Annotations, ExecutionMode, Exposure, Origin, ToolSnapshot, ToolSource
 
 from .jsonvalues import copy_json
+from .memo import Memo
 
 if TYPE_CHECKING:
     from .toolcontext import ToolContext
@@ -68,6 +69,9 @@ def _check_positive(_: Any, __: Any, value: float | None) -> None:
         raise ValueError(f"timeout must be a positive number of seconds, not {value!r}")
 
 
+_CHECKS_KEPT: Final = 4
+
+
 @attrs.frozen(kw_only=True)
 class ToolSpec:
     """A tool: its declaration and the coroutine function that executes it.
@@ -90,6 +94,11 @@ class ToolSpec:
     timeout: float | None = attrs.field(default=None, validator=_check_positive)
     #: where the code runs when it is not in this process (a mounted MCP server's tool)
     source: ToolSource | None = None
+    #: what checking this spec's schemas gave, by their exact print
+    #: (:meth:`engine.core.registry.Registry.check`): the spec's own memo, a few entries, since
+    #: a schema changed in place prints anew
+    checked: Memo[bytes, Any] = attrs.field(factory=lambda: Memo(_CHECKS_KEPT), init=False,
+                                            eq=False, repr=False)
 
     def snapshot(self) -> ToolSnapshot:
         """The spec without its code, as the log records it."""

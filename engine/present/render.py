@@ -17,8 +17,6 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from importlib import import_module
-from importlib.metadata import entry_points
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult, RenderableType
@@ -51,9 +49,12 @@ from ..core.lifecycle import CallState
 from ..core.reducers import CallView, Projection, ToolResultEntry
 from ..core.visible import visible
 from .console import Visible
+from .renderers import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
+from .renderers import Renderer, Renderers, current, register_renderer
 
 __all__ = [
     "Renderer",
+    "Renderers",
     "call_label",
     "load_renderers",
     "register_renderer",
@@ -81,30 +82,10 @@ _STATUS_STYLE = {
 _KEY_WIDTH = 9
 
 
-#: A tool's own view of its calls in the call tree: ``(call) -> a rich renderable``.
-Renderer = Callable[[CallView], RenderableType]
-
-_RENDERERS: dict[str, Renderer] = {}
-
-#: The entry-point group a package declares its tools' renderers in (name = the tool's name).
-ENTRY_POINT_GROUP = "toolledger.renderers"
-
-
-def register_renderer(tool_name: str, renderer: Renderer) -> Renderer:
-    """Show calls of ``tool_name`` with ``renderer`` (below the default facts) in ``show`` and
-    the demo. A renderer that raises, returns something rich cannot print, or gives a
-    renderable that fails as it prints is skipped, with a one-line note in its place."""
-    _RENDERERS[tool_name] = renderer
-    return renderer
-
-
 def load_renderers(modules: tuple[str, ...] = ()) -> None:
-    """Register the renderers packages declare (entry points in the ``toolledger.renderers``
-    group), then import ``modules``, which may call :func:`register_renderer`."""
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        register_renderer(point.name, point.load())
-    for module in modules:
-        import_module(module)
+    """:meth:`Renderers.load` into the :func:`~engine.present.renderers.current` renderers;
+    a console that owns its own loads them with ``Renderers().load(modules)``."""
+    current().load(modules)
 
 
 def _clip(value: str, limit: int = SHORT) -> str:
@@ -206,8 +187,9 @@ def _tool_result(entry: ToolResultEntry) -> Text:
 # -- the call tree -------------------------------------------------------------------------
 
 
-def render_calls(projection: Projection) -> RenderableType:
-    """Every call: the model's in order, each nested call under the call that made it."""
+def render_calls(projection: Projection, renderers: Renderers | None = None) -> RenderableType:
+    """Every call: the model's in order, each nested call under the call that made it, shown
+    with ``renderers`` (the :func:`~engine.present.renderers.current` ones if ``None``)."""
     calls = projection.calls
     counts = Counter(view.status for view in calls.values())
     summary = ", ".join(f"{n} {status}" for status, n in counts.items())
@@ -218,21 +200,25 @@ def render_calls(projection: Projection) -> RenderableType:
     if not roots:
         tree.add(Text("no tool calls", style="dim"))
     for view in roots:
-        _add_call(tree, projection, view)
+        _add_call(tree, projection, view, current() if renderers is None else renderers)
     return Visible(tree)
 
 
-def _add_call(parent: Tree, projection: Projection, view: CallView) -> None:
-    node = parent.add(call_label(view, projection.source(view.call_id)))
+def _add_call(parent: Tree, projection: Projection, view: CallView,
+              renderers: Renderers) -> None:
+    node = parent.add(call_label(view, projection.source(view.call_id), renderers))
     for child_id in projection.children(view.call_id):
-        _add_call(node, projection, projection.calls[child_id])
+        _add_call(node, projection, projection.calls[child_id], renderers)
 
 
-def call_label(view: CallView, source: ToolSource | None = None) -> RenderableType:
+def call_label(view: CallView, source: ToolSource | None = None,
+               renderers: Renderers | None = None) -> RenderableType:
     """One node of the call tree: id, name and status, then one line per fact about it
     (a long fact wraps under its own column, not under the key). ``source`` is the MCP server
     that answered a mounted tool's call (:meth:`Projection.source`): its name and version,
-    and its hints, marked trusted when the host mounted it with ``trust_hints=True``."""
+    and its hints, marked trusted when the host mounted it with ``trust_hints=True``. The
+    tool's own view, if ``renderers`` (the :func:`~engine.present.renderers.current` ones if
+    ``None``) has one, follows."""
     label = Text()
     label.append(visible(view.call_id, newlines=False), style="dim")
     label.append("  ")
@@ -292,7 +278,7 @@ def call_label(view: CallView, source: ToolSource | None = None) -> RenderableTy
         fact("cancelled", terminal.reason, "magenta")
     if terminal is not None:
         fact("result", short_result(terminal.result), "red" if terminal.result.is_error else "")
-    renderer = _RENDERERS.get(view.name)
+    renderer = (current() if renderers is None else renderers).get(view.name)
     if renderer is not None:
         try:
             own = renderer(view)
@@ -352,8 +338,9 @@ class _OwnView:
 # -- a whole session -----------------------------------------------------------------------
 
 
-def render_session(projection: Projection) -> RenderableType:
-    """The session's header, transcript and call tree, one after another."""
+def render_session(projection: Projection, renderers: Renderers | None = None) -> RenderableType:
+    """The session's header, transcript and call tree, one after another (the calls shown
+    with ``renderers``: see :func:`render_calls`)."""
     header = Text("Session ", style="bold")
     header.append(visible(projection.session_id or "(empty)", newlines=False), style="bold")
     header.append(f"  ·  {projection.last_seq} records  ·  {projection.turn} turns", style="dim")
@@ -369,13 +356,15 @@ def render_session(projection: Projection) -> RenderableType:
         Text("Transcript", style="bold"),
         render_transcript(projection),
         Text(""),
-        render_calls(projection),
+        render_calls(projection, renderers),
     ))
 
 
-def print_session(projection: Projection, console: Console) -> None:
-    """Print the session as ``toolledger demo`` and ``toolledger show`` do."""
-    renderable = render_session(projection)
+def print_session(projection: Projection, console: Console,
+                  renderers: Renderers | None = None) -> None:
+    """Print the session as ``toolledger demo`` and ``toolledger show`` do, each call shown
+    with ``renderers`` (see :func:`render_calls`)."""
+    renderable = render_session(projection, renderers)
     if console.is_terminal:
         console.print(renderable)
         return

@@ -15,7 +15,6 @@ from contextlib import AbstractAsyncContextManager
 from types import MappingProxyType
 from typing import Any, Literal
 
-from events.fast.prepared import prepare
 from events.modelturns import SystemPromptSet
 from events.renamed import warn_renamed
 from events.types import (
@@ -150,12 +149,10 @@ class SessionControls:
     def _record_tool(self, spec: ToolSpec) -> None:
         """Record the tool's snapshot (as its registry checked it) unless the session's state
         has it so already."""
-        snapshot, key = self._env.registry.recorded(spec.name)
+        snapshot = self._env.registry.recorded(spec.name)
         known = self.state.tools.get(spec.name)
         if known is None or known != snapshot:
-            registered = ToolRegistered(spec=snapshot)
-            prepare(registered, key)  # the same for every session that registers the tool
-            self._recorder.record(registered)
+            self._recorder.record(ToolRegistered(spec=snapshot))
 
     async def set_system_prompt(self, text: str | None) -> None:
         """Replace the system prompt the model gets from the next request on (``None``: none).

@@ -104,9 +104,11 @@ async def gate(env: Environment, recorder: Recorder, view: LiveCall) -> None:
 
     # 4. the policy, on the final arguments, with the tool's declarations as registered now
     # (a handler that waited may have let the host register a new version)
-    spec = env.newest.registry.specs.get(name, spec)
+    registry = env.newest.registry
+    spec = registry.specs.get(name, spec)
     decision = decide(name, spec.annotations, rules=env.rules,
-                      session_grants=projection.session_answers)
+                      session_grants=projection.session_answers,
+                      annotation_rule=registry.by_annotations)
     recorder.record(PolicyDecided(call_id=call_id, decision=decision.decision,
                                   reason=decision.reason, rule=decision.rule))
     if decision.decision == "deny":

@@ -17,7 +17,6 @@ task behind when :meth:`Session.open`'s block ends.
 
 from __future__ import annotations
 
-import marshal
 import time
 import uuid
 from collections import Counter
@@ -29,7 +28,6 @@ import attrs
 import trio
 
 from events.errors import SessionNotFound
-from events.fast.prepared import prepare
 from events.modelturns import SystemPromptSet
 from events.stores import EventStore
 from events.types import (
@@ -81,22 +79,6 @@ def _admissible(arguments: Any, limits: Limits) -> Any:
 
 def _new_session_id() -> str:
     return uuid.uuid4().hex
-
-
-def _print(started: SessionStarted) -> bytes | None:
-    """All ``started`` is made of, printed type for type (:func:`marshal.dumps`: its metadata,
-    a private copy of JSON, and its settings' four numbers): its key for
-    :func:`~events.fast.prepared.prepare`. ``None`` if a number is not an exact ``int``."""
-    settings = started.settings
-    assert settings is not None
-    values = (settings.max_turns, settings.max_depth, settings.max_argument_bytes,
-              settings.max_result_bytes)
-    if any(type(value) is not int for value in values):
-        return None
-    try:
-        return marshal.dumps((started.metadata, *values), 2)
-    except ValueError:  # nested too deeply for marshal: prepare() prints it, or leaves it
-        return None
 
 
 def _interrupt(group: BaseExceptionGroup[Any]) -> BaseException | None:
@@ -193,8 +175,6 @@ class Session(SessionControls):
             recorder = Recorder(store, sid, projection, history, env.clock)
             session = cls(env, recorder, model)
             if not history:
-                # the same for every session opened with these settings, which print it
-                prepare(started, _print(started))
                 recorder.record(started)
             if system_prompt is not None and system_prompt != projection.system_prompt:
                 recorder.record(SystemPromptSet(text=system_prompt))

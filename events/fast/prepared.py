@@ -8,72 +8,82 @@ A store encodes each record and proves that it reads back
 schemas, three times (unstructured, read back, written): the same work for the same JSON,
 session after session.
 
-:func:`prepare` does that work once per content. It prints the event exactly
-(:func:`marshal.dumps`, which writes every value with its exact type: ``1``, ``1.0`` and
-``True`` print apart, a list apart from a tuple, and a subclass of ``dict`` or ``str`` does not
-print at all), and looks the print up: an event that prints as one encoded before is the same
-data, value for value and type for type, so its data is that one's JSON; another is encoded
-now (:func:`~events.codec.proven_data`, the data proven by the reader of its class) and
-remembered. Either way the codec writes the event's data as that JSON the first time it
-encodes the event, without walking it again; the bytes are the reference's
-(``tests/core/test_registration.py`` holds them to ``encode_stored(record, fast=False)``).
-
-A caller that has printed what an event is made of already may pass that print as the
-event's ``key``, which spares printing the event again: it vouches that events of one class
-prepared with equal keys encode alike, type for type (the engine keys a tool's registration
-by the print it checked the tool's schemas by and the print of the rest of the spec:
-:meth:`engine.core.registry.Registry.recorded`). Keys and the module's own prints are remembered
-apart, and the data is still the event's own, proven, the first time a key is met.
-
-An event is prepared just before it is recorded: its JSON is what it held when it was
-prepared, so an event changed in place before its first encoding would be written as it was
-prepared. Later encodings of it (another store's, say) take the ordinary path. An event that
-does not print, whose class has no fast reader, or that cannot be weakly referenced is left to
-the ordinary path. Pure: no I/O.
+A store owns an :class:`Encodings`, which does that work once per content for the classes of
+:data:`REPEATED`. It prints the event exactly (:func:`marshal.dumps`, which writes every value
+with its exact type: ``1``, ``1.0`` and ``True`` print apart, a list apart from a tuple, and a
+subclass of ``dict`` or ``str`` does not print at all), and looks the print up: an event that
+prints as one encoded before is the same data, value for value and type for type, so its data
+is that one's JSON; another is encoded now (:func:`~events.codec.proven_data`, the data proven
+by the reader of its class) and remembered. The key is the event itself, printed: nothing a
+caller builds, so a new field is in it without anyone naming it. The bytes are the
+reference's (``tests/core/test_registration.py`` holds them to ``encode_stored(record,
+fast=False)``). An event that does not print, or whose class has no fast reader, takes the
+ordinary path. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import marshal
 import typing
-import weakref
 from collections.abc import Callable
 from operator import attrgetter
 from typing import Any, Final
 
 import attrs
 
-from ..codec import PREPARED, proven_data
+from ..codec import proven_data
+from ..types import SessionStarted, ToolRegistered
 
-__all__ = ["prepare"]
+__all__ = ["REPEATED", "Encodings", "prepare"]
 
-_MEMO_MAX: Final = 1024
-#: The data of every event prepared, as JSON, by its class, whether the caller keyed it, and
-#: its key or print. Bounded: when full, the oldest entry is dropped.
-_MEMO: dict[tuple[type[Any], bool, bytes], str] = {}
+#: The event classes whose records repeat, content for content, from session to session.
+REPEATED: Final[frozenset[type[Any]]] = frozenset({SessionStarted, ToolRegistered})
+
+
+class Encodings:
+    """The proven JSON data of the repeated events (:data:`REPEATED`) one store has written,
+    by their exact print; at most ``maxsize`` of them (when full, the oldest is dropped)."""
+
+    __slots__ = ("_memo", "maxsize")
+
+    #: the classes it remembers; any other event is encoded every time
+    kinds: Final = REPEATED
+
+    def __init__(self, maxsize: int = 1024) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be at least 1, not {maxsize!r}")
+        self.maxsize = maxsize
+        self._memo: dict[tuple[type[Any], bytes], str] = {}
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+    def data(self, event: Any) -> str | None:
+        """``proven_data(event)``: the event's data as JSON, proven to read back, or ``None``
+        if its reader does not prove it; from the memo when an event that prints alike was
+        encoded before."""
+        cls = type(event)
+        if cls not in REPEATED:
+            return proven_data(event)
+        try:
+            key = (cls, marshal.dumps(_values(event), 2))
+        except ValueError:  # does not print: encoded every time
+            return proven_data(event)
+        memo = self._memo
+        data = memo.get(key)
+        if data is None:
+            data = proven_data(event)
+            if data is None:
+                return None  # no reader proves it: the codec's reference will encode it
+            if len(memo) >= self.maxsize:
+                memo.pop(next(iter(memo)), None)
+            memo[key] = data
+        return data
 
 
 def prepare(event: Any, key: bytes | None = None) -> None:
-    """Have ``event`` (made just now, about to be recorded) encoded from the JSON of an equal
-    event prepared before, or encode it now for the next one. ``key``: the caller's print of
-    all the event is made of, if it has one. See the module's docstring."""
-    cls = type(event)
-    try:
-        memo = (cls, True, key) if key is not None else (
-            cls, False, marshal.dumps(_values(event), 2))
-        ref = _Ref(event, _forget)
-        ref.key = id(event)
-    except (ValueError, TypeError):  # does not print (TypeError: no weak reference to it)
-        return
-    data = _MEMO.get(memo)
-    if data is None:
-        data = proven_data(event)
-        if data is None:
-            return  # no reader proves it: the codec's reference will encode it
-        if len(_MEMO) >= _MEMO_MAX:
-            _MEMO.pop(next(iter(_MEMO)), None)
-        _MEMO[memo] = data
-    PREPARED[id(event)] = (ref, data)
+    """Nothing, kept for code written against it: a store's :class:`Encodings` now encodes a
+    repeated event once per content by itself, keyed by the event's own print."""
 
 
 class _Plan(typing.NamedTuple):
@@ -84,33 +94,43 @@ class _Plan(typing.NamedTuple):
     parts: tuple[tuple[int, tuple[type[Any], ...]], ...]
 
 
-_PLANS: dict[type[Any], _Plan] = {}
+def _make_plan(cls: type[Any]) -> _Plan:
+    fields = attrs.fields(cls)
+    hints = typing.get_type_hints(cls)
+    parts = []
+    for index, field in enumerate(fields):
+        hint = hints[field.name]
+        classes = tuple(arg for arg in (typing.get_args(hint) or (hint,))
+                        if isinstance(arg, type) and attrs.has(arg))
+        if classes:
+            parts.append((index, classes))
+    names = [field.name for field in fields]
+    get = attrgetter(*names)
+    values = get if len(names) > 1 else (lambda obj: (get(obj),))
+    return _Plan(values, tuple(parts))
 
 
-def _plan(cls: type[Any]) -> _Plan:
-    plan = _PLANS.get(cls)
-    if plan is None:
-        fields = attrs.fields(cls)
-        hints = typing.get_type_hints(cls)
-        parts = []
-        for index, field in enumerate(fields):
-            hint = hints[field.name]
-            classes = tuple(arg for arg in (typing.get_args(hint) or (hint,))
-                            if isinstance(arg, type) and attrs.has(arg))
-            if classes:
-                parts.append((index, classes))
-        names = [field.name for field in fields]
-        get = attrgetter(*names)
-        values = get if len(names) > 1 else (lambda obj: (get(obj),))
-        plan = _PLANS[cls] = _Plan(values, tuple(parts))
-    return plan
+def _plans() -> dict[type[Any], _Plan]:
+    """A plan for every attrs class a repeated event is made of, worked out at import: a fixed
+    table, never written after."""
+    plans: dict[type[Any], _Plan] = {}
+    todo = list(REPEATED)
+    while todo:
+        cls = todo.pop()
+        if cls not in plans:
+            plans[cls] = plan = _make_plan(cls)
+            todo.extend(kind for _, classes in plan.parts for kind in classes)
+    return plans
+
+
+_PLANS: Final = _plans()
 
 
 def _values(obj: Any) -> list[Any]:
     """The values of an attrs instance's fields, in order, each attrs instance among them
     (where the class declares one) replaced by its own values with the index of its class;
     ``ValueError`` for an attrs instance of another class than the field's."""
-    plan = _plan(type(obj))
+    plan = _PLANS[type(obj)]
     values = list(plan.values(obj))
     for index, classes in plan.parts:
         value = values[index]
@@ -120,19 +140,3 @@ def _values(obj: Any) -> list[Any]:
                 raise ValueError(f"{kind.__name__} in a field of {classes}")
             values[index] = (classes.index(kind), _values(value))
     return values
-
-
-class _Ref(weakref.ref[Any]):
-    """A weak reference to a prepared event that remembers the event's id, its entry's key."""
-
-    __slots__ = ("key",)
-    key: int
-
-
-def _forget(ref: _Ref, prepared: dict[int, tuple[weakref.ref[Any], str]] = PREPARED) -> None:
-    """Drop an event's entry when the event goes (unless its id is a newer event's since).
-    The table is bound here: an event that goes as the interpreter shuts down may find the
-    module's names cleared."""
-    entry = prepared.get(ref.key)
-    if entry is not None and entry[0] is ref:
-        del prepared[ref.key]

@@ -22,6 +22,7 @@ from typing import Protocol, Self, runtime_checkable
 import trio
 
 from ..codec import decode_line, encode_stored
+from ..fast.prepared import Encodings
 from ..errors import CodecError, ConflictError, SessionInUse
 from ..integrity import GENESIS, seal_bytes
 from ..types import SCHEMA_VERSION, Record
@@ -151,6 +152,10 @@ class Claims:
 class ClosingStore:
     """A store usable as ``with Store(...) as store:``; it closes on the way out."""
 
+    #: the encodings of the records that repeat from session to session, which this store
+    #: works out once per content (:class:`~events.fast.prepared.Encodings`)
+    encodings: Encodings
+
     def close(self) -> None:
         raise NotImplementedError
 
@@ -254,7 +259,7 @@ def check_conflict(session_id: str, expected_seq: int, actual_seq: int) -> None:
         raise ConflictError(session_id, expected_seq, actual_seq)
 
 
-def encode_bodies(records: Sequence[Record]) -> list[bytes]:
+def encode_bodies(records: Sequence[Record], encodings: Encodings | None = None) -> list[bytes]:
     """Each record's canonical line (:func:`~events.codec.encode_line`), UTF-8, unsealed.
 
     Every line is proven to read back before anything is stored, by the event's fast reader
@@ -264,7 +269,9 @@ def encode_bodies(records: Sequence[Record]) -> list[bytes]:
     of an older version than :data:`~events.types.SCHEMA_VERSION` is refused too: stores
     write the current format only, and a record read from an old log keeps its old version
     (make a new one with ``attrs.evolve(record, version=SCHEMA_VERSION)`` to copy it).
-    Raises :class:`~events.errors.CodecError` naming the record; nothing has been stored then.
+    ``encodings``: the store's :class:`~events.fast.prepared.Encodings`, which encodes a record
+    that repeats from session to session once per content. Raises
+    :class:`~events.errors.CodecError` naming the record; nothing has been stored then.
     """
     bodies: list[bytes] = []
     for record in records:
@@ -281,7 +288,7 @@ def encode_bodies(records: Sequence[Record]) -> list[bytes]:
                 )
             )
         try:
-            data, text = encode_stored(record)
+            data, text = encode_stored(record, encodings=encodings)
         except (KeyError, TypeError, ValueError) as exc:
             # KeyError: not an event class; TypeError/ValueError: not JSON (NaN, a set);
             # UnicodeEncodeError (a ValueError): a lone surrogate in a string.

@@ -54,6 +54,7 @@ import trio
 from ..errors import CorruptLogError
 from ..integrity import GENESIS, Anchor, VerifyReport
 from ..types import Record
+from ..fast.prepared import Encodings
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .following import POLL_INTERVAL, Appended, follow_session
 from .jsonlindex import JsonlIndex, SessionIndex, file_size, write_all
@@ -121,6 +122,7 @@ class JsonlStore(JsonlIndex, InlineStore):
         super().__init__(os.fspath(path), durable=durable, key=key, read_only=read_only)
         self.poll_interval = poll_interval
         self._appended = Appended()
+        self.encodings = Encodings()
         if read_only:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         else:  # a new log is owner-only (see events.stores.modes)
@@ -156,7 +158,7 @@ class JsonlStore(JsonlIndex, InlineStore):
         if self.durable:
             raise trio.WouldBlock
         check_batch(session_id, records, expected_seq)
-        bodies = encode_bodies(records)  # before the lock: an unencodable batch stores nothing
+        bodies = encode_bodies(records, self.encodings)  # before the lock: an unencodable batch stores nothing
         if not self._append_inline(fd, session_id, bodies, expected_seq):
             raise trio.WouldBlock
 
@@ -169,7 +171,7 @@ class JsonlStore(JsonlIndex, InlineStore):
         written."""
         fd = self._ensure_open()
         check_batch(session_id, records, expected_seq)
-        bodies = encode_bodies(records)
+        bodies = encode_bodies(records, self.encodings)
         async with locked_elsewhere(self.path, fd, fcntl.LOCK_EX):
             fd = self._ensure_open()  # it may have been closed while we waited
             self._holding += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 
 from ..types import Record
+from ..fast.prepared import Encodings
 from .base import Claim, Claims, InlineStore, check_batch, check_conflict, encode_bodies
 from .following import Appended, follow_session
 
@@ -34,6 +35,7 @@ class MemoryStore(InlineStore):
         self._check_encodable = check_encodable
         self._sessions: dict[str, list[Record]] = {}
         self._claims = Claims("MemoryStore")
+        self.encodings = Encodings()
         self._closed = False
         self._appended = Appended()
 
@@ -45,7 +47,7 @@ class MemoryStore(InlineStore):
         if not records:
             return
         if self._check_encodable:
-            encode_bodies(records)  # encoded and proven to read back; nothing to seal here
+            encode_bodies(records, self.encodings)  # encoded and proven to read back; nothing to seal here
         self._sessions.setdefault(session_id, []).extend(records)
         self._appended.notify()
 

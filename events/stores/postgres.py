@@ -52,6 +52,7 @@ from ..integrity import Anchor, VerifyReport
 from ..renamed import warn_renamed
 from ..types import Record
 from . import pgschema
+from ..fast.prepared import Encodings
 from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
 from .pgappend import Appender, Connection, Pending, checked_head, last_seq, rows
 from .pgclaims import DatabaseClaims
@@ -134,6 +135,7 @@ class PostgresStore(ClosingStore):
         self.where = describe(conninfo)
         self.durable = durable
         self._key = key
+        self.encodings = Encodings()
         self._slots = trio.Semaphore(connections)
         self._idle: list[Connection] = []
         self._checked = False  # the schema's version, once per store
@@ -205,7 +207,7 @@ class PostgresStore(ClosingStore):
         it, the cancellation arriving at the task's next checkpoint."""
         self.ensure_open()
         check_batch(session_id, records, expected_seq)
-        bodies = encode_bodies(records)
+        bodies = encode_bodies(records, self.encodings)
         if session_id in self._database_claims.lost:
             raise SessionInUse(session_id, "this store's claim on it expired and another "
                                            "owner took it")

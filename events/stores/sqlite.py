@@ -41,6 +41,7 @@ import trio
 from ..errors import DatabaseSchemaError
 from ..integrity import SEALED_TAIL, Anchor, VerifyReport
 from ..types import Record
+from ..fast.prepared import Encodings
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
@@ -108,6 +109,7 @@ class SqliteStore(InlineStore):
         self.busy_timeout = busy_timeout
         self.poll_interval = poll_interval
         self._appended = Appended()
+        self.encodings = Encodings()
         self._key = key
         self._write_conn: sqlite3.Connection | None = None
         if not read_only:
@@ -143,7 +145,7 @@ class SqliteStore(InlineStore):
         if self.durable:
             raise trio.WouldBlock
         check_batch(session_id, records, expected_seq)
-        bodies = encode_bodies(records)
+        bodies = encode_bodies(records, self.encodings)
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
@@ -170,7 +172,7 @@ class SqliteStore(InlineStore):
         committed or rolled back whole."""
         self._ensure_writable()
         check_batch(session_id, records, expected_seq)
-        await self._group.append(Batch(session_id, records, encode_bodies(records), expected_seq))
+        await self._group.append(Batch(session_id, records, encode_bodies(records, self.encodings), expected_seq))
         self._appended.notify()
 
     def _write_batch(self, conn: sqlite3.Connection, batch: Batch) -> None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from engine.present import render
 from engine.cli import main
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "v1"
@@ -62,7 +61,6 @@ def test_a_tool_renderer_shows_in_show_and_a_failing_one_falls_back(
 ) -> None:
     (tmp_path / "squares_view.py").write_text(PLUGIN)
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(render, "_RENDERERS", {})  # what the plugin registers goes away after
     status, out, _ = run(capsys, "show", str(CORPUS / "mixed.jsonl"), "--plugin", "squares_view")
     assert status == 0
     assert "SQUARE VIEW 49" in out and "SQUARE VIEW 10000" in out

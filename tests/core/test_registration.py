@@ -1,13 +1,12 @@
 """A tool's registration is worked out once per content: the check of its schemas
 (engine/core/registry.py), and the encoding of the records a session opens with
-(events/fast/prepared.py). These tests hold both to the work they replace: a spec changed in place
-is checked and recorded as it is now, values Python finds equal but JSON does not (``1``,
-``1.0``, ``True``) are told apart, and a prepared record's line is the reference's, byte for
-byte."""
+(a store's ``Encodings``, events/fast/prepared.py). These tests hold both to the work they
+replace: a spec changed in place is checked and recorded as it is now, values Python finds
+equal but JSON does not (``1``, ``1.0``, ``True``) are told apart, and a remembered record's
+line is the reference's, byte for byte."""
 
 from __future__ import annotations
 
-import gc
 import json
 import marshal
 from pathlib import Path
@@ -23,11 +22,10 @@ from engine import Annotations, Session, ToolResult, approve_all, text, tool
 from engine.core.registry import Registry
 from engine.core.schemas.checking import SchemaError
 from engine.models import FauxModel
-from engine.runtime.session import _print as session_key
 from engine.testing import tool_specs
 from events import JsonlStore, MemoryStore
-from events.codec import PREPARED, decode_line, encode_stored
-from events.fast.prepared import prepare
+from events.codec import decode_line, encode_stored
+from events.fast.prepared import REPEATED, Encodings
 from events.fast.readers import FAST
 from events.stores import EventStore
 from events.types import (
@@ -146,7 +144,7 @@ def test_a_registered_tools_snapshot_is_the_specs_own(spec: Any, tuples: bool) -
     if tuples:  # the registry's print is not what the log holds: the spec copies its schemas
         spec = attrs.evolve(spec, input_schema=tupled(spec.input_schema))
     registry = Registry().with_spec(spec)
-    first, second = registry.recorded(spec.name)[0], registry.recorded(spec.name)[0]
+    first, second = registry.recorded(spec.name), registry.recorded(spec.name)
     reference = spec.snapshot()
     for snapshot in (first, second):
         assert snapshot == reference
@@ -155,7 +153,7 @@ def test_a_registered_tools_snapshot_is_the_specs_own(spec: Any, tuples: bool) -
     assert first.input_schema is not second.input_schema
     first.input_schema["changed"] = True
     assert "changed" not in second.input_schema and "changed" not in spec.input_schema
-    assert registry.recorded(spec.name)[0] == reference
+    assert registry.recorded(spec.name) == reference
 
 
 def test_a_snapshot_holds_the_schemas_as_they_were_checked() -> None:
@@ -163,16 +161,18 @@ def test_a_snapshot_holds_the_schemas_as_they_were_checked() -> None:
     spec = make_tool(schema)
     registry = Registry().with_spec(spec)
     schema["properties"]["n"]["minimum"] = 1.0  # changed in place after the check
-    assert schemas_print(registry.recorded("probe")[0]) == schemas_print(
+    assert schemas_print(registry.recorded("probe")) == schemas_print(
         attrs.evolve(spec, input_schema={"type": "object", "properties": {"n": {"minimum": 1}}})
         .snapshot())
     again = Registry().with_spec(spec)  # checked anew: the schema as it is now
-    assert schemas_print(again.recorded("probe")[0]) == schemas_print(spec.snapshot())
-    assert type(again.recorded("probe")[0].input_schema["properties"]["n"]["minimum"]) is float
+    assert schemas_print(again.recorded("probe")) == schemas_print(spec.snapshot())
+    assert type(again.recorded("probe").input_schema["properties"]["n"]["minimum"]) is float
 
 
-def line(event: Any, seq: int = 1, time: float = 1.5, *, fast: bool = True) -> bytes:
-    return encode_stored(Record(session_id="s", seq=seq, time=time, event=event), fast=fast)[0]
+def line(event: Any, seq: int = 1, time: float = 1.5, *, fast: bool = True,
+         encodings: Encodings | None = None) -> bytes:
+    record = Record(session_id="s", seq=seq, time=time, event=event)
+    return encode_stored(record, fast=fast, encodings=encodings)[0]
 
 
 @settings(max_examples=60, deadline=None)
@@ -181,20 +181,17 @@ def test_a_registration_is_written_as_the_reference_writes_it(spec: Any, seq: in
                                                               time: float) -> None:
     first, second = ToolRegistered(spec=spec.snapshot()), ToolRegistered(spec=spec.snapshot())
     reference = line(first, seq, time, fast=False)
-    prepare(first)  # encoded now, or found
-    prepare(second)  # found
-    assert line(first, seq, time) == reference
-    assert line(second, seq, time) == reference
-    # as a session records it: the snapshot its registry made, keyed by the registry's print
-    for _ in range(2):  # encoded now, or found; then found
-        snapshot, key = Registry().with_spec(spec).recorded(spec.name)
-        registered = ToolRegistered(spec=snapshot)
+    encodings = Encodings()
+    assert line(first, seq, time, encodings=encodings) == reference  # encoded now
+    assert line(second, seq, time, encodings=encodings) == reference  # found
+    # as a session records it: the snapshot its registry made
+    for _ in range(2):
+        registered = ToolRegistered(spec=Registry().with_spec(spec).recorded(spec.name))
         assert line(registered, seq, time, fast=False) == reference
-        prepare(registered, key)
-        assert line(registered, seq, time) == reference
+        assert line(registered, seq, time, encodings=encodings) == reference
 
 
-def test_specs_that_differ_only_outside_their_schemas_are_keyed_apart() -> None:
+def test_specs_that_differ_only_outside_their_schemas_are_written_apart() -> None:
     base = make_tool({"type": "object"})
     specs = [base,
              attrs.evolve(base, description="Answers again."),
@@ -207,22 +204,19 @@ def test_specs_that_differ_only_outside_their_schemas_are_keyed_apart() -> None:
              attrs.evolve(base, timeout=1.0),  # equal to 1 in Python, "1.0" in the log
              attrs.evolve(base, source=ToolSource(server="s", tool="probe")),
              attrs.evolve(base, source=ToolSource(server="s", version="1", tool="probe"))]
-    keys = []
-    for spec in specs:
-        snapshot, key = Registry().with_spec(spec).recorded(spec.name)
-        assert key is not None
-        keys.append(key)
-        registered = ToolRegistered(spec=snapshot)
-        reference = line(registered, fast=False)
-        prepare(registered, key)
-        assert line(registered) == reference
-    assert len(set(keys)) == len(specs)
+    encodings = Encodings()
+    lines = []
+    for spec in specs * 2:
+        registered = ToolRegistered(spec=Registry().with_spec(spec).recorded(spec.name))
+        lines.append(line(registered, encodings=encodings))
+        assert lines[-1] == line(registered, fast=False)
+    assert len(set(lines)) == len(specs) >= len(encodings)
 
 
-def test_every_field_a_snapshot_is_made_of_is_in_its_key() -> None:
-    """The key names each field by hand (engine/core/registry.py, ``_rest``): a field added to the
-    snapshot, its annotations or its source must be added there too, or two tools that differ
-    only in it would be written alike. A change of each field, one at a time, keys apart."""
+def test_every_field_a_snapshot_is_made_of_is_written_apart() -> None:
+    """The memo's key is the event's own print: a change of each field of a snapshot, its
+    annotations or its source, one at a time, is written as the reference writes it, with no
+    list of fields kept by hand."""
     base = attrs.evolve(make_tool({"type": "object"}),
                         source=ToolSource(server="s", version="1", tool="probe"))
     other = {
@@ -249,14 +243,16 @@ def test_every_field_a_snapshot_is_made_of_is_in_its_key() -> None:
         said.source, hints=attrs.evolve(Annotations(), **{name: value})))
         for name, value in other[Annotations].items()]
     variants.append(attrs.evolve(base, source=None))
-    keys = [Registry().with_spec(spec).recorded(spec.name)[1] for spec in [base, *variants]]
-    assert None not in keys
-    assert len(set(keys)) == len(keys)
+    encodings = Encodings()
+    lines = []
+    for spec in [base, *variants]:
+        registered = ToolRegistered(spec=Registry().with_spec(spec).recorded(spec.name))
+        lines.append(line(registered, encodings=encodings))
+        assert lines[-1] == line(registered, fast=False)
+    assert len(set(lines)) == len(lines)
 
 
-def test_every_field_a_session_start_is_made_of_is_in_its_key() -> None:
-    """As for a tool's: the key of ``session_started`` (engine/runtime/session.py, ``_print``) names
-    its fields by hand. A change of each, one at a time, keys apart."""
+def test_every_field_a_session_start_is_made_of_is_written_apart() -> None:
     settings = SessionSettings(max_turns=5, max_depth=4, max_argument_bytes=100,
                                max_result_bytes=200)
     base = SessionStarted(metadata={"a": 1}, settings=settings)
@@ -264,67 +260,60 @@ def test_every_field_a_session_start_is_made_of_is_in_its_key() -> None:
     variants = [attrs.evolve(base, metadata={"a": 1.0})]
     variants += [attrs.evolve(base, settings=attrs.evolve(settings, **{field.name: 7}))
                  for field in attrs.fields(SessionSettings)]
-    keys = [session_key(started) for started in [base, *variants]]
-    assert None not in keys
-    assert len(set(keys)) == len(keys)
+    encodings = Encodings()
+    lines = []
+    for started in [base, *variants]:
+        lines.append(line(started, encodings=encodings))
+        assert lines[-1] == line(started, fast=False)
+    assert len(set(lines)) == len(lines)
 
 
-def test_a_spec_whose_annotations_do_not_print_is_prepared_by_its_print() -> None:
+def test_a_spec_whose_annotations_do_not_print_is_encoded_every_time() -> None:
     class Notes(Annotations):
         pass
 
     spec = attrs.evolve(make_tool({"type": "object"}), annotations=Notes(read_only=True))
-    snapshot, key = Registry().with_spec(spec).recorded(spec.name)
-    assert key is None and snapshot == spec.snapshot()
+    snapshot = Registry().with_spec(spec).recorded(spec.name)
+    assert snapshot == spec.snapshot()
+    encodings = Encodings()
+    registered = ToolRegistered(spec=snapshot)
+    assert line(registered, encodings=encodings) == line(registered, fast=False)
+    assert len(encodings) == 0
 
 
 @settings(max_examples=100, deadline=None)
 @given(event=st.sampled_from(sorted(FAST, key=lambda cls: cls.__name__)).flatmap(instances_of),
        seq=st.integers(1, 2**40), time=st.floats(0, 2e9))
-def test_a_prepared_event_is_written_as_the_reference_writes_it(event: Any, seq: int,
-                                                                time: float) -> None:
+def test_an_event_is_written_as_the_reference_writes_it(event: Any, seq: int,
+                                                        time: float) -> None:
     reference = line(event, seq, time, fast=False)
     again = decode_line(reference).event  # an equal event, with values of its own
-    prepare(event)
-    prepare(again)
-    assert line(event, seq, time) == reference
-    assert line(again, seq, time) == reference
-    assert id(event) not in PREPARED and id(again) not in PREPARED  # each entry serves once
+    encodings = Encodings()
+    assert line(event, seq, time, encodings=encodings) == reference
+    assert line(again, seq, time, encodings=encodings) == reference
+    assert len(encodings) <= (1 if type(event) in REPEATED else 0)
 
 
-def test_values_python_finds_equal_are_prepared_apart() -> None:
+def test_values_python_finds_equal_are_encoded_apart() -> None:
     events = [SessionStarted(metadata={"k": value}) for value in (1, 1.0, True, 1, True)]
-    lines = []
-    for event in events:
-        prepare(event)
-        lines.append(line(event))
+    encodings = Encodings()
+    lines = [line(event, encodings=encodings) for event in events]
     assert lines == [line(event, fast=False) for event in events]
-    assert len(set(lines)) == 3
+    assert len(set(lines)) == 3 == len(encodings)
 
 
-def test_an_event_never_encoded_leaves_nothing_behind() -> None:
-    before = len(PREPARED)
-    events = [SessionStarted(metadata={"k": [1, 2]}) for _ in range(5)]
-    for event in events:
-        prepare(event)
-    assert len(PREPARED) == before + 5
-    del events, event
-    gc.collect()
-    assert len(PREPARED) == before
-
-
-def test_what_cannot_be_prepared_is_left_to_the_ordinary_path() -> None:
+def test_what_cannot_be_remembered_is_left_to_the_ordinary_path() -> None:
     class Name(str):
         pass
 
     settings = SessionSettings(max_turns=True, max_depth=8, max_argument_bytes=1,
                                max_result_bytes=1)
+    encodings = Encodings()
     for event in (SessionStarted(settings=settings),  # the reader takes an exact int only
                   SessionStarted(metadata={"k": Name("v")}),  # a subclass does not print
-                  UserMessage(text="hi")):  # no weak reference to it
-        prepare(event)
-        assert id(event) not in PREPARED
-        assert line(event) == line(event, fast=False)
+                  UserMessage(text="hi")):  # not a repeated event
+        assert line(event, encodings=encodings) == line(event, fast=False)
+    assert len(encodings) == 0
 
 
 def test_sessions_started_alike_but_for_types_are_written_apart(tmp_path: Path) -> None:

@@ -6,7 +6,6 @@ import copy
 import urllib.request
 from typing import Any
 
-import fastjsonschema
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -260,33 +259,13 @@ def test_schema_and_data_are_never_mutated() -> None:
         v.schema["type"] = "string"  # type: ignore[index]
 
 
-def test_same_schema_compiles_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = []
-    real = fastjsonschema.compile
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        calls.append(args)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(fastjsonschema, "compile", counting)
-    monkeypatch.setattr(schemas, "_CACHE", {})
-    first = compile_schema({"type": "object", "title": "cache probe", "properties": {"a": {"type": "integer"}}})
-    second = compile_schema({"properties": {"a": {"type": "integer"}}, "title": "cache probe", "type": "object"},
-                            role="output", where="elsewhere")
-    assert first is second and len(calls) == 1
-    check_schema({"title": "cache probe", "type": "object", "properties": {"a": {"type": "integer"}}})
-    assert len(calls) == 1
-    strict = compile_schema({"type": "object", "title": "cache probe", "properties": {"a": {"type": "integer"}}},
-                            assert_formats=True)
-    assert strict is not first and len(calls) == 2
-
-
-def test_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(schemas, "_CACHE", {})
-    monkeypatch.setattr(schemas, "_CACHE_MAX", 3)
-    made = [compile_schema({"type": "object", "title": f"bounded {i}"}) for i in range(5)]
-    assert len(schemas._CACHE) == 3
-    assert compile_schema({"type": "object", "title": "bounded 4"}) is made[4]
+def test_each_compile_is_fresh() -> None:
+    # nothing is remembered here: a tool spec remembers its own checks
+    # (tests/project/test_caches.py)
+    schema = {"type": "object", "title": "fresh", "properties": {"a": {"type": "integer"}}}
+    first, second = compile_schema(schema), compile_schema(dict(schema))
+    assert first is not second
+    assert first.violation({"a": "x"}) == second.violation({"a": "x"}) is not None
 
 
 # --- formats -------------------------------------------------------------------------------------

@@ -253,7 +253,6 @@ def test_an_unexpected_error_is_one_line_not_a_traceback(
 async def test_a_renderer_that_returns_no_renderable_is_skipped_with_a_note(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, returned: object
 ) -> None:
-    monkeypatch.setattr(render, "_RENDERERS", {})
     register_renderer("hostile", lambda view: returned)  # type: ignore[arg-type,return-value]
     state, _, _ = await run_session([hostile], [[faux_tool_call("hostile", {})], faux_text("ok")])
     buffer = io.StringIO()
@@ -271,7 +270,6 @@ async def test_a_renderer_that_fails_while_printing_is_skipped_with_a_note(
         def __rich_console__(self, console: Console, options: object) -> object:
             raise RuntimeError("late\x1b[2J")
 
-    monkeypatch.setattr(render, "_RENDERERS", {})
     register_renderer("hostile", lambda view: Exploding())  # type: ignore[arg-type,return-value]
     state, _, _ = await run_session([hostile], [[faux_tool_call("hostile", {})], faux_text("ok")])
     buffer = io.StringIO()

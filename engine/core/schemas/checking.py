@@ -34,7 +34,6 @@ from .walk import SchemaError, Walk
 
 __all__ = ["SchemaError", "SchemaValidator", "check_schema", "compile_schema", "too_deep"]
 
-_CACHE_MAX: Final = 1024
 _MSG_MAX: Final = 500
 
 
@@ -192,30 +191,22 @@ def check_schema(schema: Any, *, role: Literal["input", "output"] = "input", whe
     """Raise SchemaError if the engine refuses this schema.
 
     ``where`` prefixes messages, e.g. "tool 'stat_file' input_schema".  This compiles
-    too (warming the cache), so it passes exactly when compile_schema would.
+    too, so it passes exactly when compile_schema would.
     """
     compile_schema(schema, role=role, where=where)
 
 
-# Process-wide memo: (canonical JSON, assert_formats) -> validator.  Bounded: when
-# full, the oldest entry is dropped (an equal schema later compiles anew).
-_CACHE: dict[tuple[str, bool], SchemaValidator] = {}
-
-
 def compile_schema(schema: Any, *, role: Literal["input", "output"] = "input", where: str = "schema",
                    assert_formats: bool = False) -> SchemaValidator:
-    """check_schema, then compile (cached by canonical JSON + flags).
-
-    Returns the same validator object for equal schemas while it stays cached.  The
-    role does not enter the key: both roles currently have the same rules.
+    """check_schema, then compile: a new validator each time. Nothing is remembered here;
+    a tool spec remembers the validators of its own schemas
+    (:meth:`engine.core.registry.Registry.check`). Both roles currently have the same rules.
     """
     if role not in ("input", "output"):
         raise ValueError(f"role must be 'input' or 'output', not {role!r}")
-    key = (_canonical(schema, where), assert_formats)
-    if (hit := _CACHE.get(key)) is not None:
-        return hit
-    walk, doc = _analyse(key[0], role, where)
-    view = types.MappingProxyType(json.loads(key[0]))
+    canonical = _canonical(schema, where)
+    walk, doc = _analyse(canonical, role, where)
+    view = types.MappingProxyType(json.loads(canonical))
     if walk.later:  # keywords fastjsonschema would ignore: the 2020-12 validator's
         validator = SchemaValidator(view, walk.dialect, _compile_2020(walk, doc, assert_formats),
                                     "jsonschema")
@@ -225,6 +216,4 @@ def compile_schema(schema: Any, *, role: Literal["input", "output"] = "input", w
                                   deepest=walk.deepest)
         linear(check, walk.patterns)
         validator = SchemaValidator(view, walk.dialect, check)
-    if len(_CACHE) >= _CACHE_MAX:
-        _CACHE.pop(next(iter(_CACHE)), None)
-    return _CACHE.setdefault(key, validator)
+    return validator
