@@ -47,6 +47,7 @@ class BodyTasks:
     def __init__(self) -> None:
         self._root = trio.lowlevel.current_task()
         self._before = tuple(self._root.child_nurseries)
+        self._waiting: set[trio.lowlevel.Task] = set()  # tasks in wait_blocked now
 
     def tasks(self) -> Iterator[trio.lowlevel.Task]:
         """The body's tasks now: its own task and every task under a nursery it opened."""
@@ -59,7 +60,8 @@ class BodyTasks:
                 stack.extend(task.child_nurseries)
 
     async def wait_blocked(self) -> None:
-        """Return once every task of the body but the caller's is blocked.
+        """Return once every task of the body is blocked, but the caller's and those waiting
+        here too (they wait for each other's siblings, not for each other).
 
         Checkpoints until then (cancellable, like any checkpoint). The first two passes of
         trio's scheduler let every task that was scheduled before the watch began take a step
@@ -67,10 +69,13 @@ class BodyTasks:
         me = trio.lowlevel.current_task()
         scheduled = _Scheduled()
         trio.lowlevel.add_instrument(scheduled)
+        self._waiting.add(me)
         try:
             await trio.lowlevel.checkpoint()
             await trio.lowlevel.checkpoint()
-            while any(task is not me and task in scheduled.tasks for task in self.tasks()):
+            while any(task in scheduled.tasks and task not in self._waiting
+                      for task in self.tasks()):
                 await trio.lowlevel.checkpoint()
         finally:
+            self._waiting.discard(me)
             trio.lowlevel.remove_instrument(scheduled)
