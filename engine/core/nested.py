@@ -14,14 +14,15 @@ A request that no recorded call answers, for a tool with no unanswered recorded 
 answers while a recorded call *of the same tool* is still unanswered is either that call,
 changed (the body now asks for other arguments), or a sibling that the first run had not asked
 for yet while the recorded one was asked (concurrent children, the log cut between them). Only
-what the body does next tells: the runtime lets every task that can run, run (the siblings ask
-for what they ask for), then decides (``claim(..., decide=True)``). If the recorded call is
+what the body does next tells: the runtime waits until every other task the body started is
+blocked (its siblings have asked for what they ask for), then decides
+(``match(..., decide=True)``). If the recorded call is
 still unanswered, the request ends as a ``mismatch`` error outcome naming the difference
 (recorded, never run), for the body to handle: it is not handed the other call's result, and
 it is not run either, since the recorded call may already have done what the body now asks for
 in other words. Otherwise it is new.
 
-Recorded calls that no request claimed by the time the body returns are cancelled (the body
+Recorded calls that no request matched by the time the body returns are cancelled (the body
 no longer asks for them); a recorded call that had ended stays as it was.
 
 A first run has nothing recorded, so every request is new and the ids are ``"{parent}/{n}"`` in
@@ -36,7 +37,9 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Claim", "NestedCalls", "canonical", "first_difference"]
+from events.renamed import renamed_attribute, warn_renamed
+
+__all__ = ["Match", "NestedCalls", "canonical", "first_difference"]
 
 
 def canonical(value: Any) -> str:
@@ -46,7 +49,7 @@ def canonical(value: Any) -> str:
 
 
 @attrs.frozen(kw_only=True)
-class Claim:
+class Match:
     """What a request is: ``call_id``, whether the log holds it (``recorded``: continue it
     from its state), and for a mismatch the recorded call of the same tool it differs from."""
 
@@ -71,7 +74,7 @@ class NestedCalls:
                 last = max(last, int(index))
         self._next = last + 1
 
-    def claim(self, name: str, arguments: Any, *, decide: bool = True) -> Claim | None:
+    def match(self, name: str, arguments: Any, *, decide: bool = True) -> Match | None:
         """The call a request of tool ``name`` with ``arguments`` (admitted JSON) is.
 
         When no recorded call answers it but one of the same tool is still unanswered, the
@@ -87,16 +90,21 @@ class NestedCalls:
                     continue
                 if recorded_key == key:
                     del self._unanswered[position]
-                    return Claim(call_id=call_id, recorded=True)
+                    return Match(call_id=call_id, recorded=True)
                 same_tool = same_tool or call_id
         if same_tool is None:
-            return Claim(call_id=self._new_id())
+            return Match(call_id=self._new_id())
         if not decide:
             return None
-        return Claim(call_id=self._new_id(), differs_from=same_tool)
+        return Match(call_id=self._new_id(), differs_from=same_tool)
+
+    def claim(self, name: str, arguments: Any, *, decide: bool = True) -> Match | None:
+        """The old name of :meth:`match` (it warns): the stores own the word "claim"."""
+        warn_renamed("NestedCalls.claim", "NestedCalls.match")
+        return self.match(name, arguments, decide=decide)
 
     def unanswered(self) -> tuple[str, ...]:
-        """The recorded calls no request has claimed (in the order recorded)."""
+        """The recorded calls no request has matched (in the order recorded)."""
         return tuple(call_id for call_id, _, _ in self._unanswered)
 
     def _new_id(self) -> str:
@@ -147,3 +155,10 @@ class _MissingType:
 
 
 _MISSING = _MissingType()
+
+
+_RENAMED = {"Claim": "Match"}
+
+
+def __getattr__(name: str) -> Any:
+    return renamed_attribute(__name__, _RENAMED, globals(), name)

@@ -11,9 +11,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Protocol
 
-import trio
-import trio.testing
-
 from events.results import ToolResult
 from events.types import ToolCallRequested, ToolProgress, ToolSnapshot, ToolsActivated
 
@@ -23,6 +20,7 @@ from ..core.limits import Limits, admit, json_size
 from ..core.nested import NestedCalls, first_difference
 from ..core.toolcontext import CallOutcome, ToolContext
 from ..core.tools import ToolCall
+from .bodytasks import BodyTasks
 from .endings import fail
 from .inflight import InFlight
 from .recorder import Recorder
@@ -57,7 +55,8 @@ def refuse_unreadable(recorder: Recorder, call_id: str, name: str,
 
 class CallContext(ToolContext):
     """The runtime's :class:`~engine.core.toolcontext.ToolContext`: handed to
-    ``execute(call, ctx)`` for one call, and valid only while that call runs."""
+    ``execute(call, ctx)`` for one call, and valid only while that call runs. Made in the task
+    that runs the body, just before it starts (:class:`~engine.runtime.bodytasks.BodyTasks`)."""
 
     def __init__(self, call: ToolCall, env: Environment, recorder: Recorder, inflight: InFlight,
                  advance: Advance) -> None:
@@ -67,6 +66,7 @@ class CallContext(ToolContext):
         self._inflight = inflight
         self._advance = advance
         self._nested: NestedCalls | None = None  # made at the first nested call
+        self._tasks = BodyTasks()
         self._open = True
 
     @property
@@ -90,7 +90,8 @@ class CallContext(ToolContext):
         A body that runs again after a restart gets, for each request, the call its first run
         recorded with the same tool name and arguments, continued from where it was
         (:mod:`engine.core.nested`); a request that differs from a recorded call of the same tool
-        is a ``mismatch`` error outcome, never the recorded call's result.
+        waits until every other task the body started is blocked, and is then a ``mismatch``
+        error outcome if that call is still unanswered, never the recorded call's result.
         """
         if not self._open:
             raise RuntimeError(
@@ -101,25 +102,24 @@ class CallContext(ToolContext):
         arguments, problem = admitted(arguments, env.limits)
         name = str(name)
         nested = self._nested or self._nested_calls()
-        claim = nested.claim(name, arguments, decide=False)
-        if claim is None:
+        match = nested.match(name, arguments, decide=False)
+        if match is None:
             # another call of this tool is recorded unanswered: a sibling of this request may
-            # be about to ask for it (engine.core.nested). Let every task that can run, run first.
-            # (No bookkeeping of the session's can tell: the sibling may be a task of the
-            # body's own that has not asked yet.)
-            await trio.testing.wait_all_tasks_blocked()
-            claim = nested.claim(name, arguments, decide=True)
-            assert claim is not None
-        call_id = claim.call_id
-        if not claim.recorded:
+            # be about to ask for it (engine.core.nested). Only the body's own tasks can be
+            # that sibling: wait until every other one is blocked, then decide.
+            await self._tasks.wait_blocked()
+            match = nested.match(name, arguments, decide=True)
+            assert match is not None
+        call_id = match.call_id
+        if not match.recorded:
             recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
                                               origin="nested", parent_id=self._call.call_id))
             if problem is not None:
                 return CallOutcome(call_id=call_id,
                                    result=refuse_unreadable(recorder, call_id, name, problem))
-            if claim.differs_from is not None:
+            if match.differs_from is not None:
                 return CallOutcome(call_id=call_id,
-                                   result=self._mismatch(call_id, claim.differs_from, arguments))
+                                   result=self._mismatch(call_id, match.differs_from, arguments))
         # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
         inflight.begin(call_id)
         try:

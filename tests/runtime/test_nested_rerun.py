@@ -186,16 +186,16 @@ async def test_identical_nested_calls_are_answered_from_the_log_in_the_order_rec
         assert results(session) == [("1.0", "1.0/0=count run 1, 1.0/1=count run 2")]
 
 
-def test_a_claim_matches_name_and_canonical_arguments_in_recorded_order() -> None:
+def test_a_match_is_by_name_and_canonical_arguments_in_recorded_order() -> None:
     nested = NestedCalls("1.0", [("1.0/0", "f", {"a": 1, "b": 2}), ("1.0/1", "f", {"a": 1}),
                                  ("1.0/2", "f", {"b": 2, "a": 1})])
-    assert nested.claim("f", {"b": 2, "a": 1}).call_id == "1.0/0"
-    assert nested.claim("g", {"a": 1}).call_id == "1.0/3"  # another tool: new
-    mismatch = nested.claim("f", {"a": 2})
+    assert nested.match("f", {"b": 2, "a": 1}).call_id == "1.0/0"
+    assert nested.match("g", {"a": 1}).call_id == "1.0/3"  # another tool: new
+    mismatch = nested.match("f", {"a": 2})
     assert mismatch.call_id == "1.0/4" and mismatch.differs_from == "1.0/1"
-    assert nested.claim("f", {"a": 1, "b": 2}).call_id == "1.0/2"
-    assert nested.claim("f", {"a": 1}).call_id == "1.0/1"
-    assert not nested.claim("f", {"a": 1}).recorded  # all answered: new
+    assert nested.match("f", {"a": 1, "b": 2}).call_id == "1.0/2"
+    assert nested.match("f", {"a": 1}).call_id == "1.0/1"
+    assert not nested.match("f", {"a": 1}).recorded  # all answered: new
 
 
 def test_the_first_difference_is_named_by_its_path() -> None:
