@@ -10,7 +10,8 @@ the log, so it serves a fresh batch and one being resumed alike:
    approval the batch needs is asked in that order;
 6.-8. it hands the allowed calls to tasks of the session's nursery — one task per call, or one
    task for the whole batch if any of its tools is ``sequential`` — started from this task, so
-   each inherits a copy of the caller's context; and it waits, on an ordinary ``trio.Event``
+   each inherits a copy of the caller's context (and every body, wherever it runs, runs in a
+   copy of its own: :mod:`engine.runtime.copied`); and it waits, on an ordinary ``trio.Event``
    (:meth:`engine.runtime.inflight.InFlight.settled`), until no call can move without the host. A
    batch of one fresh call runs in this task instead when the session's approver never
    answers later (:attr:`engine.core.environment.Environment.may_defer`): then nothing the call

@@ -65,6 +65,7 @@ from ..core.refusals import denied_result, not_approved_result
 from ..core.tools import ToolCall
 from ..core.views import LiveCall
 from .context import CallContext
+from .copied import in_copy
 from .endings import close_open, deny, fail
 from .gate import ask, gate, resolve
 from .inflight import InFlight
@@ -158,10 +159,10 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
     returned: Any = None
     try:
         if spec.timeout is None:
-            returned = await spec.execute(call, ctx)
+            returned = await in_copy(spec.execute, call, ctx)
         else:
             with trio.move_on_after(spec.timeout) as scope:
-                returned = await spec.execute(call, ctx)
+                returned = await in_copy(spec.execute, call, ctx)
             if scope.cancelled_caught:
                 failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None, None)
     except InvalidOutput as exc:
