@@ -14,7 +14,9 @@ import pytest
 import engine
 import engine.core.policy
 from engine import Session, approve_all, tool
+from engine.core.lifecycle import CallStage
 from engine.core.policy import PolicyDecision, decide
+from engine.core.views import StateSnapshot
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import MemoryStore
 from events.types import Annotations
@@ -42,7 +44,7 @@ def test_the_policy_decides_a_policy_decision() -> None:
 
 
 def test_the_old_name_of_a_policy_decision_works_and_warns() -> None:
-    with pytest.warns(DeprecationWarning, match=r"engine\.policy\.Verdict .*engine\.policy\."
+    with pytest.warns(DeprecationWarning, match=r"engine\.core\.policy\.Verdict .*engine\.core\.policy\."
                                                 r"PolicyDecision") as caught:
         old = engine.core.policy.Verdict
     assert old is PolicyDecision
@@ -110,6 +112,34 @@ async def test_a_calls_terminal_event_is_its_terminal_field_and_outcome_warns() 
         assert view.outcome is view.terminal
 
 
+@pytest.mark.parametrize(("module", "old", "new"), [
+    ("engine.core.lifecycle", "CallState", "CallStage"),
+    ("engine.core.lifecycle", "next_state", "next_stage"),
+    ("engine.core.views", "SessionState", "StateSnapshot"),
+    ("engine.core.reducers", "SessionState", "StateSnapshot"),
+])
+def test_a_call_has_a_stage_a_session_a_state_and_the_old_names_warn(module: str, old: str,
+                                                                     new: str) -> None:
+    """"State" named four things; a call's place in its lifecycle is its stage, and what
+    ``session.state.snapshot()`` returns is a ``StateSnapshot``."""
+    namespace = importlib.import_module(module)
+    assert new in namespace.__all__ and old not in namespace.__all__
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} .*{module}\.{new}"):
+        assert getattr(namespace, old) is getattr(namespace, new)
+
+
+async def test_a_calls_stage_is_its_stage_field_and_state_warns() -> None:
+    session = await one_call_session()
+    view, live = session.calls["1.0"], session.state.live_calls["1.0"]
+    assert view.stage is CallStage.CLOSED and live.stage is CallStage.CLOSED
+    for call in (view, live):
+        with pytest.warns(DeprecationWarning, match=r"CallView\.state .*CallView\.stage") as caught:
+            assert call.state is call.stage
+        assert caught[0].filename == __file__
+    assert isinstance(session.state, engine.Projection)  # session.state keeps its name
+    assert isinstance(session.state.snapshot(), StateSnapshot)
+
+
 @pytest.mark.parametrize("module", ["engine", "engine.core.handlers"])
 @pytest.mark.parametrize(("old", "new"), [("ToolCallEvent", "ToolCallDraft"),
                                           ("ToolResultEvent", "ToolResultDraft")])
@@ -145,10 +175,12 @@ def test_an_approver_answers_and_the_old_decision_names_warn(module: str, old: s
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 README = DOCS.parent / "README.md"
 PUBLIC = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.models", "engine.core.policy",
-          "engine.core.views", "events", "events.types"]
+          "engine.core.views", "engine.core.lifecycle", "events", "events.types"]
 #: Every module with renamed names, and the fields and keywords renamed beside them.
-RENAMED_IN = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.core.policy"]
-OLD_SPELLINGS = ["CallView.verdict", "CallView.outcome", "approved="]
+RENAMED_IN = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.core.policy",
+              "engine.core.lifecycle", "engine.core.views", "engine.core.reducers",
+              "engine.runtime.session"]
+OLD_SPELLINGS = ["CallView.verdict", "CallView.outcome", "approved=", "CallView.state"]
 
 
 def glossary() -> list[list[str]]:
@@ -189,7 +221,8 @@ def test_every_new_name_is_in_the_glossary_and_no_old_one_is_a_word() -> None:
             assert old not in held
             if new[0].isupper():
                 assert new in held, f"{new} is not in docs/concepts.md's glossary"
-    assert {"CallView.policy", "CallView.terminal", "ApprovalAnswer.granted"} <= held
+    assert {"CallView.policy", "CallView.terminal", "ApprovalAnswer.granted", "CallView.stage",
+            "CallStage", "StateSnapshot", "Projection"} <= held
 
 
 def test_the_docs_use_an_old_name_only_to_say_it_is_deprecated() -> None:

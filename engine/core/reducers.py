@@ -52,13 +52,13 @@ from events.types import (
 )
 
 from .callids import host_call_id
-from .lifecycle import CallState, LifecycleError, next_state
+from .lifecycle import CallStage, LifecycleError, next_stage
 from .tools import active_on_registration
 from .views import (
     CallView,
     CallsView,
     LiveCall,
-    SessionState,
+    StateSnapshot,
     ToolResultEntry,
     TranscriptEntry,
     TranscriptView,
@@ -68,7 +68,7 @@ __all__ = [
     "CallView",
     "LogInconsistency",
     "Projection",
-    "SessionState",
+    "StateSnapshot",
     "ToolResultEntry",
     "TranscriptEntry",
     "TranscriptView",
@@ -77,9 +77,11 @@ __all__ = [
 
 #: Public names renamed since they shipped: the old name still works, with a warning naming
 #: the new one (docs/concepts.md, "Words"). ``ProjectionState`` was the data half of
-#: :class:`Projection` (in ``engine.core.projection``), joined into it.
+#: :class:`Projection` (in ``engine.core.projection``), joined into it; ``SessionState`` is
+#: what :meth:`Projection.snapshot` returns, a snapshot of ``session.state``.
 _RENAMED = {
     "ProjectionState": "Projection",
+    "SessionState": "StateSnapshot",
 }
 
 
@@ -225,9 +227,9 @@ class Projection:
         calls = self._calls_view
         return [calls[c.call_id] for c in self._calls.values() if c.parent_id is None]
 
-    def snapshot(self) -> SessionState:
+    def snapshot(self) -> StateSnapshot:
         """Everything derived, as one comparable value."""
-        return SessionState(
+        return StateSnapshot(
             session_id=self.session_id,
             last_seq=self.last_seq,
             turn=self.turn,
@@ -366,7 +368,7 @@ class Projection:
                 raise LifecycleError(f"call {call_id} does not match the assistant's call")
         else:
             parent = self._calls.get(event.parent_id)
-            if event.origin != "nested" or parent is None or parent.state is not CallState.RUNNING:
+            if event.origin != "nested" or parent is None or parent.stage is not CallStage.RUNNING:
                 raise LifecycleError(
                     f"nested call {call_id}: its parent {event.parent_id} is not running"
                 )
@@ -386,7 +388,7 @@ class Projection:
         if call is None:
             raise LifecycleError(f"call {call_id} was never requested")
         # the table first: a record it refuses changes nothing
-        call.state = next_state(call.state, event, call_id=call_id)
+        call.stage = next_stage(call.stage, event, call_id=call_id)
         if self._views:
             self._views.pop(call_id, None)  # a view handed out keeps the call as it was
         if isinstance(event, PolicyDecided):

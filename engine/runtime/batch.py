@@ -35,7 +35,7 @@ import trio
 from events.types import ModelToolCall, ToolCallRequested
 
 from ..core.environment import Environment
-from ..core.lifecycle import CallState
+from ..core.lifecycle import CallStage
 from ..core.tools import runs_in_order
 from ..models import truncated
 from .calls import advance
@@ -45,7 +45,7 @@ from .recorder import Recorder
 
 __all__ = ["Batch"]
 
-RUNNABLE = (CallState.ALLOWED, CallState.RUNNING)
+RUNNABLE = (CallStage.ALLOWED, CallStage.RUNNING)
 
 
 class Batch:
@@ -93,9 +93,9 @@ class Batch:
                     continue
                 await advance(env, recorder, inflight, call_id, wait=False, gate_only=True)  # 2.-5.
             runnable = [cid for cid, _ in batch
-                        if calls[cid].state in RUNNABLE and not inflight.owned(cid)]
+                        if calls[cid].stage in RUNNABLE and not inflight.owned(cid)]
             if len(runnable) == 1 and not env.may_defer and (
-                calls[runnable[0]].state is CallState.ALLOWED
+                calls[runnable[0]].stage is CallStage.ALLOWED
             ):
                 # 6.-8. here: nothing this call does can wait for the host, so the prompt never
                 # has to return while it runs, and it saves two trips through the scheduler.

@@ -49,7 +49,7 @@ from ..core.approvals import ApprovalAnswer, ApprovalRequest, Approver, deny_all
 from ..core.environment import Environment
 from ..core.handlers import ToolCallHandler, ToolResultHandler
 from ..core.jsonvalues import copy_json, ensure_json, own_json
-from ..core.lifecycle import CallState
+from ..core.lifecycle import CallStage
 from ..core.limits import Limits
 from ..core.policy import PolicyRules
 from ..core.reducers import CallView, Projection, TranscriptView, fold
@@ -496,7 +496,7 @@ class Session:
         if self._inflight.asking(call_id):
             raise ValueError(f"call {call_id}: its approver is still deciding; answer a "
                              f"request only once it is pending (session.pending_approvals())")
-        if view is None or view.state is not CallState.AWAITING:
+        if view is None or view.stage is not CallStage.AWAITING:
             status = "unknown" if view is None else view.status
             raise ValueError(
                 f"call {call_id} is not waiting for an approval (it is {status}); "
