@@ -101,7 +101,7 @@ def test_the_samples_cover_every_call_event_and_every_table_key() -> None:
 
 @pytest.mark.parametrize("state", list(CallStage), ids=lambda s: s.value)
 @pytest.mark.parametrize("key", sorted(SAMPLES))
-def test_next_state_is_the_table_or_an_error(state: CallStage, key: str) -> None:
+def test_next_stage_is_the_table_or_an_error(state: CallStage, key: str) -> None:
     event = SAMPLES[key](CID)
     if key in TRANSITIONS[state]:
         assert next_stage(state, event, call_id=CID) is TRANSITIONS[state][key]
