@@ -61,24 +61,24 @@ class AgentLoop:
     """One session's agent loop: at most one prompt or resume at a time, and whether the last
     one paused.
 
-    ``env`` gives the session's setup as it is now; ``pending`` its approval requests waiting
-    for an answer, which a paused result carries."""
+    Each run is handed what it reads of the session: ``env`` gives the session's setup as it
+    is now, ``pending`` its approval requests waiting for an answer, which a paused result
+    carries. The loop keeps neither, so it holds no reference back to its session (a closed
+    session is freed without the cyclic collector)."""
 
-    def __init__(self, *, env: Callable[[], Environment], recorder: Recorder, batch: Batch,
-                 inflight: InFlight, deltas: Deltas, model: Model,
-                 pending: Callable[[], tuple[ApprovalRequest, ...]]) -> None:
-        self._env = env
+    def __init__(self, *, recorder: Recorder, batch: Batch, inflight: InFlight, deltas: Deltas,
+                 model: Model) -> None:
         self._recorder = recorder
         self._batch = batch
         self._inflight = inflight
         self._deltas = deltas
         self._model = model
-        self._pending = pending
         self._prompting = False
         #: the last prompt or resume returned "paused": resume() comes first
         self.paused = False
 
-    async def prompt(self, text: str) -> PromptResult:
+    async def prompt(self, text: str, *, env: Callable[[], Environment],
+                     pending: Callable[[], tuple[ApprovalRequest, ...]]) -> PromptResult:
         """Record the user's ``text`` and run the loop (see ``Session.prompt``); refused while
         the session is paused."""
         self._enter()
@@ -86,15 +86,16 @@ class AgentLoop:
             if self.paused or self._batch.open():
                 raise RuntimeError(self._why_paused())
             self._recorder.record(UserMessage(text=text))
-            return await self._loop_while_open()
+            return await self._loop_while_open(env, pending)
         finally:
             self._prompting = False
 
-    async def resume(self) -> PromptResult:
+    async def resume(self, *, env: Callable[[], Environment],
+                     pending: Callable[[], tuple[ApprovalRequest, ...]]) -> PromptResult:
         """Run the loop from where the log stands (see ``Session.resume``)."""
         self._enter()
         try:
-            return await self._loop_while_open()
+            return await self._loop_while_open(env, pending)
         finally:
             self._prompting = False
 
@@ -113,7 +114,9 @@ class AgentLoop:
             raise RuntimeError("a prompt is already running in this session: await it first")
         self._prompting = True
 
-    async def _loop_while_open(self) -> PromptResult:
+    async def _loop_while_open(
+        self, env: Callable[[], Environment], pending: Callable[[], tuple[ApprovalRequest, ...]]
+    ) -> PromptResult:
         """:meth:`_loop` under a scope the session's closing cancels, as it does a host
         call's: a prompt from a task outside ``Session.open``'s block stops when the block
         ends (the log stays as a stopped process would leave it) and raises, instead of
@@ -123,7 +126,7 @@ class AgentLoop:
         self._inflight.prompting(scope)
         try:
             with scope:
-                return await self._loop()
+                return await self._loop(env, pending)
         finally:
             try:
                 # what it recorded is written before the session's closing goes on (which
@@ -136,18 +139,19 @@ class AgentLoop:
             "block): its log stays as a stopped process would leave it; open the session "
             "again and call resume() to go on")
 
-    async def _loop(self) -> PromptResult:
+    async def _loop(self, setup: Callable[[], Environment],
+                    pending: Callable[[], tuple[ApprovalRequest, ...]]) -> PromptResult:
         """The agent loop, in the caller's task: settle the batch, ask the model, record its
         answer, repeat."""
         self.paused = False
         turns = 0
         state = self._recorder.projection
         while True:
-            env = self._env()  # a tool registered or a handler added counts from the next batch
+            env = setup()  # a tool registered or a handler added counts from the next batch
             if await self._batch.settle(env) == "paused":
                 self.paused = True
                 return PromptResult(stop="paused", turns=turns, text="",
-                                    pending=self._pending())
+                                    pending=pending())
             last = state.last_message
             if turns and turns >= env.max_turns:
                 return PromptResult(stop="max_turns", turns=turns, text="")

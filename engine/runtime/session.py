@@ -8,9 +8,9 @@ refused once the session has closed (it no longer owns its log). ``prompt`` and 
 the agent loop, :class:`~engine.runtime.loop.AgentLoop`, which the session holds: the model,
 the ``tool_call`` handlers and the approver run in the caller's task; the tool bodies run in
 copies of its context. The rules of one call live in :mod:`engine.runtime.calls`, which event
-may follow which in
-:mod:`engine.core.lifecycle`, the session's fixed setup in :mod:`engine.core.environment`, and what this
-process is doing about its calls in :mod:`engine.runtime.inflight`.
+may follow which in :mod:`engine.core.lifecycle`, the session's fixed setup in
+:mod:`engine.core.environment`, and what this process is doing about its calls in
+:mod:`engine.runtime.inflight`.
 
 The session runs inside the host's trio loop: it starts no loop and no thread, and leaves no
 task behind when :meth:`Session.open`'s block ends.
@@ -124,9 +124,8 @@ class Session:
         self._inflight = InFlight()
         self._batch = Batch(recorder, self._inflight)
         self._deltas = Deltas()
-        self._loop = AgentLoop(env=lambda: self._env, recorder=recorder, batch=self._batch,
-                               inflight=self._inflight, deltas=self._deltas, model=model,
-                               pending=self.pending_approvals)
+        self._loop = AgentLoop(recorder=recorder, batch=self._batch, inflight=self._inflight,
+                               deltas=self._deltas, model=model)
 
     @classmethod
     @asynccontextmanager
@@ -263,7 +262,8 @@ class Session:
         so that the model sees the batch's results before the next user message (see
         docs/resume.md)."""
         self._check_open("prompt or resume it")
-        return await self._loop.prompt(text)
+        return await self._loop.prompt(text, env=self._current_env,
+                                       pending=self.pending_approvals)
 
     async def resume(self) -> PromptResult:
         """Go on from where the log stands: finish the current batch (calls approved since the
@@ -271,7 +271,12 @@ class Session:
         idempotent, else ends "interrupted"), then continue the loop. Returns like
         :meth:`prompt`; a session with nothing left to do returns at once."""
         self._check_open("prompt or resume it")
-        return await self._loop.resume()
+        return await self._loop.resume(env=self._current_env, pending=self.pending_approvals)
+
+    def _current_env(self) -> Environment:
+        """The session's setup as it is now: a handler added or a tool registered while the
+        loop runs counts from its next batch."""
+        return self._env
 
     # -- what the host reads ----------------------------------------------------------------
 
