@@ -73,7 +73,7 @@ def test_the_live_record_follows_every_event_and_matches_its_view() -> None:
             ToolExecutionStarted(call_id="1.0"),
             ToolProgress(call_id="1.0", message="half"),
             ToolProgress(call_id="1.0", message="most"))
-    assert live.state is CallStage.RUNNING and live.started and live.progress_count == 2
+    assert live.stage is CallStage.RUNNING and live.started and live.progress_count == 2
     assert live.last_progress is not None and live.last_progress.message == "most"
     assert live.status == "running" and not live.closed and live.result is None
     log.add(ToolCallCompleted(call_id="1.0", result=RESULT))
