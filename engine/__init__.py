@@ -131,7 +131,7 @@ MOVED_MODULES = {
     "engine.calls": "engine.runtime.calls",
     "engine.console": "engine.present.console",
     "engine.context": "engine.runtime.context",
-    "engine.controls": "engine.runtime.controls",
+    "engine.controls": "engine.runtime.session",
     "engine.deltas": "engine.runtime.deltas",
     "engine.endings": "engine.runtime.endings",
     "engine.environment": "engine.core.environment",
@@ -152,7 +152,7 @@ MOVED_MODULES = {
     "engine.outputs": "engine.core.outputs",
     "engine.patterns": "engine.core.schemas.patterns",
     "engine.policy": "engine.core.policy",
-    "engine.projection": "engine.core.projection",
+    "engine.projection": "engine.core.reducers",
     "engine.recorder": "engine.runtime.recorder",
     "engine.reducers": "engine.core.reducers",
     "engine.refusals": "engine.core.refusals",
@@ -170,5 +170,8 @@ MOVED_MODULES = {
     "engine.tools": "engine.core.tools",
     "engine.views": "engine.core.views",
     "engine.visible": "engine.core.visible",
+    # one object, one file: a class's halves joined into the module of the whole
+    "engine.core.projection": "engine.core.reducers",
+    "engine.runtime.controls": "engine.runtime.session",
 }
 moved_modules(MOVED_MODULES)

@@ -4,13 +4,14 @@ Theory of operation
 -------------------
 
 Everything that decides which event may follow which, for one call, lives here and nowhere
-else. The table is data: ``TRANSITIONS[state][key] -> next state``, where ``key`` is the event's
+else. The table is data: ``TRANSITIONS[stage][key] -> next stage``, where ``key`` is the event's
 log name (``"tool_call_requested"``), refined by its decision for the two events whose meaning
 depends on it (``"policy_decided:ask"``, ``"approval_resolved:granted"``). An event the table
-does not list for the call's current state is a :class:`LifecycleError` at once: a corrupt or
+does not list for the call's current stage is a :class:`LifecycleError` at once: a corrupt or
 forged log shows up here, and so does an engine bug.
 
-A call moves through these states::
+A call moves through these stages (:class:`CallStage`; a *stage* is where one call is, the
+session's *state* is everything derived from its log)::
 
     requested ──rewrite──▶ requested
         │ policy: allow ──────────────────────────────▶ allowed ──started──▶ running
@@ -24,7 +25,7 @@ A call moves through these states::
     running ──progress | tools activated | result handler failed──▶ running
     running ──started (the body runs again after a restart)──▶ running
     running ──completed | failed | denied──▶ closed
-    any open state ──cancelled──▶ closed
+    any open stage ──cancelled──▶ closed
 
 A deny rule is checked again just before a body runs, whatever the log decided: ``allowed``
 (about to start) and ``running`` (a body that runs again after a restart) may end denied.
@@ -45,12 +46,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from events.codec import EVENT_TYPES, type_name
+from events.renamed import renamed_attribute
 from events.types import ApprovalResolved, PolicyDecided
 
-__all__ = ["CallState", "LifecycleError", "TRANSITIONS", "diagram", "event_key", "next_state"]
+__all__ = ["CallStage", "LifecycleError", "TRANSITIONS", "diagram", "event_key", "next_stage"]
+
+#: Public names renamed since they shipped: the old name still works, with a warning naming
+#: the new one (docs/concepts.md, "Words").
+_RENAMED = {
+    "CallState": "CallStage",
+    "next_state": "next_stage",
+}
 
 
-class CallState(enum.Enum):
+def __getattr__(name: str) -> Any:
+    return renamed_attribute(__name__, _RENAMED, globals(), name)
+
+
+class CallStage(enum.Enum):
     """Where a call is in its lifecycle."""
 
     NEW = "new"
@@ -64,13 +77,13 @@ class CallState(enum.Enum):
 
 
 class LifecycleError(ValueError):
-    """An event that the call's lifecycle does not allow in its current state."""
+    """An event that the call's lifecycle does not allow in its current stage."""
 
 
-S = CallState
+S = CallStage
 _CANCEL = {"tool_call_cancelled": S.CLOSED}
 
-TRANSITIONS: Mapping[CallState, Mapping[str, CallState]] = {
+TRANSITIONS: Mapping[CallStage, Mapping[str, CallStage]] = {
     S.NEW: {"tool_call_requested": S.REQUESTED},
     S.REQUESTED: {
         "tool_call_rewritten": S.REQUESTED,
@@ -118,37 +131,37 @@ def event_key(event: Any) -> str:
     return type_name(event)
 
 
-# The same table by (state, event class), for the classes whose key is their log name alone:
+# The same table by (stage, event class), for the classes whose key is their log name alone:
 # one dict lookup per event instead of building its key.
-# Keyed by the state's value: an Enum member hashes in Python, its value string in C.
-_BY_CLASS: Mapping[tuple[str, type[Any]], CallState] = {
-    (state._value_, EVENT_TYPES[key]): target
-    for state, moves in TRANSITIONS.items()
+# Keyed by the stage's value: an Enum member hashes in Python, its value string in C.
+_BY_CLASS: Mapping[tuple[str, type[Any]], CallStage] = {
+    (stage._value_, EVENT_TYPES[key]): target
+    for stage, moves in TRANSITIONS.items()
     for key, target in moves.items()
     if ":" not in key
 }
 
 
-# And by (state's value, key), for the rest (the keys refined by a decision).
-_BY_KEY: Mapping[tuple[str, str], CallState] = {
-    (state._value_, key): target
-    for state, moves in TRANSITIONS.items()
+# And by (stage's value, key), for the rest (the keys refined by a decision).
+_BY_KEY: Mapping[tuple[str, str], CallStage] = {
+    (stage._value_, key): target
+    for stage, moves in TRANSITIONS.items()
     for key, target in moves.items()
 }
 
 
-def next_state(state: CallState, event: Any, *, call_id: str = "?") -> CallState:
-    """The state after ``event``; raises :class:`LifecycleError` if the table forbids it."""
-    known = _BY_CLASS.get((state._value_, type(event)))
+def next_stage(stage: CallStage, event: Any, *, call_id: str = "?") -> CallStage:
+    """The stage after ``event``; raises :class:`LifecycleError` if the table forbids it."""
+    known = _BY_CLASS.get((stage._value_, type(event)))
     if known is not None:
         return known
     key = event_key(event)
-    known = _BY_KEY.get((state._value_, key))
+    known = _BY_KEY.get((stage._value_, key))
     if known is not None:
         return known
-    allowed = ", ".join(sorted(TRANSITIONS[state])) or "nothing (the call is closed)"
+    allowed = ", ".join(sorted(TRANSITIONS[stage])) or "nothing (the call is closed)"
     raise LifecycleError(
-        f"call {call_id}: {key} is not allowed in state {state.value!r}; allowed: {allowed}"
+        f"call {call_id}: {key} is not allowed in stage {stage.value!r}; allowed: {allowed}"
     )
 
 
@@ -156,8 +169,8 @@ def diagram() -> str:
     """The table as a Mermaid state diagram; docs/events.md embeds this text verbatim (a test
     checks it), so the picture cannot drift from the rules."""
     lines = ["stateDiagram-v2", f"    [*] --> {S.NEW.value}"]
-    for state, moves in TRANSITIONS.items():
+    for stage, moves in TRANSITIONS.items():
         for key, target in moves.items():
-            lines.append(f"    {state.value} --> {target.value}: {key}")
+            lines.append(f"    {stage.value} --> {target.value}: {key}")
     lines.append(f"    {S.CLOSED.value} --> [*]")
     return "\n".join(lines)

@@ -12,7 +12,7 @@ on the value. A result is measured in the form a record holds it, as the codec w
 (:func:`result_size`): every field of every content block counts, and a field added to a
 block tomorrow counts without a change here.
 
-Depth is bounded too. A nested call runs in its parent's task, four interpreter frames below
+Depth is bounded too. A nested call runs in its parent's task, a few interpreter frames below
 it, so ``max_depth`` cannot go past :data:`MAX_CALL_DEPTH`: the deepest call must still have the
 stack to record its events and to check values as deep as
 :data:`engine.core.jsonvalues.MAX_DEPTH` allows.
@@ -51,10 +51,12 @@ MAX_NAME = 256
 
 #: How deep nested calls may go (``Session.open``'s ``max_depth`` is refused above it). Measured
 #: on CPython 3.11 with its default recursion limit of 1 000 frames: each level of nesting costs
-#: 4 frames (5 when the cap was set), a tool body at the top level runs at most 14 frames deep,
+#: about 6 frames (5 when the cap was set; running each body in a copy of its caller's context
+#: added about two), a tool body at the top level runs at most 14 frames deep (and its copy's),
 #: and recording and checking a value :data:`~engine.core.jsonvalues.MAX_DEPTH` (100) levels deep
 #: costs about 330 more. Without a cap, a session with ``max_depth=1000`` broke at depth 195 with a ``RecursionError``. At 64
-#: the deepest call, carrying the deepest values, still leaves 300 frames to the host.
+#: the deepest call, carrying the deepest values, still leaves about 240 frames to the host
+#: (more than 360 before the copy of the context; a test checks 200).
 MAX_CALL_DEPTH = 64
 
 #: The key of the marker that stands in for arguments too large to record.

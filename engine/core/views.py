@@ -13,7 +13,7 @@ import attrs
 
 from events.fast.fastinit import fast_init
 from events.modelturns import Usage
-from events.renamed import warn_renamed
+from events.renamed import renamed_attribute, warn_renamed
 from events.results import ToolResult
 from events.types import (
     ApprovalResolved,
@@ -27,17 +27,28 @@ from events.types import (
     UserMessage,
 )
 
-from .lifecycle import CallState
+from .lifecycle import CallStage
 
 __all__ = [
     "CallView",
     "CallsView",
     "LiveCall",
-    "SessionState",
+    "StateSnapshot",
     "ToolResultEntry",
     "TranscriptEntry",
     "TranscriptView",
 ]
+
+
+#: Public names renamed since they shipped: the old name still works, with a warning naming
+#: the new one (docs/concepts.md, "Words").
+_RENAMED = {
+    "SessionState": "StateSnapshot",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return renamed_attribute(__name__, _RENAMED, globals(), name)
 
 
 class _CallStatus:
@@ -45,7 +56,7 @@ class _CallStatus:
     call is closed, its result, its status."""
 
     __slots__ = ()
-    state: CallState
+    stage: CallStage
     policy: PolicyDecided | None
     terminal: TerminalEvent | None
 
@@ -61,10 +72,16 @@ class _CallStatus:
 
     @property
     def status(self) -> str:
-        """``completed``, ``failed``, ``blocked``, ``denied``, ``cancelled``, or the open state."""
+        """``completed``, ``failed``, ``blocked``, ``denied``, ``cancelled``, or the open stage."""
         if self.terminal is None:
-            return self.state.value
+            return self.stage.value
         return type(self.terminal).__name__.removeprefix("ToolCall").lower()
+
+    @property
+    def state(self) -> CallStage:
+        """Deprecated: where the call is in its lifecycle is :attr:`CallView.stage`."""
+        warn_renamed("CallView.state", "CallView.stage")
+        return self.stage
 
     @property
     def outcome(self) -> TerminalEvent | None:
@@ -94,7 +111,7 @@ class CallView(_CallStatus):
     origin: Origin
     parent_id: str | None
     model_call_id: str | None
-    state: CallState = CallState.REQUESTED
+    stage: CallStage = CallStage.REQUESTED
     rewrites: tuple[ToolCallRewritten, ...] = ()
     policy: PolicyDecided | None = None
     approval: ApprovalResolved | None = None
@@ -134,7 +151,7 @@ class LiveCall(_CallStatus):
         self.origin = origin
         self.parent_id = parent_id
         self.model_call_id = model_call_id
-        self.state = CallState.REQUESTED
+        self.stage = CallStage.REQUESTED
         self.rewrites: tuple[ToolCallRewritten, ...] = ()
         self.policy: PolicyDecided | None = None
         self.approval: ApprovalResolved | None = None
@@ -235,8 +252,9 @@ class TranscriptView(Sequence[TranscriptEntry]):
 
 
 @attrs.frozen(kw_only=True)
-class SessionState:
-    """A comparable snapshot of everything a projection derives (for tests and replay)."""
+class StateSnapshot:
+    """A comparable snapshot of everything a projection derives (for tests and replay): what
+    ``session.state.snapshot()`` returns. Formerly ``SessionState``."""
 
     session_id: str | None
     last_seq: int

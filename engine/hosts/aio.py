@@ -68,8 +68,7 @@ from ..core.toolcontext import CallOutcome
 from ..core.tools import ToolSpec
 from ..models import ModelDelta
 from ..runtime import session as trio_session
-from ..runtime.controls import closed_error
-from ..runtime.session import PromptResult
+from ..runtime.session import PromptResult, closed_error
 from .guest import (
     CANCELLED,
     Bridge,
@@ -186,6 +185,11 @@ class Session:
     def calls(self) -> Mapping[str, CallView]:
         """The call tree: every call by id, nested ones included."""
         return self._session.calls
+
+    @property
+    def specs(self) -> Mapping[str, ToolSpec]:
+        """The tools this process can run, by name: their specs, code included (read-only)."""
+        return self._session.specs
 
     @property
     def paused(self) -> bool:

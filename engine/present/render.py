@@ -45,7 +45,7 @@ from events.types import (
     UserMessage,
 )
 
-from ..core.lifecycle import CallState
+from ..core.lifecycle import CallStage
 from ..core.reducers import CallView, Projection, ToolResultEntry
 from ..core.visible import visible
 from .console import Visible
@@ -260,7 +260,7 @@ def call_label(view: CallView, source: ToolSource | None = None,
              f"asked → {'granted' if granted else 'denied'} {scope}, by the approver"
              + (f": {why}" if why else ""),
              "green" if granted else "yellow")
-    elif view.state is CallState.AWAITING:
+    elif view.stage is CallStage.AWAITING:
         fact("approval", "asked → waiting for the approver", "cyan")
     if view.progress_count:
         last = view.last_progress

@@ -10,7 +10,8 @@ the log, so it serves a fresh batch and one being resumed alike:
    approval the batch needs is asked in that order;
 6.-8. it hands the allowed calls to tasks of the session's nursery — one task per call, or one
    task for the whole batch if any of its tools is ``sequential`` — started from this task, so
-   each inherits a copy of the caller's context; and it waits, on an ordinary ``trio.Event``
+   each inherits a copy of the caller's context (and every body, wherever it runs, runs in a
+   copy of its own: :mod:`engine.runtime.copied`); and it waits, on an ordinary ``trio.Event``
    (:meth:`engine.runtime.inflight.InFlight.settled`), until no call can move without the host. A
    batch of one fresh call runs in this task instead when the session's approver never
    answers later (:attr:`engine.core.environment.Environment.may_defer`): then nothing the call
@@ -35,7 +36,7 @@ from events.types import ModelToolCall, ToolCallRequested
 
 from ..core.environment import Environment
 from ..core.errors import SessionClosed
-from ..core.lifecycle import CallState
+from ..core.lifecycle import CallStage
 from ..core.tools import runs_in_order
 from ..models import truncated
 from .calls import advance
@@ -45,7 +46,7 @@ from .recorder import Recorder
 
 __all__ = ["Batch"]
 
-RUNNABLE = (CallState.ALLOWED, CallState.RUNNING)
+RUNNABLE = (CallStage.ALLOWED, CallStage.RUNNING)
 
 
 class Batch:
@@ -93,9 +94,9 @@ class Batch:
                     continue
                 await advance(env, recorder, inflight, call_id, wait=False, gate_only=True)  # 2.-5.
             runnable = [cid for cid, _ in batch
-                        if calls[cid].state in RUNNABLE and not inflight.owned(cid)]
+                        if calls[cid].stage in RUNNABLE and not inflight.owned(cid)]
             if len(runnable) == 1 and not env.may_defer and (
-                calls[runnable[0]].state is CallState.ALLOWED
+                calls[runnable[0]].stage is CallStage.ALLOWED
             ):
                 # 6.-8. here: nothing this call does can wait for the host, so the prompt never
                 # has to return while it runs, and it saves two trips through the scheduler.

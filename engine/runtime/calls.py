@@ -49,7 +49,7 @@ from events.types import (
 from ..core.environment import Environment
 from ..core.handlers import ResultPatch, ToolResultDraft, handler_name
 from ..core.jsonvalues import copy_json, own_result
-from ..core.lifecycle import CallState
+from ..core.lifecycle import CallStage
 from ..core.limits import result_size
 from ..core.outputs import (
     Failure,
@@ -65,6 +65,7 @@ from ..core.refusals import denied_result, not_approved_result
 from ..core.tools import ToolCall
 from ..core.views import LiveCall
 from .context import CallContext
+from .copied import in_copy
 from .endings import close_open, deny, fail
 from .gate import ask, gate, resolve
 from .inflight import InFlight
@@ -93,25 +94,25 @@ async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call
         while True:
             env = env.newest  # each step reads the session's setup as it is now
             view = calls[call_id]
-            state = view.state
-            if state is CallState.CLOSED:  # 8. it has its terminal event
+            stage = view.stage
+            if stage is CallStage.CLOSED:  # 8. it has its terminal event
                 assert view.result is not None
                 return view.result
-            if state is CallState.REQUESTED:  # 2.-4.
+            if stage is CallStage.REQUESTED:  # 2.-4.
                 await gate(env, recorder, view)
-            elif state is CallState.ASKING:  # 5.
+            elif stage is CallStage.ASKING:  # 5.
                 await ask(env, recorder, inflight, view)
-            elif state is CallState.AWAITING:  # 5., answered by the host
+            elif stage is CallStage.AWAITING:  # 5., answered by the host
                 if not wait:
                     return None
                 await inflight.park(call_id)
-            elif state is CallState.DENYING:  # 5., refused: the denial was not written
+            elif stage is CallStage.DENYING:  # 5., refused: the denial was not written
                 given = view.approval.reason if view.approval is not None else None
                 deny(recorder, view, given or "the approver refused", "approver",
                      not_approved_result(view.name, given))
             elif gate_only:
                 return None
-            elif state is CallState.ALLOWED:  # 6.-8.
+            elif stage is CallStage.ALLOWED:  # 6.-8.
                 return await execute(env, recorder, inflight, view)
             else:  # RUNNING, with no task of this process running it: it was interrupted
                 return await _again(env, recorder, inflight, view)
@@ -158,10 +159,10 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
     returned: Any = None
     try:
         if spec.timeout is None:
-            returned = await spec.execute(call, ctx)
+            returned = await in_copy(spec.execute, call, ctx)
         else:
             with trio.move_on_after(spec.timeout) as scope:
-                returned = await spec.execute(call, ctx)
+                returned = await in_copy(spec.execute, call, ctx)
             if scope.cancelled_caught:
                 failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None, None)
     except InvalidOutput as exc:

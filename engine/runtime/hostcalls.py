@@ -65,7 +65,7 @@ async def resume_call(env: Environment, recorder: Recorder, inflight: InFlight,
 async def _carry(env: Environment, recorder: Recorder, inflight: InFlight,
                  call_id: str) -> CallOutcome:
     """Steps 2-8 of a host call, in this task, under a scope the session's closing
-    cancels, as a prompt's (``Session._loop_while_open``): the closing waits until the call
+    cancels, as a prompt's (``AgentLoop._loop_while_open``): the closing waits until the call
     has left it and written what it recorded, so that nothing of it is written after the
     session's last flush, also when its body ended just as the session began to close."""
     scope = trio.CancelScope()

@@ -149,7 +149,7 @@ class InFlight:
         to a task has left it, whatever cancels the closing: what they recorded is in the log
         before the session's last flush, and nothing after it (the session's nursery waits
         for its own tasks; nothing would wait for the host's). From here on the session
-        refuses every change (``SessionControls._check_open``)."""
+        refuses every change (``Session._check_open``)."""
         self.suspending = True
         self.stop()
         for scope in self._hosted.values():

@@ -1,15 +1,16 @@
-"""The session: one log stream, and the agent loop that writes it.
+"""The session: one log stream, the agent loop that writes it, and the host's hold on it.
 
-``prompt`` reads top to bottom like the loop it runs, in the task that called it: record the
-user's message, ask the model, record its answer, settle its tool calls as a batch
-(:mod:`engine.runtime.batch`), repeat until a message without calls or ``max_turns``. The model, the
-``tool_call`` handlers and the approver run in that task, so they see the caller's context
-variables; the tool bodies run in tasks of the session's nursery that inherit a copy of them.
-What the host reads and changes besides prompting (views, tools, handlers, its own calls,
-answers to approvals) is :class:`~engine.runtime.controls.SessionControls`, which the session is built
-on. The rules of one call live in :mod:`engine.runtime.calls`, which event may follow which in
-:mod:`engine.core.lifecycle`, the session's fixed setup in :mod:`engine.core.environment`, and what this
-process is doing about its calls in :mod:`engine.runtime.inflight`.
+:class:`Session` is one class: its life (opening, closing), what the host reads of it (views of
+its state and log, following its records and the model's deltas) and what the host changes
+besides prompting (handlers, tools, the system prompt and the active set, its own calls, the
+answers to pending approvals). Each change is recorded and flushed before it returns, and
+refused once the session has closed (it no longer owns its log). ``prompt`` and ``resume`` run
+the agent loop, :class:`~engine.runtime.loop.AgentLoop`, which the session holds: the model,
+the ``tool_call`` handlers and the approver run in the caller's task; the tool bodies run in
+copies of its context. The rules of one call live in :mod:`engine.runtime.calls`, which event
+may follow which in :mod:`engine.core.lifecycle`, the session's fixed setup in
+:mod:`engine.core.environment`, and what this process is doing about its calls in
+:mod:`engine.runtime.inflight`.
 
 The session runs inside the host's trio loop: it starts no loop and no thread, and leaves no
 task behind when :meth:`Session.open`'s block ends.
@@ -20,61 +21,67 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import MappingProxyType
 from typing import Any, Literal
 
-import attrs
 import trio
 
 from events.errors import SessionNotFound
 from events.modelturns import SystemPromptSet
+from events.renamed import renamed_attribute, warn_renamed
 from events.stores import EventStore
 from events.types import (
-    AssistantMessage,
-    ModelToolCall,
+    ActiveToolsSet,
+    Annotations,
+    Record,
     SessionSettings,
     SessionStarted,
-    UserMessage,
+    ToolRegistered,
+    ToolSnapshot,
+    ToolsActivated,
 )
 
-from ..core.approvals import ApprovalRequest, Approver, deny_all
+from ..core.approvals import ApprovalAnswer, ApprovalRequest, Approver, deny_all
 from ..core.environment import Environment
-from ..core.errors import AlreadyRunning, SessionClosed, SessionPaused
-from ..core.jsonvalues import own_json
-from ..core.limits import Limits, admit, clip_name, not_json_marker
+from ..core.errors import ApprovalNotPending, CallNotFound, SessionClosed
+from ..core.handlers import ToolCallHandler, ToolResultHandler
+from ..core.jsonvalues import copy_json, ensure_json, own_json
+from ..core.lifecycle import CallStage
+from ..core.limits import Limits
 from ..core.policy import PolicyRules
-from ..core.reducers import fold
+from ..core.reducers import CallView, Projection, TranscriptView, fold
 from ..core.registry import Registry
+from ..core.toolcontext import CallOutcome
 from ..core.tools import ToolSpec
 from ..models import Model
-from .asking import ask_model, kept_content
-from .controls import SessionControls
+from . import hostcalls
+from .batch import Batch
+from .deltas import DeltaStream, Deltas
+from .gate import resolve
+from .inflight import InFlight
+from .loop import AgentLoop, PromptResult
 from .recorder import Recorder
 
-__all__ = ["PromptResult", "Session"]
+__all__ = ["PromptResult", "Session", "closed_error"]
+
+#: Public names renamed since they shipped: the old name still works, with a warning naming
+#: the new one (docs/concepts.md, "Words"). ``SessionControls`` was the half of
+#: :class:`Session` that ``engine.runtime.controls`` held, joined into it.
+_RENAMED = {
+    "SessionControls": "Session",
+}
 
 
-@attrs.frozen(kw_only=True)
-class PromptResult:
-    """How a prompt (or a resume) ended: ``"end_turn"`` (a message without calls),
-    ``"max_turns"``, or ``"paused"`` with the approval requests that wait for an answer."""
-
-    stop: Literal["end_turn", "max_turns", "paused"]
-    turns: int
-    text: str
-    pending: tuple[ApprovalRequest, ...] = ()
+def __getattr__(name: str) -> Any:
+    return renamed_attribute(__name__, _RENAMED, globals(), name)
 
 
-def _admissible(arguments: Any, limits: Limits) -> Any:
-    """A private copy of a model's arguments; a marker naming the problem if they are not JSON
-    (the log holds only JSON; the call then fails saying why), a size marker if they are too
-    large."""
-    try:
-        arguments = own_json(arguments)
-    except ValueError as exc:
-        return not_json_marker(exc)
-    return admit(arguments, limits)
+def closed_error(doing: str) -> SessionClosed:
+    """What a closed session raises when the host asks it to ``doing``: what is wrong, and
+    what to do instead."""
+    return SessionClosed(f"the session is closed: open it again with Session.open() to {doing}")
 
 
 def _new_session_id() -> str:
@@ -90,15 +97,18 @@ def _interrupt(group: BaseExceptionGroup[Any]) -> BaseException | None:
             return inner
     return None
 
-class Session(SessionControls):
+
+class Session:
     """One agent session over one log stream. Open it with :meth:`Session.open`."""
 
     def __init__(self, env: Environment, recorder: Recorder, model: Model) -> None:
-        super().__init__(env, recorder)
-        self._model = model
-        self._prompting = False
-        #: the last prompt or resume returned "paused": resume() comes first
-        self._paused = False
+        self._env = env
+        self._recorder = recorder
+        self._inflight = InFlight()
+        self._batch = Batch(recorder, self._inflight)
+        self._deltas = Deltas()
+        self._loop = AgentLoop(recorder=recorder, batch=self._batch, inflight=self._inflight,
+                               deltas=self._deltas, model=model)
 
     @classmethod
     @asynccontextmanager
@@ -218,7 +228,7 @@ class Session(SessionControls):
     def paused(self) -> bool:
         """Whether the last prompt or resume returned ``"paused"`` and no :meth:`resume` has
         finished its batch since: :meth:`prompt` is refused until one has."""
-        return self._paused
+        return self._loop.paused
 
     async def prompt(self, text: str) -> PromptResult:
         """Send the user's ``text`` and run the agent loop, in this task, until the model stops
@@ -234,93 +244,273 @@ class Session(SessionControls):
         After a pause, a prompt is refused (:class:`~engine.core.errors.SessionPaused`) until
         :meth:`resume` has finished the paused batch, so that the model sees the batch's
         results before the next user message (see docs/resume.md)."""
-        self._enter()
-        try:
-            if self._paused or self._batch.open():
-                raise SessionPaused(self._why_paused())
-            self._recorder.record(UserMessage(text=text))
-            return await self._loop_while_open()
-        finally:
-            self._prompting = False
+        self._check_open("prompt or resume it")
+        return await self._loop.prompt(text, env=self._current_env,
+                                       pending=self.pending_approvals)
 
     async def resume(self) -> PromptResult:
         """Go on from where the log stands: finish the current batch (calls approved since the
         pause run; a call interrupted by a stopped process runs again if its tool is
         idempotent, else ends "interrupted"), then continue the loop. Returns like
         :meth:`prompt`; a session with nothing left to do returns at once."""
-        self._enter()
-        try:
-            return await self._loop_while_open()
-        finally:
-            self._prompting = False
-    def _why_paused(self) -> str:
-        pending = self.state.pending_approvals
-        if pending:
-            return (f"the session is paused: its last batch waits for approvals "
-                    f"({', '.join(pending)}); answer them with resolve_approval(), then call "
-                    f"resume() to finish the batch before a new prompt")
-        return ("the session is paused: its last batch has not been finished since it paused "
-                "(answered calls may still run, or a stopped process left calls open); call "
-                "resume() to finish it, so the model sees its results, before a new prompt")
-
-    def _enter(self) -> None:
         self._check_open("prompt or resume it")
-        if self._prompting:
-            raise AlreadyRunning("a prompt is already running in this session: await it first")
-        self._prompting = True
+        return await self._loop.resume(env=self._current_env, pending=self.pending_approvals)
 
-    async def _loop_while_open(self) -> PromptResult:
-        """:meth:`_loop` under a scope the session's closing cancels, as it does a host
-        call's: a prompt from a task outside ``Session.open``'s block stops when the block
-        ends (the log stays as a stopped process would leave it) and raises, instead of
-        running on, unowned, after the session closed. What the prompt recorded is written
-        as it ends, whatever happened."""
-        scope = trio.CancelScope()
-        self._inflight.prompting(scope)
-        try:
-            with scope:
-                return await self._loop()
-        finally:
-            try:
-                # what it recorded is written before the session's closing goes on (which
-                # waits for this, then makes its last flush and releases its claim)
-                await self._recorder.flush_finally()
-            finally:
-                self._inflight.prompting(None)
-        raise SessionClosed(
-            "the session closed while this prompt ran (from a task outside Session.open's "
-            "block): its log stays as a stopped process would leave it; open the session "
-            "again and call resume() to go on")
+    def _current_env(self) -> Environment:
+        """The session's setup as it is now: a handler added or a tool registered while the
+        loop runs counts from its next batch."""
+        return self._env
 
-    async def _loop(self) -> PromptResult:
-        """The agent loop, in the caller's task: settle the batch, ask the model, record its
-        answer, repeat."""
-        self._paused = False
-        turns = 0
-        while True:
-            env = self._env  # a tool registered or a handler added counts from the next batch
-            if await self._batch.settle(env) == "paused":
-                self._paused = True
-                return PromptResult(stop="paused", turns=turns, text="",
-                                    pending=self.pending_approvals())
-            last = self.state.last_message
-            if turns and turns >= env.max_turns:
-                return PromptResult(stop="max_turns", turns=turns, text="")
-            if not turns and last is not None and not last.tool_calls and isinstance(
-                self.transcript[-1], AssistantMessage
-            ):
-                return PromptResult(stop="end_turn", turns=0, text=last.text)
-            reply = await ask_model(self._model, self._recorder, self._deltas)
-            turns += 1
-            limits = env.limits
-            self._recorder.record(AssistantMessage(
-                turn=self.state.turn + 1, text=reply.text, stop_reason=reply.stop_reason,
-                tool_calls=tuple(ModelToolCall(
-                    id=clip_name(call.id), name=clip_name(call.name),
-                    arguments=_admissible(call.arguments, limits),
-                    model_name=None if call.model_name is None else clip_name(call.model_name))
-                    for call in reply.tool_calls),
-                provider_content=kept_content(reply, limits),
+    # -- what the host reads ----------------------------------------------------------------
+
+    @property
+    def session_id(self) -> str:
+        """This session's id in the store."""
+        return self._recorder.session_id
+
+    @property
+    def state(self) -> Projection:
+        """The session's derived state (read-only views): equal to a fold of its log."""
+        return self._recorder.projection
+
+    @property
+    def transcript(self) -> TranscriptView:
+        """What the model saw: messages and one result per top-level call, nothing nested."""
+        return self._recorder.projection.transcript
+
+    @property
+    def calls(self) -> Mapping[str, CallView]:
+        """The call tree: every call by id, nested ones included (see ``CallView.parent_id``
+        and ``session.state.children(call_id)``)."""
+        return self._recorder.projection.calls
+
+    @property
+    def specs(self) -> Mapping[str, ToolSpec]:
+        """The tools this process can run, by name: their specs, code included (read-only).
+        ``state.tools`` is what the log says was registered; a tool an earlier process
+        registered is there, and here only once it is registered again."""
+        return MappingProxyType(self._env.registry.specs)
+
+    @property
+    def records(self) -> Sequence[Record]:
+        """The session's log as recorded so far (read-only)."""
+        return tuple(self._recorder.history)
+
+    def follow(self, after: int = 0) -> AsyncIterator[Record]:
+        """Iterate over the session's records (``seq > after``), live, until it closes.
+
+        A slow follower reads at its own pace and misses nothing; it never slows the session.
+        Each record comes as the session records it, before it is written. To watch a session
+        from another process, follow its store instead: ``store.follow(session_id)``, or
+        ``toolledger tail LOG --session ID --follow`` (it sees what is stored, by anyone).
+        """
+        return self._recorder.follow(after)
+
+    def deltas(self) -> AbstractAsyncContextManager[DeltaStream]:
+        """Subscribe to the pieces of the model's messages as they stream in, live::
+
+            async with session.deltas() as stream:
+                async for delta in stream:  # ModelDelta: text, or a call's arguments
+                    print(delta.text, end="")
+
+        Deltas are never written to the log (the whole message is recorded once, when it is
+        complete); a subscriber gets those published while its block is open, and its
+        iteration ends when the session closes. Only a model that streams sends any
+        (docs/models.md, "Streaming").
+        """
+        return self._deltas.subscribe()
+
+    # -- what the host changes ----------------------------------------------------------------
+
+    def on_tool_call(self, handler: ToolCallHandler) -> ToolCallHandler:
+        """Add a ``tool_call`` handler (runs in registration order). Usable as a decorator."""
+        self._check_open("add a handler")
+        env = self._env
+        self._env = env.evolve(call_handlers=(*env.call_handlers, handler))
+        return handler
+
+    def on_tool_result(self, handler: ToolResultHandler) -> ToolResultHandler:
+        """Add a ``tool_result`` handler (chained in registration order). Usable as a decorator."""
+        self._check_open("add a handler")
+        env = self._env
+        self._env = env.evolve(result_handlers=(*env.result_handlers, handler))
+        return handler
+
+    async def register(self, spec: ToolSpec) -> None:
+        """Register another tool (or a new version of one) while the session is open."""
+        self._check_open("register a tool")
+        self._register(spec)  # checked before anything changes
+        await self._recorder.flush()
+
+    def _register(self, spec: ToolSpec) -> None:
+        self._env = self._env.evolve(registry=self._env.registry.with_spec(spec))
+        self._record_tool(spec)
+
+    def _record_tool(self, spec: ToolSpec) -> None:
+        """Record the tool's snapshot (as its registry checked it) unless the session's state
+        has it so already."""
+        snapshot = self._env.registry.recorded(spec.name)
+        known = self.state.tools.get(spec.name)
+        if known is None or known != snapshot:
+            self._recorder.record(ToolRegistered(spec=snapshot))
+
+    async def set_system_prompt(self, text: str | None) -> None:
+        """Replace the system prompt the model gets from the next request on (``None``: none).
+        Recorded; a prompt equal to the current one records nothing."""
+        self._check_open("change its system prompt")
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"a system prompt is a string or None, not {type(text).__name__}")
+        if text != self.state.system_prompt:
+            self._recorder.record(SystemPromptSet(text=text))
+            await self._recorder.flush()
+
+    async def set_active_tools(self, names: Iterable[str]) -> None:
+        """Replace the set of active tools: the ones declared to the model from its next
+        request on. Any registered tool may be named, hidden ones included (this, and
+        :meth:`activate`, is the only way a hidden tool becomes active); an unknown name is an
+        error and nothing changes."""
+        self._check_open("change its active tools")
+        wanted = self._registered("set_active_tools", names)
+        self._recorder.record(ActiveToolsSet(names=wanted))
+        await self._recorder.flush()
+
+    async def activate(self, names: Iterable[str]) -> None:
+        """Add tools to the active set, keeping the ones already there (recorded as
+        ``tools_activated``): :meth:`set_active_tools` without reading ``state.active_tools``
+        first. Any registered tool may be named, hidden ones included; an unknown name is an
+        error and nothing changes; naming only active tools records nothing."""
+        self._check_open("activate tools")
+        wanted = self._registered("activate", names)
+        active = self.state.active_tools
+        if added := tuple(name for name in wanted if name not in active):
+            self._recorder.record(ToolsActivated(names=added))
+            await self._recorder.flush()
+
+    def _registered(self, caller: str, names: Iterable[str]) -> tuple[str, ...]:
+        if isinstance(names, str):
+            raise TypeError(f"{caller}() takes a list of tool names, not one string")
+        wanted = tuple(dict.fromkeys(names))
+        specs = self._env.registry.specs
+        if unknown := [name for name in wanted if name not in specs]:
+            raise ValueError(
+                f"{caller}: no tool named {unknown[0]!r} is registered "
+                f"(registered: {', '.join(sorted(specs)) or 'none'})"
+            )
+        return wanted
+
+    def declared_tools(self) -> tuple[ToolSnapshot, ...]:
+        """The tools declared to the model now: the active ones, in registration order."""
+        return self.state.declared_tools
+
+    # -- the host's own calls ----------------------------------------------------------------
+
+    async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+        """Run a tool for the host: a call of origin ``"host"``, in this task.
+
+        It takes the path a model's call takes (availability for a host call, input
+        validation, the ``tool_call`` handlers, the policy, the approver, the body, the
+        output check, the ``tool_result`` handlers) and is recorded the same way, under the
+        id ``"h{n}"`` (``n`` counts the session's host calls from 0), but it adds nothing to
+        the transcript. Like ``ctx.execute_tool`` it never raises for a tool failure: unknown
+        tool, invalid arguments, blocked, denied, raised, invalid output all come back as an
+        outcome with ``is_error=True``. Host calls may run concurrently with each other and
+        with a prompt; the prompt does not wait for them.
+
+        If the approver answers "later", this waits until the host answers the request
+        (``resolve_approval(outcome's call id, ...)``, from another task; the id is in
+        :meth:`pending_approvals`). Cancelling it ends the call as cancelled. If the session
+        closes while it runs, it raises :class:`~engine.core.errors.SessionClosed` (a
+        ``RuntimeError``) and the call stays open in the log, as if the process had stopped:
+        :meth:`resume_call` takes it up in a reopened session.
+        """
+        self._check_open("call its tools")
+        return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
+                                         arguments)
+
+    async def resume_call(self, call_id: str) -> CallOutcome:
+        """Carry a host call on from where the log says it is, and return its outcome: the
+        recorded one if it has ended, else it goes on as in :meth:`call_tool` (an approval
+        answered since goes on; a pending one is waited for; a body interrupted by a stopped
+        process runs again if its tool is idempotent, else the call ends "interrupted")."""
+        self._check_open("call its tools")
+        return await hostcalls.resume_call(self._env, self._recorder, self._inflight, call_id)
+
+    def _check_open(self, doing: str) -> None:
+        """Refuse ``doing`` once the session closes: its block has ended (or is ending), it
+        has let go of its claim on the store, and another block or process may own the
+        session now, so nothing may be recorded or changed here any more. Closing begins
+        with :meth:`InFlight.suspend`, which stops what runs and marks it; every change the
+        host makes, and every prompt and call, asks here first, before it records
+        anything."""
+        if self._inflight.suspending:
+            raise closed_error(doing)
+
+    # -- answering approvals ---------------------------------------------------------------
+
+    async def resolve_approval(
+        self,
+        call_id: str,
+        granted: bool | None = None,
+        scope: Literal["once", "session"] = "once",
+        *,
+        arguments: Any = None,
+        reason: str | None = None,
+        approved: bool | None = None,
+    ) -> None:
+        """Answer a pending approval by the engine's call id: once per request.
+
+        ``granted`` is the answer, the word :class:`ApprovalAnswer` and the recorded
+        ``ApprovalResolved`` use (``approved=`` is its deprecated spelling).
+        ``scope="session"`` also answers later calls of the tool (never one already resolved).
+        ``arguments`` edits the call's arguments: recorded as a rewrite by the approver and
+        validated again. A nested call or a host call waiting in this process goes on at once;
+        a model's call runs at the next :meth:`resume` (a host call after a restart: at
+        :meth:`resume_call`).
+        """
+        self._check_open("answer its approvals")
+        if approved is not None:
+            if granted is not None:
+                raise TypeError("resolve_approval() takes granted= or its old name approved=, "
+                                "not both")
+            warn_renamed("resolve_approval(approved=...)", "resolve_approval(granted=...)")
+            granted = approved
+        if granted is None:
+            raise TypeError("resolve_approval() needs the answer: granted=True or False")
+        answer = ApprovalAnswer(granted=granted, scope=scope, arguments=arguments,
+                                reason=reason)
+        state = self.state
+        view = state.live_calls.get(call_id)
+        if self._inflight.asking(call_id):
+            raise ApprovalNotPending(f"call {call_id}: its approver is still deciding; answer a "
+                                     f"request only once it is pending "
+                                     f"(session.pending_approvals())")
+        if view is None or view.stage is not CallStage.AWAITING:
+            status = "unknown" if view is None else view.status
+            refused = CallNotFound if view is None else ApprovalNotPending
+            raise refused(
+                f"call {call_id} is not waiting for an approval (it is {status}); "
+                f"pending: {', '.join(state.pending_approvals) or 'none'}"
+            )
+        if answer.granted and answer.arguments is not None:
+            ensure_json(answer.arguments)
+        resolve(self._env, self._recorder, call_id, answer, later=True)
+        self._inflight.unpark(call_id)  # a nested call or a host call waiting here goes on
+        await self._recorder.flush()
+
+    def pending_approvals(self) -> tuple[ApprovalRequest, ...]:
+        """The approval requests waiting for an answer, in the order they were asked (not
+        those whose approver is deciding right now)."""
+        state = self.state
+        requests = []
+        for call_id in state.pending_approvals:
+            if self._inflight.asking(call_id):
+                continue
+            view = state.calls[call_id]
+            snapshot = state.tools.get(view.name)
+            requests.append(ApprovalRequest(
+                call_id=call_id, name=view.name, arguments=copy_json(view.arguments),
+                reason=view.policy.reason if view.policy is not None else "",
+                annotations=snapshot.annotations if snapshot is not None else Annotations(),
+                origin=view.origin, parent_id=view.parent_id,
             ))
-            if not reply.tool_calls:
-                return PromptResult(stop="end_turn", turns=turns, text=reply.text)
+        return tuple(requests)

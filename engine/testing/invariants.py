@@ -48,7 +48,7 @@ from events.types import Record
 
 from ..core.policy import PolicyRules
 from ..core.reducers import Projection, fold
-from ..core.views import SessionState
+from ..core.views import StateSnapshot
 from ..runtime.session import Session
 from .gating import NEVER_RAN, check_approvals, check_availability, check_bodies
 from .shape import (
@@ -86,7 +86,7 @@ __all__ = [
 def check_log(
     records: Sequence[Record],
     *,
-    state: Projection | SessionState | None = None,
+    state: Projection | StateSnapshot | None = None,
     transcript: Iterable[Any] | None = None,
     body_runs: Mapping[str, int] | None = None,
     rules: PolicyRules = PolicyRules(),

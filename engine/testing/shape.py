@@ -27,7 +27,7 @@ from events.types import (
 
 from ..core.callids import from_host, host_call_id
 from ..core.reducers import LogInconsistency, Projection, fold
-from ..core.views import SessionState, ToolResultEntry
+from ..core.views import StateSnapshot, ToolResultEntry
 
 __all__ = [
     "check_fold",
@@ -80,7 +80,7 @@ def _terminals(records: Iterable[Record]) -> dict[str, Any]:
 # -- the fold ------------------------------------------------------------------------------------
 
 
-def check_fold(records: Sequence[Record], state: Projection | SessionState) -> None:
+def check_fold(records: Sequence[Record], state: Projection | StateSnapshot) -> None:
     """Folding ``records`` from scratch gives ``state`` (a live session's ``session.state``,
     or a snapshot of it)."""
     expected = state.snapshot() if isinstance(state, Projection) else state
@@ -90,7 +90,7 @@ def check_fold(records: Sequence[Record], state: Projection | SessionState) -> N
         raise _fail(f"the log does not fold: {exc}") from exc
     if folded == expected:
         return
-    differ = [field.name for field in attrs.fields(SessionState)
+    differ = [field.name for field in attrs.fields(StateSnapshot)
               if getattr(folded, field.name) != getattr(expected, field.name)]
     details = []
     if "calls" in differ:

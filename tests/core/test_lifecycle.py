@@ -1,6 +1,6 @@
 """The per-call transition table, and the reducers' refusal of logs it (or the session) forbids.
 
-The table is checked exhaustively: every (state, event) pair is fed to ``next_state`` with a
+The table is checked exhaustively: every (state, event) pair is fed to ``next_stage`` with a
 real event, and the answer must be the table's or a ``LifecycleError``. Then the reducers: each
 kind of inconsistent record is refused with ``LogInconsistency`` and leaves the projection
 exactly as it was (its snapshot is compared before and after), and the projection still
@@ -16,7 +16,7 @@ from typing import Any
 import attrs
 import pytest
 
-from engine.core.lifecycle import TRANSITIONS, CallState, LifecycleError, event_key, next_state
+from engine.core.lifecycle import TRANSITIONS, CallStage, LifecycleError, event_key, next_stage
 from engine.core.reducers import LogInconsistency, Projection, fold
 from events.codec import EVENT_TYPES
 from events.results import ErrorInfo, error_result
@@ -47,7 +47,7 @@ from events.types import (
     UserMessage,
 )
 
-S = CallState
+S = CallStage
 CID = "1.0"
 RESULT = error_result("x")
 
@@ -82,7 +82,7 @@ TERMINAL_KEYS = frozenset(
     {"tool_call_completed", "tool_call_failed", "tool_call_blocked", "tool_call_denied",
      "tool_call_cancelled"}
 )
-OPEN_STATES = [s for s in CallState if s not in (S.NEW, S.CLOSED)]
+OPEN_STATES = [s for s in CallStage if s not in (S.NEW, S.CLOSED)]
 
 
 def attrs_fields(cls: type[Any]) -> set[str]:
@@ -96,18 +96,18 @@ def test_the_samples_cover_every_call_event_and_every_table_key() -> None:
     assert table_keys <= set(SAMPLES)
     call_event_types = {type(make(CID)) for make in SAMPLES.values()}
     assert {cls for cls in EVENT_TYPES.values() if "call_id" in attrs_fields(cls)} == call_event_types
-    assert set(TRANSITIONS) == set(CallState)
+    assert set(TRANSITIONS) == set(CallStage)
 
 
-@pytest.mark.parametrize("state", list(CallState), ids=lambda s: s.value)
+@pytest.mark.parametrize("state", list(CallStage), ids=lambda s: s.value)
 @pytest.mark.parametrize("key", sorted(SAMPLES))
-def test_next_state_is_the_table_or_an_error(state: CallState, key: str) -> None:
+def test_next_stage_is_the_table_or_an_error(state: CallStage, key: str) -> None:
     event = SAMPLES[key](CID)
     if key in TRANSITIONS[state]:
-        assert next_state(state, event, call_id=CID) is TRANSITIONS[state][key]
+        assert next_stage(state, event, call_id=CID) is TRANSITIONS[state][key]
     else:
         with pytest.raises(LifecycleError):
-            next_state(state, event, call_id=CID)
+            next_stage(state, event, call_id=CID)
 
 
 def test_every_terminal_event_closes_wherever_it_is_allowed() -> None:
@@ -127,29 +127,29 @@ def test_closed_accepts_nothing() -> None:
     assert dict(TRANSITIONS[S.CLOSED]) == {}
     for key, make in SAMPLES.items():
         with pytest.raises(LifecycleError):
-            next_state(S.CLOSED, make(CID), call_id=CID)
+            next_stage(S.CLOSED, make(CID), call_id=CID)
 
 
 @pytest.mark.parametrize("state", [S.ASKING, S.ALLOWED, S.DENYING, S.RUNNING],
                          ids=lambda s: s.value)
-def test_a_rewrite_after_the_policy_judged_is_refused(state: CallState) -> None:
+def test_a_rewrite_after_the_policy_judged_is_refused(state: CallStage) -> None:
     # the only rewrite after the policy is the approver's edit, while the call awaits approval
     with pytest.raises(LifecycleError):
-        next_state(state, SAMPLES["tool_call_rewritten"](CID), call_id=CID)
-    assert next_state(S.AWAITING, SAMPLES["tool_call_rewritten"](CID)) is S.AWAITING
-    assert next_state(S.REQUESTED, SAMPLES["tool_call_rewritten"](CID)) is S.REQUESTED
+        next_stage(state, SAMPLES["tool_call_rewritten"](CID), call_id=CID)
+    assert next_stage(S.AWAITING, SAMPLES["tool_call_rewritten"](CID)) is S.AWAITING
+    assert next_stage(S.REQUESTED, SAMPLES["tool_call_rewritten"](CID)) is S.REQUESTED
 
 
-@pytest.mark.parametrize("state", [s for s in CallState if s not in (S.ALLOWED, S.RUNNING)],
+@pytest.mark.parametrize("state", [s for s in CallStage if s not in (S.ALLOWED, S.RUNNING)],
                          ids=lambda s: s.value)
-def test_started_without_allow_is_refused(state: CallState) -> None:
+def test_started_without_allow_is_refused(state: CallStage) -> None:
     with pytest.raises(LifecycleError):
-        next_state(state, ToolExecutionStarted(call_id=CID), call_id=CID)
+        next_stage(state, ToolExecutionStarted(call_id=CID), call_id=CID)
 
 
 def test_a_running_call_may_start_again_only_as_a_rerun() -> None:
     # an idempotent body re-entered after a restart records its new start first
-    assert next_state(S.RUNNING, ToolExecutionStarted(call_id=CID)) is S.RUNNING
+    assert next_stage(S.RUNNING, ToolExecutionStarted(call_id=CID)) is S.RUNNING
 
 
 def test_only_allowed_leads_to_running() -> None:
@@ -166,11 +166,11 @@ def test_every_state_is_reachable_from_new() -> None:
             if target not in reached:
                 reached.add(target)
                 queue.append(target)
-    assert reached == set(CallState)
+    assert reached == set(CallStage)
 
 
 def test_closed_is_reachable_from_every_state_but_closed() -> None:
-    for start in CallState:
+    for start in CallStage:
         reached = {start}
         queue = deque([start])
         while queue:
@@ -182,21 +182,21 @@ def test_closed_is_reachable_from_every_state_but_closed() -> None:
 
 
 @pytest.mark.parametrize("state", OPEN_STATES, ids=lambda s: s.value)
-def test_every_open_state_can_be_cancelled(state: CallState) -> None:
-    assert next_state(state, SAMPLES["tool_call_cancelled"](CID), call_id=CID) is S.CLOSED
+def test_every_open_state_can_be_cancelled(state: CallStage) -> None:
+    assert next_stage(state, SAMPLES["tool_call_cancelled"](CID), call_id=CID) is S.CLOSED
 
 
 def test_an_approval_needs_a_request_and_a_denial_needs_a_verdict() -> None:
     for key in ("approval_resolved:granted", "approval_resolved:denied"):
         with pytest.raises(LifecycleError):
-            next_state(S.ASKING, SAMPLES[key](CID))
+            next_stage(S.ASKING, SAMPLES[key](CID))
     with pytest.raises(LifecycleError):
-        next_state(S.REQUESTED, SAMPLES["tool_call_denied"](CID))
+        next_stage(S.REQUESTED, SAMPLES["tool_call_denied"](CID))
 
 
 def test_the_error_names_the_call_the_event_and_what_is_allowed() -> None:
     with pytest.raises(LifecycleError) as info:
-        next_state(S.ALLOWED, ToolCallRewritten(call_id="3.1", arguments={}, by="h"),
+        next_stage(S.ALLOWED, ToolCallRewritten(call_id="3.1", arguments={}, by="h"),
                    call_id="3.1")
     message = str(info.value)
     assert "3.1" in message
@@ -208,7 +208,7 @@ def test_the_error_names_the_call_the_event_and_what_is_allowed() -> None:
 
 def test_the_error_for_a_closed_call_says_it_is_closed() -> None:
     with pytest.raises(LifecycleError) as info:
-        next_state(S.CLOSED, ToolProgress(call_id="2.0/1"), call_id="2.0/1")
+        next_stage(S.CLOSED, ToolProgress(call_id="2.0/1"), call_id="2.0/1")
     message = str(info.value)
     assert "2.0/1" in message
     assert "tool_progress" in message

@@ -15,7 +15,7 @@ import pytest
 import trio
 from hypothesis import given
 
-from engine.core.lifecycle import CallState, next_state
+from engine.core.lifecycle import CallStage, next_stage
 from engine.core.reducers import LogInconsistency, Projection
 from engine.core.views import CallView, LiveCall
 from events.results import error_result
@@ -48,9 +48,9 @@ def test_a_view_handed_out_keeps_the_call_as_it_was() -> None:
     log.add(ToolCallRewritten(call_id="1.0", arguments={"a": 1}, by="h"),
             PolicyDecided(call_id="1.0", decision="allow", reason="r"))
     after = log.projection.calls["1.0"]
-    assert before.state is CallState.REQUESTED and before.arguments == {}
+    assert before.stage is CallStage.REQUESTED and before.arguments == {}
     assert before.policy is None and before.rewrites == ()
-    assert after.state is CallState.ALLOWED and after.arguments == {"a": 1}
+    assert after.stage is CallStage.ALLOWED and after.arguments == {"a": 1}
     assert after.requested_arguments == {} and len(after.rewrites) == 1
     assert after.policy == PolicyDecided(call_id="1.0", decision="allow", reason="r")
 
@@ -73,7 +73,7 @@ def test_the_live_record_follows_every_event_and_matches_its_view() -> None:
             ToolExecutionStarted(call_id="1.0"),
             ToolProgress(call_id="1.0", message="half"),
             ToolProgress(call_id="1.0", message="most"))
-    assert live.state is CallState.RUNNING and live.started and live.progress_count == 2
+    assert live.stage is CallStage.RUNNING and live.started and live.progress_count == 2
     assert live.last_progress is not None and live.last_progress.message == "most"
     assert live.status == "running" and not live.closed and live.result is None
     log.add(ToolCallCompleted(call_id="1.0", result=RESULT))
@@ -88,7 +88,7 @@ def test_a_refused_event_changes_neither_the_live_record_nor_its_view() -> None:
     log = requested_call()
     view = log.projection.calls["1.0"]
     log.refuses(log.next(ToolExecutionStarted(call_id="1.0")), "tool_execution_started")
-    assert log.projection.live_calls["1.0"].state is CallState.REQUESTED
+    assert log.projection.live_calls["1.0"].stage is CallStage.REQUESTED
     assert log.projection.calls["1.0"] is view
 
 
@@ -128,7 +128,7 @@ def reference_view(view: CallView | None, event: Any) -> CallView:
                         requested_arguments=event.arguments, origin=event.origin,
                         parent_id=event.parent_id, model_call_id=event.model_call_id)
     assert view is not None
-    changes: dict[str, Any] = {"state": next_state(view.state, event)}
+    changes: dict[str, Any] = {"stage": next_stage(view.stage, event)}
     if isinstance(event, ToolCallRewritten):
         changes.update(arguments=event.arguments, rewrites=(*view.rewrites, event))
     elif isinstance(event, PolicyDecided):

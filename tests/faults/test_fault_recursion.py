@@ -315,7 +315,7 @@ def test_the_deepest_calls_carry_the_deepest_values_with_room_to_spare() -> None
     content as deep as JSON may be (checked against a recursive output schema), under a host
     that already spends ``HOST_FRAMES`` of the interpreter's stack. Every call ends normally,
     and the refused level below the deepest ends as ``depth_limit``."""
-    host_frames = 300
+    host_frames = 200  # about 240 fit (docs/concepts.md, "Depth limits")
     deepest = nest(MAX_DEPTH - 2, "mixed")  # inside {"v": ...}: MAX_DEPTH levels in all
     tree = {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/tree"}},
                       {"type": "object", "additionalProperties": {"$ref": "#/$defs/tree"}},

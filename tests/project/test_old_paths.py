@@ -40,3 +40,17 @@ def test_old_names_from_an_old_path_still_work() -> None:
 def test_a_path_that_never_existed_is_still_an_error() -> None:
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("engine.no_such_module")
+
+
+def test_the_halves_of_a_joined_class_name_the_whole() -> None:
+    """``ProjectionState`` and ``SessionControls`` were the halves of ``Projection`` and
+    ``Session``; under their old modules' paths they give the whole class, with a warning."""
+    with pytest.warns(DeprecationWarning):
+        sys.modules.pop("engine.core.projection", None)
+        sys.modules.pop("engine.runtime.controls", None)
+        projection = importlib.import_module("engine.core.projection")
+        controls = importlib.import_module("engine.runtime.controls")
+    with pytest.warns(DeprecationWarning, match="ProjectionState is deprecated: use"):
+        assert projection.ProjectionState is engine.Projection
+    with pytest.warns(DeprecationWarning, match="SessionControls is deprecated: use"):
+        assert controls.SessionControls is engine.Session

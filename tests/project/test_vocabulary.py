@@ -15,7 +15,9 @@ import pytest
 import engine
 import engine.core.policy
 from engine import Session, approve_all, tool
+from engine.core.lifecycle import CallStage
 from engine.core.policy import PolicyDecision, decide
+from engine.core.views import StateSnapshot
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import MemoryStore
 from events.types import Annotations
@@ -111,6 +113,34 @@ async def test_a_calls_terminal_event_is_its_terminal_field_and_outcome_warns() 
         assert view.outcome is view.terminal
 
 
+@pytest.mark.parametrize(("module", "old", "new"), [
+    ("engine.core.lifecycle", "CallState", "CallStage"),
+    ("engine.core.lifecycle", "next_state", "next_stage"),
+    ("engine.core.views", "SessionState", "StateSnapshot"),
+    ("engine.core.reducers", "SessionState", "StateSnapshot"),
+])
+def test_a_call_has_a_stage_a_session_a_state_and_the_old_names_warn(module: str, old: str,
+                                                                     new: str) -> None:
+    """"State" named four things; a call's place in its lifecycle is its stage, and what
+    ``session.state.snapshot()`` returns is a ``StateSnapshot``."""
+    namespace = importlib.import_module(module)
+    assert new in namespace.__all__ and old not in namespace.__all__
+    with pytest.warns(DeprecationWarning, match=rf"{module}\.{old} .*{module}\.{new}"):
+        assert getattr(namespace, old) is getattr(namespace, new)
+
+
+async def test_a_calls_stage_is_its_stage_field_and_state_warns() -> None:
+    session = await one_call_session()
+    view, live = session.calls["1.0"], session.state.live_calls["1.0"]
+    assert view.stage is CallStage.CLOSED and live.stage is CallStage.CLOSED
+    for call in (view, live):
+        with pytest.warns(DeprecationWarning, match=r"CallView\.state .*CallView\.stage") as caught:
+            assert call.state is call.stage
+        assert caught[0].filename == __file__
+    assert isinstance(session.state, engine.Projection)  # session.state keeps its name
+    assert isinstance(session.state.snapshot(), StateSnapshot)
+
+
 @pytest.mark.parametrize("module", ["engine", "engine.core.handlers"])
 @pytest.mark.parametrize(("old", "new"), [("ToolCallEvent", "ToolCallDraft"),
                                           ("ToolResultEvent", "ToolResultDraft")])
@@ -146,13 +176,14 @@ def test_an_approver_answers_and_the_old_decision_names_warn(module: str, old: s
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 README = DOCS.parent / "README.md"
 PUBLIC = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.models", "engine.core.policy",
-          "engine.core.views", "events", "events.types", "events.stores.base",
-          "events.stores.pgclaims"]
+          "engine.core.views", "engine.core.lifecycle", "events", "events.types",
+          "events.stores.base", "events.stores.pgclaims"]
 #: Every module with renamed names, and the fields and keywords renamed beside them.
 RENAMED_IN = ["engine", "engine.core.approvals", "engine.core.handlers", "engine.core.policy",
-              "events.stores.pgclaims"]
-OLD_SPELLINGS = ["CallView.verdict", "CallView.outcome", "approved=", "lease_seconds",
-                 "renew_leases", "events.stores.pglease"]
+              "engine.core.lifecycle", "engine.core.views", "engine.core.reducers",
+              "engine.runtime.session", "events.stores.pgclaims"]
+OLD_SPELLINGS = ["CallView.verdict", "CallView.outcome", "approved=", "CallView.state",
+                 "lease_seconds", "renew_leases", "events.stores.pglease"]
 
 
 def glossary() -> list[list[str]]:
@@ -193,7 +224,8 @@ def test_every_new_name_is_in_the_glossary_and_no_old_one_is_a_word() -> None:
             assert old not in held
             if new[0].isupper():
                 assert new in held, f"{new} is not in docs/concepts.md's glossary"
-    assert {"CallView.policy", "CallView.terminal", "ApprovalAnswer.granted"} <= held
+    assert {"CallView.policy", "CallView.terminal", "ApprovalAnswer.granted", "CallView.stage",
+            "CallStage", "StateSnapshot", "Projection"} <= held
 
 
 def test_the_docs_use_an_old_name_only_to_say_it_is_deprecated() -> None:
