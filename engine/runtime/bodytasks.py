@@ -44,15 +44,20 @@ class BodyTasks:
     """The tasks of one run of a body. Made in the task that runs the body, just before the
     body starts: nurseries that task had already opened are not the body's."""
 
+    __slots__ = ("_before", "_root", "_waiting")
+
     def __init__(self) -> None:
         self._root = trio.lowlevel.current_task()
-        self._before = tuple(self._root.child_nurseries)
-        self._waiting: set[trio.lowlevel.Task] = set()  # tasks in wait_blocked now
+        # The nurseries the task had open are the first ones of its list for as long as the
+        # body runs: the body runs inside them, and a task's nurseries close in the order
+        # opposite to their opening. So the body's are those after the first ``_before``.
+        self._before = len(self._root.child_nurseries)
+        self._waiting: set[trio.lowlevel.Task] | None = None  # tasks in wait_blocked now
 
     def tasks(self) -> Iterator[trio.lowlevel.Task]:
         """The body's tasks now: its own task and every task under a nursery it opened."""
         yield self._root
-        stack = [n for n in self._root.child_nurseries if n not in self._before]
+        stack = self._root.child_nurseries[self._before:]
         while stack:
             nursery = stack.pop()
             for task in nursery.child_tasks:
@@ -69,13 +74,15 @@ class BodyTasks:
         me = trio.lowlevel.current_task()
         scheduled = _Scheduled()
         trio.lowlevel.add_instrument(scheduled)
-        self._waiting.add(me)
+        if self._waiting is None:
+            self._waiting = set()
+        waiting = self._waiting
+        waiting.add(me)
         try:
             await trio.lowlevel.checkpoint()
             await trio.lowlevel.checkpoint()
-            while any(task in scheduled.tasks and task not in self._waiting
-                      for task in self.tasks()):
+            while any(task in scheduled.tasks and task not in waiting for task in self.tasks()):
                 await trio.lowlevel.checkpoint()
         finally:
-            self._waiting.discard(me)
+            waiting.discard(me)
             trio.lowlevel.remove_instrument(scheduled)
