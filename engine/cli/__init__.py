@@ -14,6 +14,7 @@ as visible escapes, never obeyed by the terminal.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import io
 import os
 import sys
@@ -39,13 +40,22 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, error_line(message, self.prog) + "\n")
 
 
+def _version() -> str:
+    """The installed distribution's version (``unknown`` when run from a tree not installed)."""
+    try:
+        return importlib.metadata.version(PROG)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, with one subcommand per action."""
     parser = _Parser(
         prog=PROG,
         description="Run an LLM agent's tool calls as an event-sourced process, and read the logs.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"{PROG} {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(commands)
     return parser
@@ -58,6 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, or a usage error argparse already printed
         return exc.code if isinstance(exc.code, int) else 1
+    if args.command is None:  # no command: say what there is
+        parser.print_help()
+        return 0
     console = VisibleConsole(highlight=False)
     try:
         status: int = args.run(args, console)

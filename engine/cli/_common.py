@@ -4,8 +4,11 @@ argument names, reading its sessions, the key, and refusing an output that is an
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from collections.abc import Sequence
 from contextlib import closing
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import trio
@@ -17,12 +20,14 @@ from events.types import Record
 
 from ..core.reducers import LogInconsistency, Projection, fold
 from ..core.visible import visible
+from ..present.render import counted
 
 __all__ = [
     "LOG_HELP",
     "PROG",
     "UsageError",
     "choose_session",
+    "command_name",
     "counted",
     "error_line",
     "fold_sessions",
@@ -47,9 +52,20 @@ class UsageError(Exception):
     """A mistake the user can fix; its message is printed as one line."""
 
 
-def counted(count: int, noun: str) -> str:
-    """``count`` and ``noun``, plural unless one: ``"1 session"``, ``"3 sessions"``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
+def command_name() -> str:
+    """How to run this command again from the current directory, as it can be typed: ``toolledger``
+    if that is the one on ``PATH``, else its script beside this interpreter (``.venv/bin/toolledger``
+    from a checkout whose ``.venv`` is not activated), else ``python -m engine.cli``."""
+    script = Path(sys.executable).parent / PROG
+    on_path = shutil.which(PROG)
+    if on_path is not None and (not script.exists() or Path(on_path).resolve() == script.resolve()):
+        return PROG
+    if script.exists():
+        try:
+            return str(script.relative_to(Path.cwd()))
+        except ValueError:
+            return str(script)
+    return f"{Path(sys.executable).name} -m engine.cli"
 
 
 def error_line(message: str, prog: str = PROG) -> str:

@@ -18,7 +18,7 @@ from ..models.connect import check_spec
 from ..present.export import session_json
 from ..present.render import Renderers, print_session
 from ..present.terminal import terminal_approver
-from ._common import PROG, UsageError
+from ._common import UsageError, command_name
 
 __all__ = ["add_parser", "run"]
 
@@ -123,7 +123,7 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
     console.print()
     # soft_wrap: a long path stays on one line, so it can be copied
     console.print(Text.assemble(("Log: ", "bold"), str(run.log_path)), soft_wrap=True)
-    console.print(Text(f"Read it again with: {PROG} show {run.log_path}", style="dim"),
+    console.print(Text(f"Read it again with: {command_name()} show {run.log_path}", style="dim"),
                   soft_wrap=True)
     return 0
 

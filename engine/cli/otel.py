@@ -21,7 +21,14 @@ from rich.text import Text
 from events.stores.modes import open_creating
 
 from ..core.visible import visible
-from ._common import UsageError, counted, fold_sessions, read_sessions, refuse_writing_over
+from ._common import (
+    LOG_HELP,
+    UsageError,
+    counted,
+    fold_sessions,
+    read_sessions,
+    refuse_writing_over,
+)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -33,7 +40,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Declare the command and its options."""
     export = commands.add_parser(
         "export-otel",
-        help="the OpenTelemetry spans of the sessions of a JSONL log, at their recorded times",
+        help="the OpenTelemetry spans of the sessions of a log, at their recorded times",
         description=(
             "Build each session's spans from its records (invoke_agent per prompt, "
             "execute_tool per call, by the OpenTelemetry GenAI conventions), each with the "
@@ -43,7 +50,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "--capture-content is given. The log is only read."
         ),
     )
-    export.add_argument("log", metavar="LOG", help="path of the JSONL log file")
+    export.add_argument("log", metavar="LOG", help=LOG_HELP)
     export.add_argument("--session", metavar="ID",
                         help="only this session (its full id, or a prefix that names one)")
     target = export.add_mutually_exclusive_group(required=True)

@@ -9,7 +9,6 @@ checked at all (a missing file or key, an unknown session, a bad option). A key 
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Sequence

@@ -30,6 +30,7 @@ from .visible import HIDDEN
 
 __all__ = [
     "APPROVER_FAILED",
+    "APPROVER_REFUSED",
     "HANDLER_FAILED",
     "REASON_LIMIT",
     "blocked_result",
@@ -45,6 +46,8 @@ REASON_LIMIT = 500
 HANDLER_FAILED = "a tool_call handler failed"
 #: What the model reads when the approver raised (the call is refused: fail closed).
 APPROVER_FAILED = "the approver failed"
+#: why a call the approver refused without saying why was denied, as the log records it
+APPROVER_REFUSED = "the approver refused"
 
 def for_model(reason: str, limit: int = REASON_LIMIT) -> str:
     """``reason`` as the model may read it: without control characters, bidirectional

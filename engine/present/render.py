@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult, RenderableType
@@ -47,6 +46,7 @@ from events.types import (
 
 from ..core.lifecycle import CallStage
 from ..core.reducers import CallView, Projection, ToolResultEntry
+from ..core.refusals import APPROVER_REFUSED
 from ..core.visible import visible
 from .console import Visible
 from .renderers import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
@@ -56,6 +56,7 @@ __all__ = [
     "Renderer",
     "Renderers",
     "call_label",
+    "counted",
     "load_renderers",
     "register_renderer",
     "print_session",
@@ -80,6 +81,11 @@ _STATUS_STYLE = {
     "cancelled": "magenta",
 }
 _KEY_WIDTH = 9
+
+
+def counted(count: int, noun: str) -> str:
+    """``count`` and ``noun``, plural unless one: ``"1 session"``, ``"3 sessions"``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def load_renderers(modules: tuple[str, ...] = ()) -> None:
@@ -255,7 +261,9 @@ def call_label(view: CallView, source: ToolSource | None = None,
         scope = "for the session" if view.approval.scope == "session" else "once"
         why = view.approval.reason
         if not granted and isinstance(terminal, ToolCallDenied) and terminal.by == "approver":
-            why = why or terminal.reason  # the denial says nothing more: fold it in here
+            # the denial says nothing more (fold its reason in here), unless it is only that
+            # the approver refused, which "denied ..., by the approver" says already
+            why = why or (terminal.reason if terminal.reason != APPROVER_REFUSED else None)
         fact("approval",
              f"asked → {'granted' if granted else 'denied'} {scope}, by the approver"
              + (f": {why}" if why else ""),
@@ -343,7 +351,8 @@ def render_session(projection: Projection, renderers: Renderers | None = None) -
     with ``renderers``: see :func:`render_calls`)."""
     header = Text("Session ", style="bold")
     header.append(visible(projection.session_id or "(empty)", newlines=False), style="bold")
-    header.append(f"  ·  {projection.last_seq} records  ·  {projection.turn} turns", style="dim")
+    header.append(f"  ·  {counted(projection.last_seq, 'record')}  ·  "
+                  f"{counted(projection.turn, 'turn')}", style="dim")
     if projection.open_calls:
         header.append(f"  ·  {len(projection.open_calls)} open calls", style="bold cyan")
     usage = projection.usage

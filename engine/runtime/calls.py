@@ -61,7 +61,7 @@ from ..core.outputs import (
     text_limit,
 )
 from ..core.policy import deny_rule
-from ..core.refusals import denied_result, not_approved_result
+from ..core.refusals import APPROVER_REFUSED, denied_result, not_approved_result
 from ..core.tools import ToolCall
 from ..core.views import LiveCall
 from .context import CallContext
@@ -108,7 +108,7 @@ async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call
                 await inflight.park(call_id)
             elif stage is CallStage.DENYING:  # 5., refused: the denial was not written
                 given = view.approval.reason if view.approval is not None else None
-                deny(recorder, view, given or "the approver refused", "approver",
+                deny(recorder, view, given or APPROVER_REFUSED, "approver",
                      not_approved_result(view.name, given))
             elif gate_only:
                 return None
