@@ -81,7 +81,10 @@ class _Later:
 LATER: Any = _Later()
 
 Reply = Union[bool, ApprovalAnswer, _Later]
-Approver = Callable[[ApprovalRequest], Awaitable[Reply]]
+#: An approver: an async function of the request (or a plain one, which runs in the session's
+#: loop and must answer at once: it may not block) that replies ``True``, ``False``, an
+#: :class:`ApprovalAnswer` or :data:`LATER`.
+Approver = Callable[[ApprovalRequest], Union[Awaitable[Reply], Reply]]
 
 
 def as_answer(reply: Any) -> ApprovalAnswer:
@@ -117,7 +120,7 @@ class AtOnce:
         functools.update_wrapper(self, approver, updated=())  # its name, docstring, __wrapped__
         self.approver = approver
 
-    def __call__(self, request: ApprovalRequest) -> Awaitable[Reply]:
+    def __call__(self, request: ApprovalRequest) -> Awaitable[Reply] | Reply:
         # the approver's own awaitable, not one of this wrapper's: what it answers or raises
         # reaches the gate exactly as it would undeclared (the log keeps the same traceback)
         return self.approver(request)

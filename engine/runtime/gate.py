@@ -30,7 +30,7 @@ from ..core.jsonvalues import copy_json, ensure_json
 from ..core.limits import admit, not_json, oversized
 from ..core.outputs import describe, error_info, text_limit
 from ..core.policy import decide
-from ..core.refusals import APPROVER_FAILED, denied_result, not_approved_result
+from ..core.refusals import APPROVER_FAILED, APPROVER_REFUSED, denied_result, not_approved_result
 from ..core.tools import ToolSpec, may_call
 from ..core.views import LiveCall
 from .endings import block, deny, fail
@@ -164,7 +164,9 @@ async def ask(env: Environment, recorder: Recorder, inflight: InFlight, view: Li
     inflight.ask(call_id)  # not pending for the host while its approver decides
     error = None
     try:
-        reply = await env.approver(request)
+        reply = env.approver(request)
+        if inspect.isawaitable(reply):  # a plain function answers as it returns
+            reply = await reply
         if reply is LATER:
             if env.may_defer:
                 return
@@ -199,7 +201,7 @@ def resolve(env: Environment, recorder: Recorder, call_id: str, answer: Approval
                                      scope=answer.scope, reason=answer.reason,
                                      later=later))
     if not answer.granted:
-        deny(recorder, view, answer.reason or "the approver refused", "approver",
+        deny(recorder, view, answer.reason or APPROVER_REFUSED, "approver",
              not_approved_result(view.name, answer.reason, failed=error is not None),
              error=error)
         return

@@ -151,7 +151,8 @@ class SessionMachineBase(RuleBasedStateMachine):
 
         async def asked(request: ApprovalRequest) -> Any:
             self.asked.append(request.call_id)
-            return await approver(request)
+            reply = approver(request)
+            return await reply if inspect.isawaitable(reply) else reply
 
         return Session.open(self.store, model=self.model, tools=self._specs, approver=asked,
                             rules=self.policy, session_id=self.session_id, create=True,

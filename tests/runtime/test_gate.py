@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from conftest import call_events, events_of, run_session
 
 from engine import (
@@ -561,3 +562,27 @@ async def test_session_refusal_governs_a_later_nested_call() -> None:
     assert state.calls["2.0"].status == "completed"
     assert state.calls["2.0"].result is not None
     assert state.calls["2.0"].result.structured_content == {"is_error": True}
+
+
+@pytest.mark.parametrize("answer", [True, False])
+async def test_a_plain_function_is_an_approver_whose_return_is_its_answer(answer: bool) -> None:
+    """A sync approver (a lambda) answers as it returns; it used to refuse everything as an
+    approver that failed."""
+    @tool(annotations=DANGEROUS)
+    async def wipe(call: Any, ctx: Any) -> ToolResult:
+        """Needs approval."""
+        return ToolResult(content=[text("wiped")])
+
+    asked: list[str] = []
+
+    def approver(request: ApprovalRequest) -> bool:
+        asked.append(request.name)
+        return answer
+
+    projection, _, _ = await run_session([wipe], [faux_tool_call("wipe", {}), faux_text("done")],
+                                         approver=approver)
+    [view] = projection.calls.values()
+    assert asked == ["wipe"]
+    assert view.status == ("completed" if answer else "denied")
+    assert view.approval is not None and view.approval.granted is answer
+    assert view.terminal is not None and "approver failed" not in repr(view.terminal)
