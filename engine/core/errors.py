@@ -14,6 +14,7 @@ __all__ = [
     "ApprovalNotPending",
     "CallError",
     "CallNotFound",
+    "NoModel",
     "SessionBroken",
     "SessionClosed",
     "SessionPaused",
@@ -40,6 +41,11 @@ class SessionBroken(SessionError, RuntimeError):
 class AlreadyRunning(SessionError, RuntimeError):
     """A second prompt (or ``resume()``) while one runs in the same session, or a host call
     resumed while this process already carries it: await the one that runs."""
+
+
+class NoModel(SessionError, RuntimeError):
+    """A prompt (or ``resume()``) in a session opened without a model: it serves its tools or
+    takes host calls only. Open it with ``model=`` to prompt it."""
 
 
 class CallError(ToolledgerError):

@@ -23,7 +23,7 @@ from events.types import AssistantMessage, ModelToolCall, UserMessage
 
 from ..core.approvals import ApprovalRequest
 from ..core.environment import Environment
-from ..core.errors import AlreadyRunning, SessionClosed, SessionPaused
+from ..core.errors import AlreadyRunning, NoModel, SessionClosed, SessionPaused
 from ..core.jsonvalues import own_json
 from ..core.limits import Limits, admit, clip_name, not_json_marker
 from ..models import Model
@@ -68,7 +68,7 @@ class AgentLoop:
     session is freed without the cyclic collector)."""
 
     def __init__(self, *, recorder: Recorder, batch: Batch, inflight: InFlight, deltas: Deltas,
-                 model: Model) -> None:
+                 model: Model | None) -> None:
         self._recorder = recorder
         self._batch = batch
         self._inflight = inflight
@@ -111,6 +111,9 @@ class AgentLoop:
                 "resume() to finish it, so the model sees its results, before a new prompt")
 
     def _enter(self) -> None:
+        if self._model is None:
+            raise NoModel("this session was opened without a model: it serves its tools and takes "
+                          "host calls; open it with Session.open(..., model=...) to prompt it")
         if self._prompting:
             raise AlreadyRunning("a prompt is already running in this session: await it first")
         self._prompting = True
@@ -160,6 +163,7 @@ class AgentLoop:
                 state.transcript[-1], AssistantMessage
             ):
                 return PromptResult(stop="end_turn", turns=0, text=last.text)
+            assert self._model is not None  # _enter refused a session without one
             reply = await ask_model(self._model, self._recorder, self._deltas)
             turns += 1
             limits = env.limits

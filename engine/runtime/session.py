@@ -101,7 +101,7 @@ def _interrupt(group: BaseExceptionGroup[Any]) -> BaseException | None:
 class Session:
     """One agent session over one log stream. Open it with :meth:`Session.open`."""
 
-    def __init__(self, env: Environment, recorder: Recorder, model: Model) -> None:
+    def __init__(self, env: Environment, recorder: Recorder, model: Model | None) -> None:
         self._env = env
         self._recorder = recorder
         self._inflight = InFlight()
@@ -116,7 +116,7 @@ class Session:
         cls,
         store: EventStore,
         *,
-        model: Model,
+        model: Model | None = None,
         tools: Iterable[ToolSpec] = (),
         approver: Approver = deny_all,
         rules: PolicyRules = PolicyRules(),
@@ -149,6 +149,10 @@ class Session:
         default refuses, so nothing dangerous runs unless the host says so. ``limits`` bounds
         the JSON one call may bring into the log (:class:`~engine.core.limits.Limits`). ``clock`` and
         ``new_session_id`` are injected so that tests and replays are deterministic.
+
+        ``model`` may be left out for a session that only serves its tools (over MCP, say) or
+        takes host calls: ``prompt()`` and ``resume()`` then raise
+        :class:`~engine.core.errors.NoModel` and record nothing.
 
         ``system_prompt`` is the instructions the model gets with every request, recorded
         (:class:`~events.modelturns.SystemPromptSet`) when it differs from what the log holds;

@@ -59,6 +59,7 @@ BUILT_IN = {
     "SessionClosed": RuntimeError,
     "SessionBroken": RuntimeError,
     "AlreadyRunning": RuntimeError,
+    "NoModel": RuntimeError,
     "SessionNotFound": LookupError,
     "CallNotFound": ValueError,
     "ApprovalNotPending": ValueError,

@@ -20,6 +20,7 @@ from engine import (
     ApprovalRequest,
     Block,
     LogInconsistency,
+    NoModel,
     PolicyRules,
     Session,
     ToolCallDraft,
@@ -509,3 +510,23 @@ async def test_a_session_with_host_calls_replays_without_divergence() -> None:
     # today's policy denies what the host asked for then: the replay says so, per call
     report = await redrive(records, rules=PolicyRules(deny=["double"]))
     assert {d.subject for d in report.divergences if d.scope == "call"} >= {"h0/0", "1.0"}
+
+
+async def test_a_session_without_a_model_takes_host_calls_and_refuses_a_prompt() -> None:
+    """A session that only serves its tools needs no model; a prompt there says what is
+    missing and records nothing."""
+    @tool(annotations=Annotations(read_only=True, open_world=False))
+    async def echo(call: Any, ctx: Any) -> ToolResult:
+        """Says it back."""
+        return ToolResult(content=[text(str(call.arguments.get("say")))])
+
+    store = MemoryStore()
+    async with Session.open(store, tools=[echo], session_id="s", create=True) as session:
+        outcome = await session.call_tool("echo", {"say": "hi"})
+        assert not outcome.is_error and outcome.result.text == "hi"
+        before = list(session.records)
+        for attempt in (session.prompt("go"), session.resume()):
+            with pytest.raises(NoModel, match="opened without a model"):
+                await attempt
+        assert list(session.records) == before
+    check_log(await store.read("s"))
