@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,11 +82,26 @@ async def ask_later(request: ApprovalRequest) -> Any:
     return LATER
 
 
+#: What makes a session's model for one activity, from the session's id: the model itself, or
+#: an async context manager that opens it (and its client) and closes it when the activity ends.
+ModelFactory = Callable[[str], "Model | AbstractAsyncContextManager[Model]"]
+
+
 class SessionActivities:
     """The activities, with what a worker gives them: how to open the store and the model,
-    and the tools. Register the bound methods with the worker."""
+    and the tools. Register the bound methods with the worker.
 
-    def __init__(self, open_store: Callable[[], EventStore], model: Callable[[str], Model],
+    ``model`` is called once per activity with the session's id. It may return the model, or
+    an async context manager that gives it: its client is then opened in the activity's trio
+    run and closed when the activity ends, as the SDKs' ``async with`` shows::
+
+        @asynccontextmanager
+        async def model(session_id):
+            async with AsyncOpenAI() as client:
+                yield OpenAIChatModel(client, "gpt-4.1-mini")
+    """
+
+    def __init__(self, open_store: Callable[[], EventStore], model: ModelFactory,
                  tools: Sequence[ToolSpec], heartbeat_every: float = 10.0) -> None:
         self.open_store = open_store
         self.model = model
@@ -125,9 +141,11 @@ class SessionActivities:
                           step: Callable[[Session], Any]) -> PromptOutcome:
         store = self.open_store()
         try:
-            async with Session.open(store, session_id=session_id, create=True,
-                                    model=self.model(session_id), tools=self.tools,
-                                    approver=ask_later) as session:
+            async with AsyncExitStack() as stack, Session.open(
+                store, session_id=session_id, create=True,
+                model=await self._model(session_id, stack), tools=self.tools,
+                approver=ask_later,
+            ) as session:
                 result: PromptResult | None = None
                 activity.heartbeat(len(session.records))  # where the log stood at the start
                 async with trio.open_nursery() as nursery:
@@ -143,6 +161,13 @@ class SessionActivities:
         return PromptOutcome(stop=result.stop, text=result.text, pending=[
             {"call_id": p.call_id, "name": p.name, "arguments": p.arguments,
              "reason": p.reason} for p in result.pending])
+
+    async def _model(self, session_id: str, stack: AsyncExitStack) -> Model:
+        """The session's model, its context entered on ``stack`` if the factory gave one."""
+        made = self.model(session_id)
+        if isinstance(made, AbstractAsyncContextManager):
+            return await stack.enter_async_context(made)
+        return made
 
     async def _heartbeats(self, session: Session, scope: trio.CancelScope, last: int) -> None:
         """Heartbeat on each record after ``last``, and every ``heartbeat_every`` seconds

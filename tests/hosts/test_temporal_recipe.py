@@ -5,10 +5,12 @@ cancellation that closes the prompt's calls."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -119,3 +121,26 @@ def test_cancelling_the_activity_cancels_the_prompt_and_records_its_calls(
     with pytest.raises(CancelledError):
         env.run(acts.run_prompt, PromptRequest(session_id="wf-3", number=1, text="wait"))
     assert statuses(path, "wf-3") == {"1.0": "cancelled"}
+
+
+def test_the_model_factory_may_open_and_close_a_client_per_activity(tmp_path: Path) -> None:
+    """A factory that gives an async context manager: its client is opened in the activity and
+    closed when it ends, after the session has closed, once per activity."""
+    events: list[str] = []
+    model = FauxModel([faux_text("hello"), faux_text("again")])
+
+    @contextlib.asynccontextmanager
+    async def opened(session_id: str) -> AsyncIterator[FauxModel]:
+        events.append(f"open {session_id}")
+        try:
+            yield model
+        finally:
+            events.append(f"close {session_id}")
+
+    path = tmp_path / "sessions.sqlite"
+    acts = SessionActivities(lambda: SqliteStore(path), opened, [])
+    env = ActivityEnvironment()
+    first = env.run(acts.run_prompt, PromptRequest(session_id="wf-3", number=1, text="hi"))
+    second = env.run(acts.run_prompt, PromptRequest(session_id="wf-3", number=2, text="hi"))
+    assert (first.text, second.text) == ("hello", "again")
+    assert events == ["open wf-3", "close wf-3", "open wf-3", "close wf-3"]
