@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
+import attrs
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -102,6 +103,20 @@ def events_of(records: Iterable[Record], kind: type[E], call_id: str | None = No
 def call_events(records: Iterable[Record], call_id: str) -> list[Any]:
     """Every event about ``call_id``, in log order."""
     return [r.event for r in records if getattr(r.event, "call_id", None) == call_id]
+
+
+def by_call(records: Sequence[Record]) -> dict[str, list[Any]]:
+    """Each call's events in order (tracebacks aside: they name the code that ran)."""
+    calls: dict[str, list[Any]] = {}
+    for record in records:
+        event = record.event
+        call_id = getattr(event, "call_id", None)
+        if call_id is not None:
+            error = getattr(event, "error", None)
+            if error is not None:
+                event = attrs.evolve(event, error=attrs.evolve(error, traceback=""))
+            calls.setdefault(call_id, []).append(event)
+    return calls
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ import attrs
 from ..codec import proven_data
 from ..types import SessionStarted, ToolRegistered
 
-__all__ = ["REPEATED", "Encodings", "prepare"]
+__all__ = ["REPEATED", "Encodings"]
 
 #: The event classes whose records repeat, content for content, from session to session.
 REPEATED: Final[frozenset[type[Any]]] = frozenset({SessionStarted, ToolRegistered})
@@ -79,11 +79,6 @@ class Encodings:
                 memo.pop(next(iter(memo)), None)
             memo[key] = data
         return data
-
-
-def prepare(event: Any, key: bytes | None = None) -> None:
-    """Nothing, kept for code written against it: a store's :class:`Encodings` now encodes a
-    repeated event once per content by itself, keyed by the event's own print."""
 
 
 class _Plan(typing.NamedTuple):

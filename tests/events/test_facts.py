@@ -19,6 +19,7 @@ from typing import Any
 
 import attrs
 import trio
+from conftest import by_call
 from hypothesis import HealthCheck, Phase, given, settings
 from trio.testing import MockClock
 
@@ -207,20 +208,6 @@ def blinded(records: Sequence[Record]) -> list[Record]:
             event = attrs.evolve(event, message=BLIND)
         out.append(attrs.evolve(record, event=event))
     return out
-
-
-def by_call(records: Sequence[Record]) -> dict[str, list[Any]]:
-    """Each call's events in order (tracebacks aside: they name the code that ran)."""
-    calls: dict[str, list[Any]] = {}
-    for record in records:
-        event = record.event
-        call_id = getattr(event, "call_id", None)
-        if call_id is not None:
-            error = getattr(event, "error", None)
-            if error is not None:
-                event = attrs.evolve(event, error=attrs.evolve(error, traceback=""))
-            calls.setdefault(call_id, []).append(event)
-    return calls
 
 
 def transcript(records: Sequence[Record]) -> list[TranscriptEntry]:

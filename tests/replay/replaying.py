@@ -6,8 +6,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import attrs
 import trio
+from conftest import by_call
 from hypothesis import HealthCheck, Phase, settings
 from trio.testing import MockClock
 
@@ -72,16 +72,4 @@ async def record_session(
 
 def same_calls(recorded: Sequence[Record], replayed: Sequence[Record]) -> None:
     """Every call's own events, in order, are the same in both logs (tracebacks aside)."""
-    def by_call(records: Sequence[Record]) -> dict[str, list[Any]]:
-        calls: dict[str, list[Any]] = {}
-        for record in records:
-            event = record.event
-            call_id = getattr(event, "call_id", None)
-            if call_id is not None:
-                error = getattr(event, "error", None)
-                if error is not None:
-                    event = attrs.evolve(event, error=attrs.evolve(error, traceback=""))
-                calls.setdefault(call_id, []).append(event)
-        return calls
-
     assert by_call(recorded) == by_call(replayed)
