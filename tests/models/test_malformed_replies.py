@@ -16,7 +16,7 @@ import anthropic
 import openai
 import pytest
 import trio
-from hypothesis import given, settings
+from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from engine import PromptResult
@@ -176,7 +176,13 @@ def test_any_reply_reads_as_a_message_or_a_model_error(api: Api, data: st.DataOb
     payload_name = data.draw(st.sampled_from(NAMES[api.name]), label="payload")
     value = json.loads(dumps(edited(load(api.name, payload_name), data, READABLE)))
     read, built = READERS[api.name]
-    reply = built.construct(**value) if isinstance(value, dict) else value
+    try:
+        reply = built.construct(**value) if isinstance(value, dict) else value
+    except OverflowError:
+        # the SDK's construct itself fails on an integer too large for a float field (its
+        # own float(int)): such a body raises inside the SDK's create(), before any reader
+        # of ours sees a reply (the turn is recorded as failed and the error goes on)
+        reject()
     try:
         first: ModelMessage | ModelError = read(reply, ToolNames(t.name for t in TOOLS))
     except ModelError as exc:
