@@ -26,6 +26,10 @@ AGENT_NAME = "gen_ai.agent.name"
 PROVIDER_NAME = "gen_ai.provider.name"
 TOOL_NAME = "gen_ai.tool.name"
 TOOL_CALL_ID = "gen_ai.tool.call.id"
+#: toolledger's own id of a call (``"1.0"``), beside ``gen_ai.tool.call.id``, which holds the
+#: provider's id of the call when the model made it (``"call_0"``), so tool spans match the
+#: model's calls: the engine's id names nested and host calls too, and every record of the log
+CALL_ID = "toolledger.call.id"
 TOOL_TYPE = "gen_ai.tool.type"
 TOOL_DESCRIPTION = "gen_ai.tool.description"
 TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"

@@ -42,6 +42,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in the t
 from ..core.nested import canonical
 from .genai import (
     AGENT_NAME,
+    CALL_ID,
     CONVERSATION_ID,
     ERROR_TYPE,
     OPERATION_NAME,
@@ -155,6 +156,12 @@ class SpanBuilder:
         if pending.span is not None:
             pending.span.set_attributes(attributes)
 
+    def set_default(self, key: str, name: str, value: Any) -> None:
+        """Set the attribute ``name`` on the open span ``key`` unless it has it already."""
+        pending = self.open.get(key)
+        if pending is not None and name not in pending.attributes:
+            self.set(key, {name: value})
+
     def end(self, key: str, at: int, error_type: str | None = None,
             description: str | None = None) -> None:
         """End the span ``key`` at ``at`` (ns), as an error of ``error_type`` if given."""
@@ -218,6 +225,9 @@ def _model_requested(builder: SpanBuilder, record: Record) -> None:
                                   REQUEST_MODEL: event.model,
                                   CONVERSATION_ID: record.session_id}
     attributes.update(request_attributes(event.settings))
+    if builder.prompt is not None and builder.provider_name is None:
+        # the prompt's span names the provider its turns asked (first turn's), unless given
+        builder.set_default(builder.prompt, PROVIDER_NAME, event.provider)
     builder.start(f"turn {event.turn}", f"chat {event.model}", record, builder.prompt,
                   attributes, SpanKind.CLIENT)
 
@@ -254,8 +264,11 @@ def _tool_registered(builder: SpanBuilder, record: Record) -> None:
 def _call_requested(builder: SpanBuilder, record: Record) -> None:
     event = record.event
     assert isinstance(event, ToolCallRequested)
+    # the provider's id when the model asked, so the span pairs with the model's call; the
+    # engine's id always, which a host or nested call (no provider id) has too
     attributes: dict[str, Any] = {OPERATION_NAME: "execute_tool",
-                                  TOOL_CALL_ID: event.call_id, TOOL_TYPE: "function"}
+                                  TOOL_CALL_ID: event.model_call_id or event.call_id,
+                                  CALL_ID: event.call_id, TOOL_TYPE: "function"}
     name = tool_name(event.name, event.name in builder.descriptions, builder.capture_content)
     if name is not None:
         attributes[TOOL_NAME] = name

@@ -30,7 +30,7 @@ from engine.models import (
 )
 from events import MemoryStore
 from events.modelturns import ModelFailed, ModelRequested, ModelResponded, Usage
-from events.types import ModelToolCall, Record, ToolExecutionStarted
+from events.types import ModelToolCall, Record, ToolCallRequested, ToolExecutionStarted
 
 SAFE = Annotations(read_only=True, open_world=False)
 
@@ -131,12 +131,18 @@ async def test_a_prompt_makes_an_invoke_agent_span_with_an_execute_tool_span_per
                              "execute_tool inner 1.0/1", "execute_tool outer",
                              "execute_tool slow", "invoke_agent", "invoke_agent 2"]
     agent, outer_span = named["invoke_agent"], named["execute_tool outer"]
+    # the prompt's span names the provider its turns asked
     assert agent.attributes == {"gen_ai.operation.name": "invoke_agent",
-                                "gen_ai.conversation.id": records[0].session_id}
+                                "gen_ai.conversation.id": records[0].session_id,
+                                "gen_ai.provider.name": "faux"}
+    # the provider's id of the call, as the model wrote it, and the engine's beside it
+    asked = next(r.event for r in records if isinstance(r.event, ToolCallRequested)
+                 and r.event.call_id == "1.0")
+    assert asked.model_call_id is not None and asked.model_call_id != "1.0"
     assert outer_span.attributes == {
         "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "outer",
-        "gen_ai.tool.call.id": "1.0", "gen_ai.tool.type": "function",
-        "gen_ai.tool.description": "Calls inner, twice."}
+        "gen_ai.tool.call.id": asked.model_call_id, "toolledger.call.id": "1.0",
+        "gen_ai.tool.type": "function", "gen_ai.tool.description": "Calls inner, twice."}
     assert outer_span.status.status_code is StatusCode.UNSET
     # a top-level call is a child of its prompt's span, a nested call of its parent call's
     assert outer_span.parent is not None and outer_span.parent.span_id == agent.context.span_id

@@ -161,7 +161,7 @@ def found(spans: Any) -> set[str]:
 
 
 def calls(spans: Any) -> dict[str, ReadableSpan]:
-    return {str(span.attributes["gen_ai.tool.call.id"]): span
+    return {str(span.attributes["toolledger.call.id"]): span
             for span in spans if span.attributes.get("gen_ai.operation.name") == "execute_tool"}
 
 
