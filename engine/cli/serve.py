@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import ipaddress
 import signal
 import socket
 import sys
@@ -115,28 +114,19 @@ async def _serve(factory: SessionFactory, name: str) -> None:
         await serve_stdio(session, name=name)
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _security(host: str) -> Any:
-    """Which ``Host`` and ``Origin`` headers the server answers: loopback names when it
-    listens on loopback; those and ``host`` itself when it listens on one other address; any,
-    on every address (``0.0.0.0``, ``::``), whose names it cannot know."""
+    """Which ``Host`` and ``Origin`` headers the server answers: loopback names, and ``host``
+    itself; any, when it listens on every address (``0.0.0.0``, ``::``), whose names it
+    cannot know."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     from ..mcp.http import LOOPBACK_ONLY
 
-    if _is_loopback(host):
-        return LOOPBACK_ONLY
-    if host in ("", "0.0.0.0", "::", "[::]"):
+    if host.strip("[]") in ("", "0.0.0.0", "::"):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     named = f"[{host.strip('[]')}]" if ":" in host else host
+    if f"{named}:*" in LOOPBACK_ONLY.allowed_hosts:
+        return LOOPBACK_ONLY
     return TransportSecuritySettings(
         allowed_hosts=[*LOOPBACK_ONLY.allowed_hosts, f"{named}:*"],
         allowed_origins=[*LOOPBACK_ONLY.allowed_origins, f"http://{named}:*"])

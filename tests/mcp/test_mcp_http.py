@@ -335,7 +335,7 @@ async def toolledger_serve_http(log: Path, *args: str) -> AsyncIterator[tuple[An
         try:
             stderr = Lines(process.stderr)
             printed = await stderr.until(
-                rb"^toolledger: serving (\S+) over MCP at (http://127\.0\.0\.1:\d+/mcp) "
+                rb"^toolledger: serving (\S+) over MCP at (http://\S+:\d+/mcp) "
                 rb"\(Ctrl-C stops\)$")
             yield process, stderr, printed.group(2).decode()
         finally:
@@ -382,6 +382,24 @@ async def test_toolledger_serve_http_stopped_twice_cancels_the_call_in_flight(
     assert {call_id: call.status for call_id, call in state.calls.items()} == {
         "h0": "cancelled"}
     assert state.open_calls == ()
+
+
+async def test_toolledger_serve_http_on_another_address_answers_requests_addressed_to_it(
+    tmp_path: Path,
+) -> None:
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    async with toolledger_serve_http(tmp_path / "served.jsonl", "--host", "127.0.0.2") as (
+            process, stderr, url):
+        assert url.startswith("http://127.0.0.2:")
+        async with Client(url) as client:
+            assert [tool.name for tool in (await client.list_tools()).tools] == [
+                "stat", "wipe", "hang"]
+        async with httpx.AsyncClient() as http:
+            rebound = await http.post(url, headers={"Host": "attacker.example"}, json=ping)
+        process.send_signal(signal.SIGINT)
+        await process.wait()
+    assert rebound.status_code == 421
+    assert process.returncode == 0
 
 
 @pytest.mark.parametrize(("args", "says"), [
