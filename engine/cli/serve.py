@@ -138,9 +138,13 @@ def _listening(host: str, port: int) -> socket.socket:
         family, kind, proto, _, address = socket.getaddrinfo(
             host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
         listening = socket.socket(family, kind, proto)
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        listening.bind(address)
+        try:
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            listening.bind(address)
+        except OSError:
+            listening.close()
+            raise
     except OSError as exc:
         raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc} (choose "
                          f"another --http PORT, 0 for any free one, or another --host)") from None

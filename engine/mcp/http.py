@@ -78,7 +78,7 @@ class MCPEndpoint:
                  **options: Any) -> None:
         self._server_options: dict[str, Any] = {
             "name": name, "version": version, "instructions": instructions}
-        self._security = transport_security or LOOPBACK_ONLY
+        self._security = LOOPBACK_ONLY if transport_security is None else transport_security
         self._options = options
         StreamableHTTPSessionManager(mcp.server.Server(name), **options)  # bad options: now
         self._manager: StreamableHTTPSessionManager | None = None

@@ -137,11 +137,15 @@ async def uvicorn_serving(app: Any, path: str = "/mcp") -> AsyncIterator[str]:
         listening.close()
 
 
+@pytest.mark.parametrize("options", [{}, {"stateless": True, "json_response": True}],
+                         ids=["sessions", "stateless"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_trio_session_served_by_hypercorn_under_trio(mode: str) -> None:
+async def test_a_trio_session_served_by_hypercorn_under_trio(
+    mode: str, options: dict[str, Any],
+) -> None:
     store = MemoryStore()
     async with Session.open(store, tools=TOOLS) as session:
-        async with hypercorn_serving(http_app(session)) as url:
+        async with hypercorn_serving(http_app(session, **options)) as url:
             seen = await exercise(url, mode)
     check_what_the_client_saw(seen)
     check_the_log(await store.read(session.session_id))
@@ -293,6 +297,34 @@ async def test_a_server_that_stops_with_a_call_in_flight_leaves_it_cancelled_in_
     assert state.calls["h0"].status == "cancelled"
     assert state.open_calls == () and state.pending_approvals == ()
 
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_host_that_cancels_its_server_leaves_the_call_in_flight_cancelled(
+    mode: str,
+) -> None:
+    store = MemoryStore()
+    later = Later()
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.loglevel = "WARNING"
+    async with Session.open(store, tools=TOOLS, approver=later) as session:
+        async with trio.open_nursery() as nursery:
+            [address] = await nursery.start(serve, http_app(session), config)
+
+            async def call() -> None:
+                try:
+                    async with Client(f"{address}/mcp", mode=mode) as client:
+                        await client.call_tool("wipe", {})
+                except Exception:  # the server went away under it
+                    pass
+
+            nursery.start_soon(call)
+            await later.asked.wait()
+            nursery.cancel_scope.cancel()  # the server, its lifespan and the client with it
+        assert session.calls["h0"].status == "cancelled"
+    state = fold(await store.read(session.session_id))
+    assert state.calls["h0"].status == "cancelled"
+    assert state.open_calls == () and state.pending_approvals == ()
 
 class Lines:
     """What a process writes to a stream, read as it comes."""
