@@ -53,7 +53,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--http", metavar="PORT", type=_port,
                        help="serve over streamable HTTP on this port (0: any free one) "
                             "instead of stdio; the address is printed on stderr")
-    serve.add_argument("--host", default=LOOPBACK,
+    serve.add_argument("--host",
                        help=f"the address to listen on with --http (default: {LOOPBACK}, "
                             f"this machine only: the server asks for no credentials)")
     serve.set_defaults(run=run)
@@ -189,7 +189,10 @@ async def _serve_http(factory: SessionFactory, name: str, host: str, port: int) 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Serve until the client goes away (stdio) or until Ctrl-C (``--http``)."""
     if args.http is None:
+        if args.host is not None:
+            raise UsageError("--host is where --http listens: add --http PORT (over stdio "
+                             "there is nothing to listen on)")
         trio.run(_serve, load(args.target), args.name)
     else:
-        trio.run(_serve_http, load(args.target), args.name, args.host, args.http)
+        trio.run(_serve_http, load(args.target), args.name, args.host or LOOPBACK, args.http)
     return 0

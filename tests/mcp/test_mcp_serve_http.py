@@ -137,6 +137,15 @@ async def test_toolledger_serve_http_on_another_address_answers_requests_address
     assert process.returncode == 0
 
 
+def test_toolledger_serve_says_host_is_for_http(capsys: pytest.CaptureFixture[str]) -> None:
+    from engine.cli import main
+
+    assert main(["serve", "mcp_served:session", "--host", "0.0.0.0"]) == 1
+    assert capsys.readouterr().err == (
+        "toolledger: error: --host is where --http listens: add --http PORT (over stdio there "
+        "is nothing to listen on)\n")
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (["--http", "port"], "'port' is not a port: give a number from 1 to 65535, or 0"),
     (["--http", "65536"], "'65536' is not a port"),
