@@ -171,3 +171,16 @@ def test_toolledger_serve_http_on_a_port_in_use_says_so(
     assert err == (f"toolledger: error: cannot listen on 127.0.0.1 port {port}: Address "
                    f"already in use (choose another --http PORT, 0 for any free one, or "
                    f"another --host)\n")
+
+
+def test_toolledger_serve_http_without_hypercorn_says_which_extra(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from engine.cli import main
+
+    for name in ("hypercorn", "hypercorn.config", "hypercorn.trio"):
+        monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
+    assert main(["serve", "mcp_served:session", "--http", "0"]) == 1
+    assert capsys.readouterr().err == (
+        "toolledger: error: serve --http needs hypercorn: install toolledger's http extra "
+        "(pip install 'toolledger[http]')\n")
