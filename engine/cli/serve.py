@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import ipaddress
 import signal
 import socket
 import sys
@@ -54,7 +53,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--http", metavar="PORT", type=_port,
                        help="serve over streamable HTTP on this port (0: any free one) "
                             "instead of stdio; the address is printed on stderr")
-    serve.add_argument("--host", default=LOOPBACK,
+    serve.add_argument("--host",
                        help=f"the address to listen on with --http (default: {LOOPBACK}, "
                             f"this machine only: the server asks for no credentials)")
     serve.set_defaults(run=run)
@@ -115,28 +114,19 @@ async def _serve(factory: SessionFactory, name: str) -> None:
         await serve_stdio(session, name=name)
 
 
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _security(host: str) -> Any:
-    """Which ``Host`` and ``Origin`` headers the server answers: loopback names when it
-    listens on loopback; those and ``host`` itself when it listens on one other address; any,
-    on every address (``0.0.0.0``, ``::``), whose names it cannot know."""
+    """Which ``Host`` and ``Origin`` headers the server answers: loopback names, and ``host``
+    itself; any, when it listens on every address (``0.0.0.0``, ``::``), whose names it
+    cannot know."""
     from mcp.server.transport_security import TransportSecuritySettings
 
     from ..mcp.http import LOOPBACK_ONLY
 
-    if _is_loopback(host):
-        return LOOPBACK_ONLY
-    if host in ("", "0.0.0.0", "::", "[::]"):
+    if host.strip("[]") in ("", "0.0.0.0", "::"):
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     named = f"[{host.strip('[]')}]" if ":" in host else host
+    if f"{named}:*" in LOOPBACK_ONLY.allowed_hosts:
+        return LOOPBACK_ONLY
     return TransportSecuritySettings(
         allowed_hosts=[*LOOPBACK_ONLY.allowed_hosts, f"{named}:*"],
         allowed_origins=[*LOOPBACK_ONLY.allowed_origins, f"http://{named}:*"])
@@ -148,9 +138,13 @@ def _listening(host: str, port: int) -> socket.socket:
         family, kind, proto, _, address = socket.getaddrinfo(
             host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
         listening = socket.socket(family, kind, proto)
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        listening.bind(address)
+        try:
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listening.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            listening.bind(address)
+        except OSError:
+            listening.close()
+            raise
     except OSError as exc:
         raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc} (choose "
                          f"another --http PORT, 0 for any free one, or another --host)") from None
@@ -195,7 +189,10 @@ async def _serve_http(factory: SessionFactory, name: str, host: str, port: int) 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Serve until the client goes away (stdio) or until Ctrl-C (``--http``)."""
     if args.http is None:
+        if args.host is not None:
+            raise UsageError("--host is where --http listens: add --http PORT (over stdio "
+                             "there is nothing to listen on)")
         trio.run(_serve, load(args.target), args.name)
     else:
-        trio.run(_serve_http, load(args.target), args.name, args.host, args.http)
+        trio.run(_serve_http, load(args.target), args.name, args.host or LOOPBACK, args.http)
     return 0

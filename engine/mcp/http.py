@@ -78,10 +78,11 @@ class MCPEndpoint:
                  **options: Any) -> None:
         self._server_options: dict[str, Any] = {
             "name": name, "version": version, "instructions": instructions}
-        self._security = transport_security or LOOPBACK_ONLY
+        self._security = LOOPBACK_ONLY if transport_security is None else transport_security
         self._options = options
         StreamableHTTPSessionManager(mcp.server.Server(name), **options)  # bad options: now
         self._manager: StreamableHTTPSessionManager | None = None
+        self._entered = False
 
     @property
     def is_serving(self) -> bool:
@@ -94,18 +95,22 @@ class MCPEndpoint:
         session manager runs in it, and leaving the block ends every MCP session (what they
         still run is cancelled). The block may be entered again after it ends, not while it
         runs (a ``RuntimeError``)."""
-        if self._manager is not None:
+        if self._entered:
             raise RuntimeError("this MCPEndpoint is serving a session already: make one "
                                "endpoint per served session")
-        manager = StreamableHTTPSessionManager(
-            mcp_server(session, **self._server_options), security_settings=self._security,
-            **self._options)
-        self._manager = manager
+        self._entered = True
         try:
+            manager = StreamableHTTPSessionManager(
+                mcp_server(session, **self._server_options), security_settings=self._security,
+                **self._options)
             async with manager.run():
-                yield
+                self._manager = manager  # answered from now: the manager runs
+                try:
+                    yield
+                finally:
+                    self._manager = None  # 503 from now, while the manager ends its sessions
         finally:
-            self._manager = None
+            self._entered = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager

@@ -3,31 +3,26 @@
 hypercorn under trio for a trio session, uvicorn under asyncio for an ``engine.hosts.aio``
 session. The client speaks both eras of the protocol: the handshake's stateful sessions
 (``mode="legacy"``) and the single-exchange requests it tries first (``mode="auto"``).
+``toolledger serve --http`` is tested in tests/mcp/test_mcp_serve_http.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import signal
 import socket
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import httpx
-import mcp_types
 import pytest
 import trio
 import uvicorn
 from hypercorn.config import Config
 from hypercorn.trio import serve
-from mcp import Client, MCPError
+from mcp import Client
+from mcp_http_clients import MODES, check_the_log, check_what_the_client_saw, exercise
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
@@ -35,10 +30,7 @@ from starlette.routing import Route
 from engine import LATER, Annotations, ApprovalRequest, Session, ToolResult, fold, text, tool
 from engine.hosts.aio import Session as AioSession
 from engine.mcp import LOOPBACK_ONLY, MCPEndpoint, http_app
-from events import JsonlStore, MemoryStore, Record
-
-MODES = ["auto", "legacy"]
-ROOT = Path(__file__).resolve().parents[2]
+from events import MemoryStore
 
 
 @tool(input_schema={"type": "object", "properties": {"path": {"type": "string"}},
@@ -59,44 +51,6 @@ async def wipe(call: Any, ctx: Any) -> ToolResult:
 
 
 TOOLS = [stat, wipe]
-
-
-async def exercise(url: str, mode: str) -> dict[str, Any]:
-    """What a client sees of the tools at ``url``: their listing, a call, a call the policy
-    refuses, one with invalid arguments, and one of a tool the server does not have."""
-    async with Client(url, mode=mode) as client:
-        listed = [tool.name for tool in (await client.list_tools()).tools]
-        done = await client.call_tool("stat", {"path": "abc"})
-        denied = await client.call_tool("wipe", {})
-        invalid = await client.call_tool("stat", {"path": 5})
-        with pytest.raises(MCPError) as unknown:
-            await client.call_tool("nosuch", {})
-        server = client.server_info
-    return {"listed": listed, "done": done, "denied": denied, "invalid": invalid,
-            "unknown": unknown.value.error, "server": server}
-
-
-def check_what_the_client_saw(seen: dict[str, Any], name: str = "toolledger",
-                              listed: tuple[str, ...] = ("stat", "wipe")) -> None:
-    assert seen["server"] is not None and seen["server"].name == name
-    assert seen["listed"] == list(listed)
-    assert seen["done"].structured_content == {"size": 3} and not seen["done"].is_error
-    assert seen["denied"].is_error
-    assert seen["denied"].content[0].text == "wipe was not approved"
-    assert seen["invalid"].is_error and "Invalid arguments" in seen["invalid"].content[0].text
-    assert seen["unknown"].code == mcp_types.INVALID_PARAMS
-    assert seen["unknown"].message == "Unknown tool: nosuch"
-
-
-def check_the_log(records: list[Record], *more: tuple[str, str]) -> None:
-    """Every call the client made is in the log, ended; the unknown tool is not a call.
-    ``more``: the name and status of each call after those :func:`exercise` makes."""
-    state = fold(records)
-    ended = [("stat", "completed"), ("wipe", "denied"), ("stat", "failed"), *more]
-    assert {call_id: (call.name, call.origin, call.status)
-            for call_id, call in state.calls.items()} == {
-        f"h{n}": (name, "host", status) for n, (name, status) in enumerate(ended)}
-    assert state.open_calls == () and state.pending_approvals == ()
 
 
 @asynccontextmanager
@@ -137,11 +91,15 @@ async def uvicorn_serving(app: Any, path: str = "/mcp") -> AsyncIterator[str]:
         listening.close()
 
 
+@pytest.mark.parametrize("options", [{}, {"stateless": True, "json_response": True}],
+                         ids=["sessions", "stateless"])
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_trio_session_served_by_hypercorn_under_trio(mode: str) -> None:
+async def test_a_trio_session_served_by_hypercorn_under_trio(
+    mode: str, options: dict[str, Any],
+) -> None:
     store = MemoryStore()
     async with Session.open(store, tools=TOOLS) as session:
-        async with hypercorn_serving(http_app(session)) as url:
+        async with hypercorn_serving(http_app(session, **options)) as url:
             seen = await exercise(url, mode)
     check_what_the_client_saw(seen)
     check_the_log(await store.read(session.session_id))
@@ -294,118 +252,30 @@ async def test_a_server_that_stops_with_a_call_in_flight_leaves_it_cancelled_in_
     assert state.open_calls == () and state.pending_approvals == ()
 
 
-class Lines:
-    """What a process writes to a stream, read as it comes."""
-
-    def __init__(self, stream: trio.abc.ReceiveStream) -> None:
-        self.stream = stream
-        self.seen = b""
-
-    async def until(self, pattern: bytes) -> re.Match[bytes]:
-        """Read until ``pattern`` matches a line; what matched (the stream ending first fails
-        the test, showing what was read)."""
-        while (found := re.search(pattern, self.seen, re.MULTILINE)) is None:
-            chunk = await self.stream.receive_some()
-            assert chunk, self.seen.decode()
-            self.seen += chunk
-        self.seen = self.seen[found.end():]
-        return found
-
-
-async def read_log(path: Path) -> list[Record]:
-    store = JsonlStore(str(path))
-    try:
-        [session_id] = await store.sessions()
-        return await store.read(session_id)
-    finally:
-        store.close()
-
-
-@asynccontextmanager
-async def toolledger_serve_http(log: Path, *args: str) -> AsyncIterator[tuple[Any, Lines, str]]:
-    """``toolledger serve mcp_served:slow_session --http 0 ARGS`` in a subprocess, for the
-    block: the process, its stderr and the endpoint's URL it printed there."""
-    command = [sys.executable, "-m", "engine.cli", "serve", "mcp_served:slow_session",
-               "--http", "0", *args]
-    async with trio.open_nursery() as nursery:
-        process = await nursery.start(partial(
-            trio.run_process, command, stderr=subprocess.PIPE, check=False,
-            cwd=str(ROOT / "tests"),
-            env={**os.environ, "PYTHONPATH": str(ROOT), "SERVED_LOG": str(log)}))
-        try:
-            stderr = Lines(process.stderr)
-            printed = await stderr.until(
-                rb"^toolledger: serving (\S+) over MCP at (http://127\.0\.0\.1:\d+/mcp) "
-                rb"\(Ctrl-C stops\)$")
-            yield process, stderr, printed.group(2).decode()
-        finally:
-            if process.returncode is None:
-                process.kill()
-
-
-async def test_toolledger_serve_http_serves_until_ctrl_c(tmp_path: Path) -> None:
-    log = tmp_path / "served.jsonl"
-    async with toolledger_serve_http(log, "--name", "served") as (process, stderr, url):
-        check_what_the_client_saw(await exercise(url, "auto"), name="served",
-                                  listed=("stat", "wipe", "hang"))
-        process.send_signal(signal.SIGINT)
-        await process.wait()
-    assert process.returncode == 0
-    check_the_log(await read_log(log))
-
-
 @pytest.mark.parametrize("mode", MODES)
-async def test_toolledger_serve_http_stopped_twice_cancels_the_call_in_flight(
-    tmp_path: Path, mode: str,
+async def test_a_host_that_cancels_its_server_leaves_the_call_in_flight_cancelled(
+    mode: str,
 ) -> None:
-    log = tmp_path / "served.jsonl"
-    failures: list[BaseException] = []
-    async with toolledger_serve_http(log) as (process, stderr, url):
-        async with trio.open_nursery() as clients:
+    store = MemoryStore()
+    later = Later()
+    config = Config()
+    config.bind = ["127.0.0.1:0"]
+    config.loglevel = "WARNING"
+    async with Session.open(store, tools=TOOLS, approver=later) as session:
+        async with trio.open_nursery() as nursery:
+            [address] = await nursery.start(serve, http_app(session), config)
+
             async def call() -> None:
                 try:
-                    async with Client(url, mode=mode) as client:
-                        await client.call_tool("hang", {})
-                except Exception as exc:  # the server went away under it
-                    failures.append(exc)
+                    async with Client(f"{address}/mcp", mode=mode) as client:
+                        await client.call_tool("wipe", {})
+                except Exception:  # the server went away under it
+                    pass
 
-            clients.start_soon(call)
-            await stderr.until(rb"^hang: running$")
-            process.send_signal(signal.SIGINT)
-            await stderr.until(rb"^toolledger: stopping: calls in flight have 3 s to finish "
-                               rb"\(Ctrl-C again cancels them now\)$")
-            process.send_signal(signal.SIGINT)
-            await process.wait()
-            clients.cancel_scope.cancel()
-    assert process.returncode == 0
-    state = fold(await read_log(log))
-    assert {call_id: call.status for call_id, call in state.calls.items()} == {
-        "h0": "cancelled"}
-    assert state.open_calls == ()
-
-
-@pytest.mark.parametrize(("args", "says"), [
-    (["--http", "port"], "'port' is not a port: give a number from 1 to 65535, or 0"),
-    (["--http", "65536"], "'65536' is not a port"),
-])
-def test_toolledger_serve_http_refuses_what_is_not_a_port(
-    args: list[str], says: str, capsys: pytest.CaptureFixture[str],
-) -> None:
-    from engine.cli import main
-
-    assert main(["serve", "mcp_served:session", *args]) == 2
-    assert says in capsys.readouterr().err
-
-
-def test_toolledger_serve_http_on_a_port_in_use_says_so(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    from engine.cli import main
-
-    with socket.create_server(("127.0.0.1", 0)) as taken:
-        port = taken.getsockname()[1]
-        assert main(["serve", "mcp_served:session", "--http", str(port)]) == 1
-    err = capsys.readouterr().err
-    assert err == (f"toolledger: error: cannot listen on 127.0.0.1 port {port}: Address "
-                   f"already in use (choose another --http PORT, 0 for any free one, or "
-                   f"another --host)\n")
+            nursery.start_soon(call)
+            await later.asked.wait()
+            nursery.cancel_scope.cancel()  # the server, its lifespan and the client with it
+        assert session.calls["h0"].status == "cancelled"
+    state = fold(await store.read(session.session_id))
+    assert state.calls["h0"].status == "cancelled"
+    assert state.open_calls == () and state.pending_approvals == ()
