@@ -72,6 +72,7 @@ from ..runtime.session import PromptResult, closed_error
 from .guest import (
     CANCELLED,
     Bridge,
+    HostLoopModel,
     Job,
     acquire,
     from_asyncio,
@@ -105,6 +106,8 @@ class Session:
         awaits when the block ends is stopped with it, raises ``SessionClosed`` (a
         ``RuntimeError``), and leaves its calls open in the log for a reopened session (a
         trio task outside the block would see the same)."""
+        if options.get("model") is not None:
+            options = {**options, "model": HostLoopModel(options["model"])}
         bridge = await acquire()
         try:
             loop = bridge.loop

@@ -12,7 +12,8 @@ A :class:`Job` is one call from asyncio into trio: a trio task, started in a cop
 asyncio caller's context, under a cancel scope the caller cancels when it is cancelled, its
 outcome (a value, the exception itself, or :data:`CANCELLED`) delivered to an asyncio future.
 :func:`from_asyncio` is the way back: trio code awaiting an asyncio coroutine on the same
-loop.
+loop. :class:`HostLoopModel` takes that way for every model request: the host's model
+(and the SDK client under it, with its pooled connections) lives on asyncio.
 """
 
 from __future__ import annotations
@@ -25,9 +26,13 @@ from typing import Any, Generic, TypeVar
 
 import trio
 
-from ..core.errors import SessionClosed
+import attrs
 
-__all__ = ["CANCELLED", "Bridge", "Job", "acquire", "from_asyncio", "release",
+from ..core.errors import SessionClosed
+from ..models import ModelDelta, ModelInfo, ModelMessage, ModelRequest, model_info
+from ..models.protocol import Model
+
+__all__ = ["CANCELLED", "Bridge", "HostLoopModel", "Job", "acquire", "from_asyncio", "release",
            "wait_through_cancellation"]
 
 T = TypeVar("T")
@@ -222,3 +227,37 @@ async def from_asyncio(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         raise
     result: T = task.result()
     return result
+
+
+class HostLoopModel:
+    """The host's model, asked on the host's asyncio loop: each request is an asyncio task
+    (:func:`from_asyncio`), in a copy of the asking trio task's context, cancelled when the
+    turn is.
+
+    A model client opened by asyncio code (``async with AsyncOpenAI() as client``) keeps a
+    pool of connections that belongs to the library that opened each one: httpx opens a
+    connection with whatever library runs the request (through anyio). Asked from trio, the
+    connections would be trio sockets, which only trio may close, and the host's asyncio code
+    closes the client. Asked here, every connection is the host's, opened and closed on its
+    loop, and a model written for asyncio (an aiohttp client, say) works as it is.
+
+    The model's deltas go back to the session's subscribers in trio, in the order it sent
+    them, before its answer does (``run_sync_soon`` keeps its callbacks in order)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    @property
+    def info(self) -> ModelInfo:
+        """The host's model's :class:`ModelInfo`, recorded with each request."""
+        return model_info(self.model)
+
+    async def complete(self, request: ModelRequest) -> ModelMessage:
+        """The host's model's answer to ``request``, asked on the host's loop."""
+        token = trio.lowlevel.current_trio_token()
+        publish = request.on_delta
+
+        def on_delta(delta: ModelDelta) -> None:
+            token.run_sync_soon(publish, delta)
+
+        return await from_asyncio(self.model.complete, attrs.evolve(request, on_delta=on_delta))
