@@ -53,7 +53,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, TypeVar
 
 import trio
@@ -70,8 +70,8 @@ from ..models import ModelDelta
 from ..runtime import session as trio_session
 from ..runtime.session import PromptResult, closed_error
 from .guest import (
-    CANCELLED,
     Bridge,
+    Held,
     HostLoopModel,
     Job,
     acquire,
@@ -95,6 +95,8 @@ class Session:
         self._bridge = bridge
         self._session = session
         self._closed = closed  # done once the trio session's block has ended
+        #: the trio managers held open for asyncio blocks (:meth:`in_trio`)
+        self._holding: set[Held[Any]] = set()
 
     @classmethod
     @asynccontextmanager
@@ -117,9 +119,11 @@ class Session:
 
             async def own() -> None:
                 """The trio task that holds the session open until ``close``."""
+                hosted: Session | None = None
                 try:
                     async with trio_session.Session.open(store, **options) as session:
-                        opened.set_result(cls(bridge, session, closed))
+                        hosted = cls(bridge, session, closed)
+                        opened.set_result(hosted)
                         await close.wait()
                 except BaseException as exc:
                     (closed if opened.done() else opened).set_exception(exc)
@@ -128,6 +132,9 @@ class Session:
                 finally:
                     if not closed.done():
                         closed.set_result(None)
+                    if hosted is not None:  # a manager still held lets go with the session
+                        for held in hosted._holding:
+                            held.leave.set()
 
             bridge.spawn(own)
             try:
@@ -138,6 +145,35 @@ class Session:
         finally:
             await release(bridge)
 
+    @asynccontextmanager
+    async def in_trio(
+        self, enter: Callable[[trio_session.Session], AbstractAsyncContextManager[T]],
+    ) -> AsyncIterator[T]:
+        """Hold a trio async context manager of the session's open for this asyncio block:
+        ``enter(session)`` is called with the trio session, and the manager it returns is
+        entered and exited in one trio task on the host's loop, the block's value being what
+        it gives. :func:`engine.mcp.mount` goes through here when given this session; any
+        other trio code built on a session can be held the same way::
+
+            async with session.in_trio(lambda trio_session: mount(trio_session, server)):
+                await session.prompt("...")
+
+        What crosses is what crosses for a call: the trio task starts in a copy of this
+        task's context; cancelling this task while the manager enters or exits cancels that
+        half and waits for it to end; what the manager raises is raised here, as it is, and
+        what the block raises is handed to the manager's exit (which may swallow it). A
+        manager still held when the session closes is exited then, as if its block had
+        ended."""
+        if self._closed.done():
+            raise closed_error("hold a trio context manager in it")
+        held: Held[T] = Held(lambda: enter(self._session), self._bridge.loop)
+        self._holding.add(held)
+        try:
+            async with self._bridge.hold(held) as value:
+                yield value
+        finally:
+            self._holding.discard(held)
+
     async def _run(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` in a trio task of the bridge's, in a copy of this task's context;
         cancelling this task cancels it and waits for it to end. The end of the session's
@@ -147,17 +183,7 @@ class Session:
         future: asyncio.Future[Any] = self._bridge.loop.create_future()
         job: Job[T] = Job(fn, future)
         self._bridge.spawn(job.run, on_error=job.fail)
-        try:
-            value = await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.done():  # the trio side answered as the cancellation came
-                raise
-            self._bridge.soon(job.scope.cancel)
-            await wait_through_cancellation(future)
-            raise
-        if value is CANCELLED:  # cancelled by this task's cancellation: unreachable above
-            raise asyncio.CancelledError()
-        result: T = value
+        result: T = await self._bridge.answer(future, job.scope)
         return result
 
     async def _change(self, fn: Callable[[], Awaitable[T]]) -> T:

@@ -11,6 +11,8 @@ also wakes trio when it waits).
 A :class:`Job` is one call from asyncio into trio: a trio task, started in a copy of the
 asyncio caller's context, under a cancel scope the caller cancels when it is cancelled, its
 outcome (a value, the exception itself, or :data:`CANCELLED`) delivered to an asyncio future.
+A :class:`Held` is a trio async context manager held open for an asyncio block the same way:
+entered and exited in one trio task, each half's outcome delivered to a future of its own.
 :func:`from_asyncio` is the way back: trio code awaiting an asyncio coroutine on the same
 loop. :class:`HostLoopModel` takes that way for every model request: the host's model
 (and the SDK client under it, with its pooled connections) lives on asyncio.
@@ -21,7 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar
 
 import trio
@@ -32,8 +35,8 @@ from ..core.errors import SessionClosed
 from ..models import ModelDelta, ModelInfo, ModelMessage, ModelRequest, model_info
 from ..models.protocol import Model
 
-__all__ = ["CANCELLED", "Bridge", "HostLoopModel", "Job", "acquire", "from_asyncio", "release",
-           "wait_through_cancellation"]
+__all__ = ["CANCELLED", "Bridge", "Held", "HostLoopModel", "Job", "acquire", "from_asyncio",
+           "release", "wait_through_cancellation"]
 
 T = TypeVar("T")
 
@@ -76,6 +79,51 @@ class Job(Generic[T]):
         else:
             if not self.future.done():
                 self.future.set_result(value)
+
+
+class Held(Generic[T]):
+    """A trio async context manager held open for an asyncio block: one trio task enters the
+    manager ``enter()`` makes, hands its value to ``entered``, waits until the block has
+    ended (``leave``), and exits it with what the block raised (``raised``), handing whether
+    the manager swallowed that to ``exited``. Entering and exiting in one task, under one
+    cancel scope the asyncio side cancels when it is cancelled, is what trio asks of a
+    manager that opens a nursery or a cancel scope."""
+
+    def __init__(self, enter: Callable[[], AbstractAsyncContextManager[T]],
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.enter = enter
+        self.entered: asyncio.Future[Any] = loop.create_future()
+        self.exited: asyncio.Future[Any] = loop.create_future()
+        self.leave = trio.Event()
+        self.raised: BaseException | None = None
+        self.scope = trio.CancelScope()
+
+    def fail(self, exc: BaseException) -> None:
+        """The outcome of whichever half is under way: ``exc``."""
+        future = self.exited if self.entered.done() else self.entered
+        if not future.done():
+            future.set_exception(exc)
+
+    async def run(self) -> None:
+        try:
+            with self.scope:
+                manager = self.enter()
+                self.entered.set_result(await manager.__aenter__())
+                await self.leave.wait()
+                raised = self.raised
+                swallowed = await manager.__aexit__(
+                    None if raised is None else type(raised), raised,
+                    None if raised is None else raised.__traceback__)
+                self.exited.set_result(bool(swallowed))
+            if self.scope.cancelled_caught:
+                for future in (self.entered, self.exited):
+                    if not future.done():
+                        future.set_result(CANCELLED)
+        except trio.Cancelled:  # the guest run is ending: see Job.run
+            self.fail(asyncio.CancelledError())
+            raise
+        except BaseException as exc:  # the manager's own error, the caller's to see
+            self.fail(exc)
 
 
 class Bridge:
@@ -148,6 +196,44 @@ class Bridge:
         event or cancels a trio scope."""
         assert self.token is not None
         self.token.run_sync_soon(fn)
+
+    async def answer(self, future: asyncio.Future[Any], scope: trio.CancelScope) -> Any:
+        """What the trio side hands ``future`` (a :class:`Job`'s, a :class:`Held`'s), awaited
+        from asyncio: cancelling the awaiting task meanwhile cancels ``scope`` and waits for
+        the trio side to answer before ``CancelledError`` goes on."""
+        try:
+            value = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.done():  # the trio side answered as the cancellation came
+                raise
+            self.soon(scope.cancel)
+            await wait_through_cancellation(future)
+            raise
+        if value is CANCELLED:  # cancelled by the caller's cancellation: unreachable above
+            raise asyncio.CancelledError()
+        return value
+
+    @asynccontextmanager
+    async def hold(self, held: Held[T]) -> AsyncIterator[T]:
+        """Hold ``held``'s manager open for this asyncio block (see :class:`Held`)."""
+        self.spawn(held.run, on_error=held.fail)
+        value: T = await self.answer(held.entered, held.scope)
+        try:
+            yield value
+        except BaseException as exc:
+            held.raised = exc
+            if not await self._left(held):
+                raise
+        else:
+            await self._left(held)
+
+    async def _left(self, held: Held[Any]) -> bool:
+        """Let ``held``'s manager exit, and wait for it: whether it swallowed what the block
+        raised."""
+        if not held.exited.done():  # else the session closed, and the manager exited with it
+            self.soon(held.leave.set)
+        swallowed: bool = await self.answer(held.exited, held.scope)
+        return swallowed
 
 
 #: the guest run of each loop that has one
