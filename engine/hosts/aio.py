@@ -13,7 +13,8 @@ reads (``session.transcript``, ``session.calls``) need no lock.
 opens it, ``await session.prompt(text)``, ``resume()``, ``resolve_approval()``,
 ``call_tool()``, ``resume_call()``, ``set_active_tools()``, ``activate()``,
 ``set_system_prompt()``, ``register()``; ``async for record in session.follow()`` follows
-its records, and ``async with session.deltas() as stream`` a streaming model's deltas. What
+its records, ``async with session.deltas() as stream`` a streaming model's deltas, and
+``async with session.in_trio(enter)`` holds a trio context manager built on the session. What
 crosses the bridge:
 
 - **Cancellation, inward.** Each call runs in a trio task under its own cancel scope.
@@ -35,10 +36,13 @@ The cost of the choice: opening the first session on an idle loop starts trio (a
 milliseconds: ``python -m benchmarks.hosts``), and while trio waits for a timeout it parks
 one worker thread in its I/O wait, as guest mode does. The bridge is :mod:`engine.hosts.guest`.
 
-The objects the session is given (model, tools, handlers, approver) run in trio tasks: they
-must be trio code, or code that works under both (httpx, anyio, the official SDK clients
-with their async HTTP client). A tool that needs the host's asyncio resources (a database
-pool) awaits them through :func:`from_asyncio`.
+The model runs on the host's loop: each request is an asyncio task
+(:class:`~engine.hosts.guest.HostLoopModel`), so an SDK client the host opened with ``async
+with`` keeps connections the host can close. The tools, handlers and approver run in trio
+tasks: they must be trio code, or code that works under both (httpx, anyio). A tool that needs
+the host's asyncio resources (a database pool) awaits them through :func:`from_asyncio`.
+:func:`engine.mcp.mount` takes this session too, held open in its trio run for an asyncio
+block by :meth:`Session.in_trio`.
 """
 from __future__ import annotations
 
