@@ -27,13 +27,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar
 
+import attrs
 import trio
 
-import attrs
-
 from ..core.errors import SessionClosed
-from ..models import ModelDelta, ModelInfo, ModelMessage, ModelRequest, model_info
-from ..models.protocol import Model
+from ..models import Model, ModelDelta, ModelInfo, ModelMessage, ModelRequest, model_info
 
 __all__ = ["CANCELLED", "Bridge", "Held", "HostLoopModel", "Job", "acquire", "from_asyncio",
            "release", "wait_through_cancellation"]
