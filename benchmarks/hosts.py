@@ -8,7 +8,9 @@ Each row is measured beside its baseline, interleaved (harness.py):
   from the call to ``prompt`` to its return: awaited from asyncio through
   :class:`engine.hosts.aio.Session` (asyncio.run; the session opened before the clock starts),
   beside :class:`engine.Session` awaited in trio.run. The difference per turn is what the
-  bridge costs a turn: trio's scheduler running as guest ticks on asyncio's loop.
+  bridge costs a turn: the model's request crossing to asyncio's loop and back (trio, idle
+  meanwhile, is woken through guest mode's I/O thread), and trio's scheduler running as guest
+  ticks on asyncio's loop.
 - a prompt of one turn: the bridge's fixed cost per prompt (the crossing in and the answer
   out), beside trio.
 - opening and closing the first session on an idle loop, which starts and ends the loop's

@@ -13,7 +13,8 @@ reads (``session.transcript``, ``session.calls``) need no lock.
 opens it, ``await session.prompt(text)``, ``resume()``, ``resolve_approval()``,
 ``call_tool()``, ``resume_call()``, ``set_active_tools()``, ``activate()``,
 ``set_system_prompt()``, ``register()``; ``async for record in session.follow()`` follows
-its records, and ``async with session.deltas() as stream`` a streaming model's deltas. What
+its records, ``async with session.deltas() as stream`` a streaming model's deltas, and
+``async with session.in_trio(enter)`` holds a trio context manager built on the session. What
 crosses the bridge:
 
 - **Cancellation, inward.** Each call runs in a trio task under its own cancel scope.
@@ -35,10 +36,13 @@ The cost of the choice: opening the first session on an idle loop starts trio (a
 milliseconds: ``python -m benchmarks.hosts``), and while trio waits for a timeout it parks
 one worker thread in its I/O wait, as guest mode does. The bridge is :mod:`engine.hosts.guest`.
 
-The objects the session is given (model, tools, handlers, approver) run in trio tasks: they
-must be trio code, or code that works under both (httpx, anyio, the official SDK clients
-with their async HTTP client). A tool that needs the host's asyncio resources (a database
-pool) awaits them through :func:`from_asyncio`.
+The model runs on the host's loop: each request is an asyncio task
+(:class:`~engine.hosts.guest.HostLoopModel`), so an SDK client the host opened with ``async
+with`` keeps connections the host can close. The tools, handlers and approver run in trio
+tasks: they must be trio code, or code that works under both (httpx, anyio). A tool that needs
+the host's asyncio resources (a database pool) awaits them through :func:`from_asyncio`.
+:func:`engine.mcp.mount` takes this session too, held open in its trio run for an asyncio
+block by :meth:`Session.in_trio`.
 """
 from __future__ import annotations
 
@@ -53,7 +57,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Literal, TypeVar
 
 import trio
@@ -70,8 +74,9 @@ from ..models import ModelDelta
 from ..runtime import session as trio_session
 from ..runtime.session import PromptResult, closed_error
 from .guest import (
-    CANCELLED,
     Bridge,
+    Held,
+    HostLoopModel,
     Job,
     acquire,
     from_asyncio,
@@ -94,6 +99,8 @@ class Session:
         self._bridge = bridge
         self._session = session
         self._closed = closed  # done once the trio session's block has ended
+        #: the trio managers held open for asyncio blocks (:meth:`in_trio`)
+        self._holding: set[Held[Any]] = set()
 
     @classmethod
     @asynccontextmanager
@@ -105,6 +112,8 @@ class Session:
         awaits when the block ends is stopped with it, raises ``SessionClosed`` (a
         ``RuntimeError``), and leaves its calls open in the log for a reopened session (a
         trio task outside the block would see the same)."""
+        if options.get("model") is not None:
+            options = {**options, "model": HostLoopModel(options["model"])}
         bridge = await acquire()
         try:
             loop = bridge.loop
@@ -114,9 +123,11 @@ class Session:
 
             async def own() -> None:
                 """The trio task that holds the session open until ``close``."""
+                hosted: Session | None = None
                 try:
                     async with trio_session.Session.open(store, **options) as session:
-                        opened.set_result(cls(bridge, session, closed))
+                        hosted = cls(bridge, session, closed)
+                        opened.set_result(hosted)
                         await close.wait()
                 except BaseException as exc:
                     (closed if opened.done() else opened).set_exception(exc)
@@ -125,6 +136,9 @@ class Session:
                 finally:
                     if not closed.done():
                         closed.set_result(None)
+                    if hosted is not None:  # a manager still held lets go with the session
+                        for held in hosted._holding:
+                            held.leave.set()
 
             bridge.spawn(own)
             try:
@@ -135,6 +149,35 @@ class Session:
         finally:
             await release(bridge)
 
+    @asynccontextmanager
+    async def in_trio(
+        self, enter: Callable[[trio_session.Session], AbstractAsyncContextManager[T]],
+    ) -> AsyncIterator[T]:
+        """Hold a trio async context manager of the session's open for this asyncio block:
+        ``enter(session)`` is called with the trio session, and the manager it returns is
+        entered and exited in one trio task on the host's loop, the block's value being what
+        it gives. :func:`engine.mcp.mount` goes through here when given this session; any
+        other trio code built on a session can be held the same way::
+
+            async with session.in_trio(lambda trio_session: mount(trio_session, server)):
+                await session.prompt("...")
+
+        What crosses is what crosses for a call: the trio task starts in a copy of this
+        task's context; cancelling this task while the manager enters or exits cancels that
+        half and waits for it to end; what the manager raises is raised here, as it is, and
+        what the block raises is handed to the manager's exit (which may swallow it). A
+        manager still held when the session closes is exited then, as if its block had
+        ended."""
+        if self._closed.done():
+            raise closed_error("hold a trio context manager in it")
+        held: Held[T] = Held(lambda: enter(self._session), self._bridge.loop)
+        self._holding.add(held)
+        try:
+            async with self._bridge.hold(held) as value:
+                yield value
+        finally:
+            self._holding.discard(held)
+
     async def _run(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Run ``fn`` in a trio task of the bridge's, in a copy of this task's context;
         cancelling this task cancels it and waits for it to end. The end of the session's
@@ -144,17 +187,7 @@ class Session:
         future: asyncio.Future[Any] = self._bridge.loop.create_future()
         job: Job[T] = Job(fn, future)
         self._bridge.spawn(job.run, on_error=job.fail)
-        try:
-            value = await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.done():  # the trio side answered as the cancellation came
-                raise
-            self._bridge.soon(job.scope.cancel)
-            await wait_through_cancellation(future)
-            raise
-        if value is CANCELLED:  # cancelled by this task's cancellation: unreachable above
-            raise asyncio.CancelledError()
-        result: T = value
+        result: T = await self._bridge.answer(future, job.scope)
         return result
 
     async def _change(self, fn: Callable[[], Awaitable[T]]) -> T:

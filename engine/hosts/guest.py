@@ -11,8 +11,11 @@ also wakes trio when it waits).
 A :class:`Job` is one call from asyncio into trio: a trio task, started in a copy of the
 asyncio caller's context, under a cancel scope the caller cancels when it is cancelled, its
 outcome (a value, the exception itself, or :data:`CANCELLED`) delivered to an asyncio future.
+A :class:`Held` is a trio async context manager held open for an asyncio block the same way:
+entered and exited in one trio task, each half's outcome delivered to a future of its own.
 :func:`from_asyncio` is the way back: trio code awaiting an asyncio coroutine on the same
-loop.
+loop. :class:`HostLoopModel` takes that way for every model request: the host's model
+(and the SDK client under it, with its pooled connections) lives on asyncio.
 """
 
 from __future__ import annotations
@@ -20,15 +23,18 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Generic, TypeVar
 
+import attrs
 import trio
 
 from ..core.errors import SessionClosed
+from ..models import Model, ModelDelta, ModelInfo, ModelMessage, ModelRequest, model_info
 
-__all__ = ["CANCELLED", "Bridge", "Job", "acquire", "from_asyncio", "release",
-           "wait_through_cancellation"]
+__all__ = ["CANCELLED", "Bridge", "Held", "HostLoopModel", "Job", "acquire", "from_asyncio",
+           "release", "wait_through_cancellation"]
 
 T = TypeVar("T")
 
@@ -71,6 +77,51 @@ class Job(Generic[T]):
         else:
             if not self.future.done():
                 self.future.set_result(value)
+
+
+class Held(Generic[T]):
+    """A trio async context manager held open for an asyncio block: one trio task enters the
+    manager ``enter()`` makes, hands its value to ``entered``, waits until the block has
+    ended (``leave``), and exits it with what the block raised (``raised``), handing whether
+    the manager swallowed that to ``exited``. Entering and exiting in one task, under one
+    cancel scope the asyncio side cancels when it is cancelled, is what trio asks of a
+    manager that opens a nursery or a cancel scope."""
+
+    def __init__(self, enter: Callable[[], AbstractAsyncContextManager[T]],
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.enter = enter
+        self.entered: asyncio.Future[Any] = loop.create_future()
+        self.exited: asyncio.Future[Any] = loop.create_future()
+        self.leave = trio.Event()
+        self.raised: BaseException | None = None
+        self.scope = trio.CancelScope()
+
+    def fail(self, exc: BaseException) -> None:
+        """The outcome of whichever half is under way: ``exc``."""
+        future = self.exited if self.entered.done() else self.entered
+        if not future.done():
+            future.set_exception(exc)
+
+    async def run(self) -> None:
+        try:
+            with self.scope:
+                manager = self.enter()
+                self.entered.set_result(await manager.__aenter__())
+                await self.leave.wait()
+                raised = self.raised
+                swallowed = await manager.__aexit__(
+                    None if raised is None else type(raised), raised,
+                    None if raised is None else raised.__traceback__)
+                self.exited.set_result(bool(swallowed))
+            if self.scope.cancelled_caught:
+                for future in (self.entered, self.exited):
+                    if not future.done():
+                        future.set_result(CANCELLED)
+        except trio.Cancelled:  # the guest run is ending: see Job.run
+            self.fail(asyncio.CancelledError())
+            raise
+        except BaseException as exc:  # the manager's own error, the caller's to see
+            self.fail(exc)
 
 
 class Bridge:
@@ -143,6 +194,44 @@ class Bridge:
         event or cancels a trio scope."""
         assert self.token is not None
         self.token.run_sync_soon(fn)
+
+    async def answer(self, future: asyncio.Future[Any], scope: trio.CancelScope) -> Any:
+        """What the trio side hands ``future`` (a :class:`Job`'s, a :class:`Held`'s), awaited
+        from asyncio: cancelling the awaiting task meanwhile cancels ``scope`` and waits for
+        the trio side to answer before ``CancelledError`` goes on."""
+        try:
+            value = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.done():  # the trio side answered as the cancellation came
+                raise
+            self.soon(scope.cancel)
+            await wait_through_cancellation(future)
+            raise
+        if value is CANCELLED:  # cancelled by the caller's cancellation: unreachable above
+            raise asyncio.CancelledError()
+        return value
+
+    @asynccontextmanager
+    async def hold(self, held: Held[T]) -> AsyncIterator[T]:
+        """Hold ``held``'s manager open for this asyncio block (see :class:`Held`)."""
+        self.spawn(held.run, on_error=held.fail)
+        value: T = await self.answer(held.entered, held.scope)
+        try:
+            yield value
+        except BaseException as exc:
+            held.raised = exc
+            if not await self._left(held):
+                raise
+        else:
+            await self._left(held)
+
+    async def _left(self, held: Held[Any]) -> bool:
+        """Let ``held``'s manager exit, and wait for it: whether it swallowed what the block
+        raised."""
+        if not held.exited.done():  # else the session closed, and the manager exited with it
+            self.soon(held.leave.set)
+        swallowed: bool = await self.answer(held.exited, held.scope)
+        return swallowed
 
 
 #: the guest run of each loop that has one
@@ -222,3 +311,37 @@ async def from_asyncio(async_fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         raise
     result: T = task.result()
     return result
+
+
+class HostLoopModel:
+    """The host's model, asked on the host's asyncio loop: each request is an asyncio task
+    (:func:`from_asyncio`), in a copy of the asking trio task's context, cancelled when the
+    turn is.
+
+    A model client opened by asyncio code (``async with AsyncOpenAI() as client``) keeps a
+    pool of connections that belongs to the library that opened each one: httpx opens a
+    connection with whatever library runs the request (through anyio). Asked from trio, the
+    connections would be trio sockets, which only trio may close, and the host's asyncio code
+    closes the client. Asked here, every connection is the host's, opened and closed on its
+    loop, and a model written for asyncio (an aiohttp client, say) works as it is.
+
+    The model's deltas go back to the session's subscribers in trio, in the order it sent
+    them, before its answer does (``run_sync_soon`` keeps its callbacks in order)."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+
+    @property
+    def info(self) -> ModelInfo:
+        """The host's model's :class:`ModelInfo`, recorded with each request."""
+        return model_info(self.model)
+
+    async def complete(self, request: ModelRequest) -> ModelMessage:
+        """The host's model's answer to ``request``, asked on the host's loop."""
+        token = trio.lowlevel.current_trio_token()
+        publish = request.on_delta
+
+        def on_delta(delta: ModelDelta) -> None:
+            token.run_sync_soon(publish, delta)
+
+        return await from_asyncio(self.model.complete, attrs.evolve(request, on_delta=on_delta))

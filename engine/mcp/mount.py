@@ -43,9 +43,10 @@ approval runs on the new connection.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import asynccontextmanager
-from typing import Any
+import functools
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Protocol, TypeVar
 
 import trio
 
@@ -62,7 +63,9 @@ from .formats import result_from_mcp
 from .listing import ListingLimits, list_tools
 from .names import MountedBody, check_names
 
-__all__ = ["Mount", "ServerChanged", "mount"]
+__all__ = ["Hosted", "Mount", "ServerChanged", "mount"]
+
+T = TypeVar("T")
 
 
 class Mount:
@@ -254,7 +257,7 @@ class Mount:
 
 @asynccontextmanager
 async def mount(
-    session: Session,
+    session: Session | Hosted,
     server: Any,
     *,
     prefix: str = "",
@@ -283,13 +286,19 @@ async def mount(
     reads of the server's tool list (:class:`~engine.mcp.ListingLimits`: 30 s, 100 pages,
     1 000 tools, 4 MB of declarations by default), here and after every reconnect.
 
+    ``session`` is an :class:`engine.Session`, or an :class:`engine.hosts.aio.Session` from
+    asyncio code: the mount then runs in the session's trio run on the host's loop (held
+    open by :meth:`~engine.hosts.aio.Session.in_trio`), with the same timeouts and limits,
+    and the block is asyncio code; cancelling the task that mounts cancels the mount.
+
     Nothing is registered unless the server connects (``ConnectionError``), lists its tools
     within the limits (:class:`~engine.mcp.ListingError`), every tool passes the session's
     schema rules (``SchemaError`` names the tool and the keyword) and no name collides with
     another tool's (``ValueError``, naming both: a local tool, a tool of another mount that is
     open, another server's tool in the log). A mount the host cancels ends as its
-    ``trio.Cancelled``. After the block the tools stay registered, and a call to one ends as a
-    failure saying the mount has ended. Example::
+    ``trio.Cancelled`` (from asyncio, as its ``CancelledError``). After the block the tools
+    stay registered, and a call to one ends as a failure saying the mount has ended.
+    Example::
 
         async with mount(session, StdioServerParameters(command="my-server"), prefix="my_"):
             await session.prompt("...")
@@ -297,10 +306,37 @@ async def mount(
     choices = MountChoices(prefix=prefix, only=None if only is None else tuple(only),
                            hints=dict(hints or {}), trust_hints=trust_hints, timeout=timeout,
                            exposure=exposure, listing=listing or ListingLimits())
+    mounting = functools.partial(_mounted, server=server, choices=choices,
+                                 client_options=client_options or {}, name=name)
+    if isinstance(session, Session):
+        async with mounting(session) as mounted:
+            yield mounted
+    elif callable(getattr(session, "in_trio", None)):
+        async with session.in_trio(mounting) as mounted:
+            yield mounted
+    else:
+        raise TypeError(f"mount() mounts a server in an engine.Session (from trio) or an "
+                        f"engine.hosts.aio.Session (from asyncio), not in a "
+                        f"{type(session).__name__}")
+
+
+class Hosted(Protocol):
+    """A session driven from another event loop, :class:`engine.hosts.aio.Session`: what
+    :func:`mount` needs of it is a way to hold the mount open in the session's trio run."""
+
+    def in_trio(self, enter: Callable[[Session], AbstractAsyncContextManager[T]],
+                ) -> AbstractAsyncContextManager[T]: ...
+
+
+@asynccontextmanager
+async def _mounted(session: Session, *, server: Any, choices: MountChoices,
+                   client_options: Mapping[str, Any], name: str | None,
+                   ) -> AsyncIterator[Mount]:
+    """:func:`mount`, in the trio run of ``session``."""
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
-            mounted = Mount(session, server, choices, client_options or {}, nursery, name)
+            mounted = Mount(session, server, choices, client_options, nursery, name)
             try:
                 try:
                     await mounted._mount()

@@ -13,7 +13,8 @@ may follow which in :mod:`engine.core.lifecycle`, the session's fixed setup in
 :mod:`engine.runtime.inflight`.
 
 The session runs inside the host's trio loop: it starts no loop and no thread, and leaves no
-task behind when :meth:`Session.open`'s block ends.
+task behind when :meth:`Session.open`'s block ends. Sync code, which has no loop, prompts it
+with :meth:`Session.run_sync`: a trio run per call (:mod:`engine.runtime.fromsync`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from ..models import Model
 from . import hostcalls
 from .batch import Batch
 from .deltas import DeltaStream, Deltas
+from .fromsync import run_from_sync
 from .gate import resolve
 from .inflight import InFlight
 from .loop import AgentLoop, PromptResult
@@ -225,6 +227,28 @@ class Session:
                 raise
         finally:
             claim.release()  # after the last flush, and after the session's tasks ended
+
+    @classmethod
+    def run_sync(cls, store: EventStore, text: str, **options: Any) -> PromptResult:
+        """Open a session on ``store`` with :meth:`open`'s arguments, prompt it with ``text``,
+        close it, and return how the prompt ended: from sync code (a script, a notebook cell)
+        that runs no trio. Each call is a trio run of its own, which ends with the session
+        (:mod:`engine.runtime.fromsync`): in this thread, or, if it runs an asyncio loop (a
+        notebook), in a worker thread while this one waits. A conversation goes on through
+        the log: pass ``session_id=`` (with ``create=True`` the first time) and each call
+        reopens the session where the last one left it::
+
+            result = Session.run_sync(JsonlStore("chat.jsonl"), "how big is the README?",
+                                      model=model, tools=[stat_file], approver=approve_all,
+                                      session_id="chat", create=True)
+
+        Refused in trio code, where the session is awaited instead (a ``RuntimeError``)."""
+
+        async def prompted() -> PromptResult:
+            async with cls.open(store, **options) as session:
+                return await session.prompt(text)
+
+        return run_from_sync(prompted, doing="Session.run_sync()")
 
     # -- the loop -------------------------------------------------------------------------------
 

@@ -9,14 +9,18 @@ Payloads are files under ``tests/models/payloads/<api>/``: ``.json`` bodies as t
 documents its responses, ``.sse`` streams as it documents its server-sent events.
 ``Reply.stall_after`` sends only the first events of a stream and then holds the connection
 open until the client drops it (a stream cancelled half-way); ``Reply.hang`` never answers (a
-timeout). Every response closes its connection, so one request is one connection.
+timeout). Every response closes its connection, so one request is one connection, unless the
+server keeps connections alive (``keep_alive=True``) as a provider's does: then the client's
+pool keeps them open between requests. :func:`serving_in_thread` serves from a thread of its
+own, for a test whose client runs on asyncio.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -54,12 +58,17 @@ def payload(api: str, name: str, *, status: int = 200, stall_after: int | None =
 class ReplayServer:
     """Answers each request with the next reply of its script; records the requests."""
 
-    def __init__(self, replies: Sequence[Reply]) -> None:
+    def __init__(self, replies: Sequence[Reply], *, keep_alive: bool = False) -> None:
         self._replies = list(replies)
+        self._keep_alive = keep_alive
         #: ``{"method", "path", "json"}`` of every request, in order.
         self.requests: list[dict[str, Any]] = []
+        #: how many connections clients opened
+        self.connections = 0
         #: set when a client dropped a stalled stream
         self.dropped = trio.Event()
+        #: set when a request met a ``hang`` reply (a thread's event: any loop may wait on it)
+        self.hanging = threading.Event()
         self.url = ""
 
     @property
@@ -68,28 +77,37 @@ class ReplayServer:
         return [request["json"] for request in self.requests]
 
     async def _handle(self, stream: trio.SocketStream) -> None:
+        self.connections += 1
         async with stream:
-            head, body = await _read_request(stream)
-            if head is None:
-                return
-            method, path = head
-            self.requests.append({"method": method, "path": path,
-                                  "json": json.loads(body) if body else None})
-            if not self._replies:
-                await _respond(stream, Reply(status=500, body=b'{"error": "script ended"}'))
-                return
-            reply = self._replies.pop(0)
-            if reply.hang:
-                await _until_closed(stream)
-                return
-            if reply.stall_after is None:
-                await _respond(stream, reply)
-                return
-            events = reply.body.split(b"\n\n")
-            await _respond(stream, attrs.evolve(
-                reply, body=b"\n\n".join(events[:reply.stall_after]) + b"\n\n"))
+            while await self._answer(stream) and self._keep_alive:
+                pass
+
+    async def _answer(self, stream: trio.SocketStream) -> bool:
+        """Answer one request; whether the connection may take another."""
+        head, body = await _read_request(stream)
+        if head is None:
+            return False
+        method, path = head
+        self.requests.append({"method": method, "path": path,
+                              "json": json.loads(body) if body else None})
+        if not self._replies:
+            await _respond(stream, Reply(status=500, body=b'{"error": "script ended"}'),
+                           self._keep_alive)
+            return True
+        reply = self._replies.pop(0)
+        if reply.hang:
+            self.hanging.set()
             await _until_closed(stream)
-            self.dropped.set()
+            return False
+        if reply.stall_after is None:
+            await _respond(stream, reply, self._keep_alive)
+            return True
+        events = reply.body.split(b"\n\n")
+        await _respond(stream, attrs.evolve(
+            reply, body=b"\n\n".join(events[:reply.stall_after]) + b"\n\n"), False)
+        await _until_closed(stream)
+        self.dropped.set()
+        return False
 
 
 async def _read_request(stream: trio.SocketStream) -> tuple[tuple[str, str] | None, bytes]:
@@ -115,9 +133,10 @@ async def _read_request(stream: trio.SocketStream) -> tuple[tuple[str, str] | No
     return (method, path), body
 
 
-async def _respond(stream: trio.SocketStream, reply: Reply) -> None:
+async def _respond(stream: trio.SocketStream, reply: Reply, keep_alive: bool) -> None:
     lines = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Status')}",
-             f"content-type: {reply.content_type}", "connection: close",
+             f"content-type: {reply.content_type}",
+             f"connection: {'keep-alive' if keep_alive else 'close'}",
              *(f"{name}: {value}" for name, value in reply.headers)]
     if reply.stall_after is None:
         lines.append(f"content-length: {len(reply.body)}")
@@ -133,9 +152,12 @@ async def _until_closed(stream: trio.SocketStream) -> None:
 
 
 @asynccontextmanager
-async def serving(replies: Sequence[Reply]) -> AsyncIterator[ReplayServer]:
-    """A :class:`ReplayServer` listening on 127.0.0.1 while the block runs."""
-    server = ReplayServer(replies)
+async def serving(replies: Sequence[Reply], *,
+                  keep_alive: bool = False) -> AsyncIterator[ReplayServer]:
+    """A :class:`ReplayServer` listening on 127.0.0.1 while the block runs; with
+    ``keep_alive`` it keeps each connection open for the client's next request, as a
+    provider's server does."""
+    server = ReplayServer(replies, keep_alive=keep_alive)
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(partial(trio.serve_tcp, server._handle, 0,
                                                 host="127.0.0.1"))
@@ -145,3 +167,39 @@ async def serving(replies: Sequence[Reply]) -> AsyncIterator[ReplayServer]:
             yield server
         finally:
             nursery.cancel_scope.cancel()
+
+
+@contextmanager
+def serving_in_thread(replies: Sequence[Reply], *,
+                      keep_alive: bool = False) -> Iterator[ReplayServer]:
+    """:func:`serving`, in a thread that runs trio for it while the block runs: for a client
+    on another event loop (asyncio) in this thread. Read the server's records after the
+    block."""
+    started = threading.Event()
+    found: list[tuple[ReplayServer, trio.lowlevel.TrioToken, trio.Event]] = []
+
+    async def serve() -> None:
+        stop = trio.Event()
+        async with serving(replies, keep_alive=keep_alive) as server:
+            found.append((server, trio.lowlevel.current_trio_token(), stop))
+            started.set()
+            await stop.wait()
+
+    def run() -> None:
+        try:
+            trio.run(serve)
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=run, name="replay-server")
+    thread.start()
+    started.wait()
+    if not found:
+        thread.join()
+        raise RuntimeError("the replay server did not start")
+    server, token, stop = found[0]
+    try:
+        yield server
+    finally:
+        trio.from_thread.run_sync(stop.set, trio_token=token)
+        thread.join()

@@ -22,10 +22,15 @@ import events
 from engine.hosts import aio
 from engine.runtime import session as trio_session
 
-#: Public names one Session has and the other does not, on purpose. Empty: the asyncio session
-#: is the trio one, awaited from asyncio. A difference added here says why.
-ONLY_TRIO: dict[str, str] = {}
-ONLY_AIO: dict[str, str] = {}
+#: Public names one Session has and the other does not, on purpose: the asyncio session is the
+#: trio one, awaited from asyncio. A difference added here says why.
+ONLY_TRIO: dict[str, str] = {
+    "run_sync": "sync code's way in, a trio run of its own; asyncio code awaits the session",
+}
+ONLY_AIO: dict[str, str] = {
+    "in_trio": "holds a trio context manager built on the session (a mount) open for an "
+               "asyncio block; trio code enters it directly",
+}
 
 #: Bases made to be built on by other modules (name: why).
 DECLARED_BASES = {
