@@ -14,6 +14,7 @@ constructor (``init=False``) are not in the list: they are neither read nor writ
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import typing
 from collections.abc import Mapping
 from typing import Any, Literal
@@ -24,8 +25,9 @@ from ..errors import ToolSignatureError
 
 __all__ = ["NO_DEFAULT", "Field", "class_kind", "fields_of", "resolve_hints"]
 
-#: A field with no plain default value (required, or made by a factory).
-NO_DEFAULT: Any = attrs.NOTHING
+#: A field with no plain default value (required, or made by a factory): ``inspect``'s "empty",
+#: as for a parameter without a default.
+NO_DEFAULT: Any = inspect.Parameter.empty
 
 ClassKind = Literal["attrs", "dataclass", "typeddict"]
 
