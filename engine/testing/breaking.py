@@ -12,13 +12,14 @@ value of the only branch that takes its type. The valid parts come from
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from hypothesis import strategies as st
 
-from .fitting import INERT, KEY, TYPES, UNROLLED, Reader, bounds, json_values, types_of
+from ..core.schemas.patterns import searcher
+
+from .fitting import INERT, KEY, TYPES, UNROLLED, Reader, bounds, json_values, lists, types_of
 
 __all__ = ["Breaking", "same_json"]
 
@@ -169,10 +170,10 @@ class Breaking:
                 high_len = int(schema["maxLength"])
                 out.append(st.text(min_size=high_len + 1, max_size=high_len + 4))
             if "pattern" in schema:
-                pattern = schema["pattern"]
+                search = searcher(schema["pattern"])
                 out.append(st.text(max_size=high_len if schema.get("maxLength") is not None
                                    else 8, min_size=low_len)
-                           .filter(lambda s: re.search(pattern, s) is None))
+                           .filter(lambda s: search(s) is None))
         if kind == "array":
             out.extend(self._arrays(schema, depth))
         if kind == "object":
@@ -189,17 +190,17 @@ class Breaking:
                       depth)
         if low_n > 0:
             out.append(whole.filter(lambda v: len(v) < low_n) if "prefixItems" in schema
-                       else st.lists(valid(items, depth), max_size=low_n - 1))
+                       else lists(valid(items, depth), max_size=low_n - 1))
         if high_n is not None:
             good = valid(items, depth)
             prefix = [valid(sub, depth) for sub in schema.get("prefixItems", ())]
             if prefix:
                 if items is not False and len(prefix) <= int(high_n):
                     out.append(st.builds(lambda h, t: h + t, st.tuples(*prefix).map(list),
-                                         st.lists(good, min_size=int(high_n) + 1 - len(prefix),
+                                         lists(good, min_size=int(high_n) + 1 - len(prefix),
                                                   max_size=int(high_n) + 3 - len(prefix))))
             else:
-                out.append(st.lists(good, min_size=int(high_n) + 1, max_size=int(high_n) + 3))
+                out.append(lists(good, min_size=int(high_n) + 1, max_size=int(high_n) + 3))
         prefix_schemas = list(schema.get("prefixItems", ()))
         for position, sub in enumerate(prefix_schemas):
             bad = self.invalid(sub, depth)
@@ -215,7 +216,7 @@ class Breaking:
                 # one bad item among good ones (as many as minItems asks, within maxItems)
                 n_good = max(low_n - 1, 0)
                 out.append(st.builds(lambda head, item: [*head, item],
-                                     st.lists(valid(items, depth), min_size=n_good,
+                                     lists(valid(items, depth), min_size=n_good,
                                               max_size=n_good), bad))
         return out
 

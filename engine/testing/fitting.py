@@ -10,14 +10,15 @@ properties left out), so every value is finite.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 from hypothesis import strategies as st
 
+from ..core.schemas.patterns import searcher
+
 __all__ = ["INERT", "KEY", "TYPES", "UNROLLED", "Reader", "bounds", "fits_type", "int_bounds",
-           "json_values", "types_of"]
+           "json_values", "lists", "types_of"]
 
 INERT: Final = frozenset({"title", "description", "default", "examples", "format", "$schema",
                           "$comment", "$id", "readOnly", "writeOnly", "deprecated", "$defs",
@@ -44,6 +45,15 @@ def json_values(max_leaves: int = 6) -> st.SearchStrategy[Any]:
                                    st.dictionaries(KEY, children, max_size=3)),
         max_leaves=max_leaves,
     )
+
+
+def lists(items: st.SearchStrategy[Any], *, min_size: int = 0,
+          max_size: int | None = None) -> st.SearchStrategy[list[Any]]:
+    """``st.lists``, also of items none can be drawn of (a reference past the unrolled depth):
+    then only the empty list, if it may be empty."""
+    if items.is_empty:
+        return st.just([]) if min_size == 0 else st.nothing()
+    return st.lists(items, min_size=min_size, max_size=max_size)
 
 
 def types_of(schema: Mapping[str, Any]) -> tuple[str, ...]:
@@ -193,8 +203,9 @@ class Reader:
             high = int(high_len) if high_len is not None else low_len + 8
             if "pattern" in schema:
                 pattern = schema["pattern"]
+                search = searcher(pattern)  # the engine's matcher: Python's re reads "$" otherwise
                 return st.from_regex(pattern).filter(
-                    lambda s: low_len <= len(s) <= high and re.search(pattern, s) is not None)
+                    lambda s: low_len <= len(s) <= high and search(s) is not None)
             return st.text(min_size=low_len, max_size=high)
         if kind == "array":
             return self._valid_array(schema, depth)
@@ -208,7 +219,7 @@ class Reader:
         prefix = [self.valid(sub, depth) for sub in schema.get("prefixItems", ())]
         if not prefix:
             top = low_n if deep else int(high_n) if high_n is not None else low_n + 3
-            return st.lists(items, min_size=low_n, max_size=top)
+            return lists(items, min_size=low_n, max_size=top)
         # the first len(prefix) items follow prefixItems (an array may stop before their end)
         n = len(prefix)
         extra_low = max(low_n - n, 0)
@@ -222,7 +233,7 @@ class Reader:
             if count < n:
                 return head
             return st.builds(lambda h, t: h + t, head,
-                             st.lists(items, min_size=extra_low, max_size=max(extra_low,
+                             lists(items, min_size=extra_low, max_size=max(extra_low,
                                                                             extra_high)))
 
         shortest = min(low_n, n)
@@ -236,11 +247,12 @@ class Reader:
         fixed = {name: self.valid(properties.get(name, extra), depth) for name in required}
         optional = {} if depth >= UNROLLED else {
             name: self.valid(sub, depth) for name, sub in properties.items() if name not in fixed}
+        optional = {name: values for name, values in optional.items() if not values.is_empty}
         known = st.fixed_dictionaries(fixed, optional=optional)
         low, high = schema.get("minProperties", 0), schema.get("maxProperties")
-        if extra is not False:
+        if extra is not False and not (others_values := self.valid(extra, depth)).is_empty:
             others = st.dictionaries(KEY.filter(lambda k: k not in properties and k not in fixed),
-                                     self.valid(extra, depth), max_size=max(2, int(low)))
+                                     others_values, max_size=max(2, int(low)))
             known = st.builds(lambda base, more: {**more, **base}, known, others)
         if low or high is not None:
             known = known.filter(lambda v: low <= len(v) and (high is None or len(v) <= high))
