@@ -174,6 +174,19 @@ def test_what_cannot_be_a_tool_is_refused_saying_what_to_write(
     assert says in message
 
 
+@pytest.mark.usefixtures("without_jsonschema")
+def test_a_fixed_tuple_without_the_2020_12_validator_says_how_to_get_it() -> None:
+    async def pair(point: tuple[int, int]) -> None: ...
+
+    message = refused(pair)
+    assert "tuple[int, int]: a tuple of fixed length is checked by the 2020-12 validator" in message
+    assert "pip install 'toolledger[schemas2020]'" in message and "tuple[T, ...]" in message
+
+    async def many(points: tuple[int, ...]) -> None: ...
+
+    assert tool(many).input_schema["properties"]["points"]["items"] == {"type": "integer"}
+
+
 def test_a_field_a_class_cannot_send_is_named_with_its_class() -> None:
     async def take(holder: Holder) -> None: ...
 

@@ -38,6 +38,7 @@ from typing import Any, Final
 
 from ..errors import ToolSignatureError
 from ..jsonvalues import ensure_json
+from ..schemas import draft2020
 from ..toolcontext import ToolContext
 from .classes import NO_DEFAULT, class_kind
 from .conversion import learn_class, unstructure_hook
@@ -245,6 +246,11 @@ class TypeSchemas:
             return {"type": "array", "items": items} if items else {"type": "array"}
         if args == ((),):  # tuple[()]: the empty tuple
             return {"type": "array", "maxItems": 0}
+        if not draft2020.available():
+            raise self.fail(at, f"tuple[{', '.join(_name(arg) for arg in args)}]: a tuple of "
+                            f"fixed length is checked by the 2020-12 validator (prefixItems), "
+                            f"which is not installed: pip install 'toolledger[schemas2020]', "
+                            f"or take tuple[T, ...] or list[T]")
         prefix = [self.schema(arg, f"{at}, item {index}") for index, arg in enumerate(args)]
         return {"type": "array", "prefixItems": prefix, "minItems": len(prefix),
                 "maxItems": len(prefix)}
