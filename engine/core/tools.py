@@ -17,7 +17,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import FrameType
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import Any, Final, overload
 
 import attrs
 
@@ -28,10 +28,9 @@ from events.types import Annotations, ExecutionMode, Exposure, Origin, ToolSnaps
 from .errors import ToolSignatureError
 from .jsonvalues import copy_json
 from .memo import Memo
+from .toolcontext import ToolContext
 from .typed import ToolSignature, TypedBody, read_signature
 
-if TYPE_CHECKING:
-    from .toolcontext import ToolContext
 
 __all__ = [
     "EXPOSURES",
@@ -151,7 +150,8 @@ _ANY_NAMES: Final = frozenset({"Any", "typing.Any", "t.Any"})
 def is_call_form(function: Callable[..., Any]) -> bool:
     """Whether ``function`` is written in the ``(call, ctx)`` form, the one whose schema is
     given by hand: two parameters, the first annotated ``ToolCall``, or named ``call`` and
-    ``ctx`` with no types (or ``Any``). Every other function is read as a typed tool."""
+    ``ctx`` with no types (or ``Any``; ``ctx`` may be annotated with the context type). Every
+    other function is read as a typed tool."""
     try:
         parameters = list(inspect.signature(function).parameters.values())
     except (TypeError, ValueError):
@@ -160,11 +160,25 @@ def is_call_form(function: Callable[..., Any]) -> bool:
             p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
             or p.default is not p.empty for p in parameters):
         return False
-    first = parameters[0].annotation
-    if first is ToolCall or (isinstance(first, str) and first.rpartition(".")[2] == "ToolCall"):
+    first, second = (p.annotation for p in parameters)
+    if _names(first, ToolCall):
         return True
-    return [p.name for p in parameters] == ["call", "ctx"] and all(
-        p.annotation in (p.empty, Any) or p.annotation in _ANY_NAMES for p in parameters)
+    untyped = (inspect.Parameter.empty, Any)
+    return [p.name for p in parameters] == ["call", "ctx"] and (
+        first in untyped or first in _ANY_NAMES) and (
+        second in untyped or second in _ANY_NAMES or _names(second, None))
+
+
+def _names(annotation: Any, cls: type | None) -> bool:
+    """Whether ``annotation`` is ``cls`` (or, for ``None``, the context type or a class built
+    on it), also written as a string."""
+    if isinstance(annotation, str):
+        last = annotation.rpartition(".")[2]
+        return last == cls.__name__ if cls is not None else last in ("ToolContext",
+                                                                     "CallContext")
+    if cls is not None:
+        return annotation is cls
+    return isinstance(annotation, type) and ToolContext in annotation.__mro__
 
 
 @overload

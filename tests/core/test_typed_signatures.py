@@ -43,6 +43,11 @@ async def other_names(request: ToolCall, context: Any) -> ToolResult:
     return ToolResult()
 
 
+async def context_typed(call, ctx: ToolContext) -> ToolResult:  # type: ignore[no-untyped-def]
+    """The schema form: call untyped, ctx the context."""
+    return ToolResult()
+
+
 async def typed_pair(call: int, ctx: str) -> str:
     """Typed: named call and ctx, but with types."""
     return ctx * call
@@ -54,6 +59,7 @@ async def three(call, ctx, extra):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("function, form", [
     (untyped, True), (with_any, True), (with_types, True), (other_names, True),
+    (context_typed, True),
     (typed_pair, False), (three, False),
 ])
 def test_the_call_form_is_told_from_a_typed_function(function: Any, form: bool) -> None:
