@@ -133,13 +133,11 @@ def _unusable(env: Environment, verdict: Any) -> str | None:
 
 def _valid_arguments(env: Environment, recorder: Recorder, call_id: str, spec: ToolSpec,
                      arguments: Any, *, after: str | None) -> bool:
-    """Whether the arguments fit the input schema, and a typed tool's parameter types; if
-    not, the call fails saying why."""
+    """Whether the arguments fit the input schema (and a typed tool's parameter types:
+    :class:`~engine.core.registry.TypedInputs`); if not, the call fails saying why."""
     problem = env.registry.inputs[spec.name].violation(arguments)
     if problem is None:
-        signature = spec.signature
-        if signature is None or (problem := signature.problem(arguments)) is None:
-            return True
+        return True
     where = f" (after the rewrite by {after})" if after else ""
     fail(recorder, call_id, "invalid_arguments",
          f"Invalid arguments for {spec.name}{where}: {problem}")
