@@ -42,6 +42,9 @@ __all__ = ["EMPTY", "Returns", "read_returns"]
 
 #: What a tool that returns ``None`` gives: a success with nothing in it.
 EMPTY = ToolResult()
+#: The JSON text of a value for the model (made once: ``json.dumps`` with options makes an
+#: encoder at each call)
+_shown = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 ReturnKind = Literal["result", "text", "none", "data", "untyped"]
 
@@ -71,7 +74,7 @@ class Returns:
         wrapped = self.wrapped if kind == "data" else not isinstance(plain, dict)
         structured = {"result": plain} if wrapped else plain
         try:
-            shown = json.dumps(plain, ensure_ascii=False, allow_nan=False)
+            shown = _shown(plain)
         except (TypeError, ValueError):  # not JSON: the output check says so, and where
             return ToolResult(structured_content=structured)
         return ToolResult(content=(text(shown),), structured_content=structured)
