@@ -31,7 +31,6 @@ from .memo import Memo
 from .toolcontext import ToolContext
 from .typed import ToolSignature, TypedBody, read_signature
 
-
 __all__ = [
     "EXPOSURES",
     "ToolCall",
@@ -103,7 +102,8 @@ class ToolSpec:
     #: where the code runs when it is not in this process (a mounted MCP server's tool)
     source: ToolSource | None = None
     #: what ``@tool`` read from a typed function (``None`` for the ``(call, ctx)`` form): the
-    #: gate checks that the arguments fit its parameters' types, as part of input validation
+    #: registry's input check holds the arguments to its parameters' types too
+    #: (:class:`~engine.core.registry.TypedInputs`), as part of input validation
     signature: ToolSignature | None = attrs.field(default=None, eq=False, repr=False)
     #: what checking this spec's schemas gave, by their exact print
     #: (:meth:`engine.core.registry.Registry.check`): the spec's own memo, a few entries, since

@@ -40,6 +40,7 @@ class TypedBody:
         self.__qualname__ = getattr(function, "__qualname__", self.__name__)
 
     async def __call__(self, call: _Call, ctx: ToolContext) -> ToolResult:
+        """Run the function on ``call``'s arguments (structured) and make its result."""
         signature = self.signature
         args, kwargs = signature.bind(call.arguments, ctx)
         if signature.blocking:
