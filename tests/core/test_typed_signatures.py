@@ -10,6 +10,7 @@ import dataclasses
 import enum
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import attrs
@@ -115,6 +116,7 @@ async def context_inside(contexts: list[ToolContext]) -> None: ...
 async def two_contexts(a: ToolContext, b: CallContext) -> None: ...
 async def a_set_in_a_list(groups: list[set[int]]) -> None: ...
 async def many_results(n: int) -> ToolResult | int: return n
+async def a_path(path: Path) -> None: ...
 def sync_with_context(n: int, ctx: ToolContext) -> int: return n
 
 
@@ -164,6 +166,8 @@ async def an_open_box(box: Box) -> None: ...  # type: ignore[type-arg]
     (two_contexts, "the context is already given to 'a': take it once"),
     (a_set_in_a_list, "parameter 'groups', an item: set[int]: JSON has no sets"),
     (many_results, "a ToolResult cannot be one of several return types"),
+    (a_path, "Path is not a type a tool can exchange as JSON; use int, float, str"),
+    (a_path, "(a str for a path, a date or a URL, converted in the tool)"),
     (sync_with_context, "a sync tool runs in a worker thread, where the context cannot be used: "
                         "make the function async def"),
     (an_unknown_name, "the annotation names 'NotDefinedAnywhere', which is not defined"),

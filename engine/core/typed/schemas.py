@@ -174,7 +174,8 @@ class TypeSchemas:
         if origin in (collections.abc.Mapping, collections.abc.MutableMapping):
             raise self.fail(at, f"{_name(tp)}: take dict[str, ...] (a JSON object)")
         raise self.fail(at, f"{_name(tp)} is not a type a tool can exchange as JSON; use "
-                        f"{SUPPORTED}")
+                        f"{SUPPORTED} (a str for a path, a date or a URL, converted in the "
+                        f"tool)")
 
     def _annotated(self, tp: Any, at: str) -> dict[str, Any]:
         schema = dict(self.schema(tp.__origin__, at))
