@@ -80,6 +80,22 @@ async def test_arguments_arrive_as_the_declared_types_and_data_comes_back_struct
     assert runs["1.0"] == 1
 
 
+async def test_a_function_of_two_ints_is_a_tool_that_adds_them() -> None:
+    """The first thing a user writes: it used to register with an empty schema and fail
+    when called (``unsupported operand type(s) for +: 'ToolCall' and 'ToolContext'``)."""
+
+    @tool(annotations=SAFE)
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    assert add.input_schema["required"] == ["a", "b"]
+    session, _ = await run([add], [faux_tool_call("add", {"a": 1, "b": 2})])
+    completed = ending(session, "1.0")
+    assert isinstance(completed, ToolCallCompleted)
+    assert completed.result.structured_content == {"result": 3}
+
+
 @pytest.mark.parametrize("arguments, says", [
     ({"points": [{"x": 10**400}]}, "is too large for a float @ $.points[0].x"),
     ({"points": [{"x": 1}], "scale": 0}, "data.scale must be bigger than 0"),  # the schema
