@@ -7,6 +7,8 @@ folded into the session's state and stored, with the write-ahead flushes: in a
 :class:`~events.JsonlStore` (the README's store, not durable) first, then in the memory store
 as it comes and in the one that checks nothing. The baselines run the same body in the same trio loop: a bare
 ``await tool(**args)``, and fastjsonschema's validation of the arguments then the ``await``.
+One variant calls the same tool written as a typed function, to show what inferring costs per
+call beside the ``(call, ctx)`` form.
 
 One more figure shows the floor under the engine's: the four events of a nested call
 (requested, policy decided, started, completed) recorded through the session's recorder into
@@ -56,6 +58,7 @@ from .workload import (
     plain_echo,
     plain_validator,
     result_handlers,
+    typed_echo,
 )
 
 __all__ = ["run"]
@@ -70,13 +73,15 @@ def engine_dispatch(
     results: int = 0,
     store: StoreKind = "jsonl",
     clock: Callable[[], float] = time.perf_counter,
+    target: str = "echo",
 ) -> float:
-    """Microseconds per nested call, in a fresh session."""
+    """Microseconds per nested call of ``target`` (``echo``, or ``typed_echo``: the same tool
+    as a typed function), in a fresh session."""
     laps: list[float] = []
 
     async def main() -> None:
         model = FauxModel([faux_tool_call("drive"), faux_text("done")])
-        tools = [echo, driver(calls, laps, clock)]
+        tools = [echo, typed_echo, driver(calls, laps, clock, target)]
         with open_store(store) as log:
             await run_session(log, model, tools)
 
@@ -197,6 +202,9 @@ def validate_then_await(calls: int, clock: Callable[[], float] = time.perf_count
     return laps[0] / calls * US
 
 
+#: The variant whose tool is a typed function (``typed_echo``), beside ``echo`` on the same store.
+TYPED = f"{STORES['jsonl']}, a typed tool"
+
 #: The targets, by store: a nested call's cost over a bare ``await``.
 TARGETS: dict[StoreKind, float] = {"jsonl": 20.0, "memory": 11.0}
 
@@ -219,6 +227,7 @@ def run(settings: Settings) -> list[Row]:
          partial(engine_dispatch, calls, handlers=3, clock=clock)),
         (f"{STORES['jsonl']}, 3 tool_call + 3 tool_result handlers", "jsonl",
          partial(engine_dispatch, calls, handlers=3, results=3, clock=clock)),
+        (TYPED, "jsonl", partial(engine_dispatch, calls, clock=clock, target="typed_echo")),
     ]
     recorded = list(STORES)
     floored = list(FLOORS)
@@ -236,9 +245,11 @@ def run(settings: Settings) -> list[Row]:
     floors = {kind: Figure(name=FLOORS[kind], unit="µs/call", samples=tuple(values))
               for kind, values in zip(floored, floor_samples)}
     rows: list[Row] = []
+    untyped = Figure(name="", unit="µs/call", samples=tuple(samples[0]))
     for (name, kind, _), values in zip(variants, samples):
         figure = Figure(name=f"engine call, {name}", unit="µs/call", samples=tuple(values))
         overhead = paired(figure, bare, lambda a, b: a - b)
+        typed = paired(figure, untyped, lambda a, b: a - b) if name == TYPED else None
         limit = TARGETS.get(kind) if name == STORES[kind] else None
         met = (overhead <= limit) if limit is not None else None
         # whatever else a call does, its log's work is part of its cost over the bare await
@@ -254,6 +265,9 @@ def run(settings: Settings) -> list[Row]:
             met=met,
             floor=f"{fmt(floor.median, floor.unit)} {floor.unit}: {floor.name}"
             if stopped and floor is not None else "",
+            note="" if typed is None else (
+                f"{typed:+.1f} µs beside the same tool in the (call, ctx) form: its argument "
+                f"structured, its return value made a result (with its JSON as text)"),
         ))
     overhead = paired(validated, bare, lambda a, b: a - b)
     rows.append(Row(group="dispatch", figure=validated, baseline=bare,

@@ -2,7 +2,7 @@
 
 The public face::
 
-    from engine import Session, tool, Annotations, ToolResult, text, approve_all
+    from engine import Session, tool, Annotations, Param, ToolResult, text, approve_all
     from engine.models import FauxModel, faux_tool_call, faux_text
     from events import JsonlStore, MemoryStore
 """
@@ -45,6 +45,7 @@ from .core.errors import (
     SessionBroken,
     SessionClosed,
     SessionPaused,
+    ToolSignatureError,
 )
 from .core.handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResultDraft
 from .core.lifecycle import LifecycleError
@@ -54,6 +55,7 @@ from .core.reducers import CallView, LogInconsistency, Projection, fold
 from .core.schemas.checking import SchemaError
 from .core.toolcontext import CallOutcome, ToolContext
 from .core.tools import ToolCall, ToolSpec, tool
+from .core.typed import Param
 from .present.terminal import terminal_approver
 from .runtime.session import PromptResult, Session
 
@@ -77,6 +79,7 @@ __all__ = [
     "LogError",
     "LogInconsistency",
     "NoModel",
+    "Param",
     "PolicyRules",
     "Projection",
     "PromptResult",
@@ -97,6 +100,7 @@ __all__ = [
     "ToolContext",
     "ToolResult",
     "ToolResultDraft",
+    "ToolSignatureError",
     "ToolSpec",
     "ToolledgerError",
     "approve_all",

@@ -18,6 +18,7 @@ __all__ = [
     "SessionBroken",
     "SessionClosed",
     "SessionPaused",
+    "ToolSignatureError",
 ]
 
 
@@ -61,3 +62,11 @@ class ApprovalNotPending(CallError, ValueError):
     """An answer to a call that is not waiting for one: it was answered already, it has
     ended, it never asked, or its approver is still deciding. Answer only the requests in
     ``session.pending_approvals()``."""
+
+
+class ToolSignatureError(ToolledgerError, TypeError):
+    """``@tool`` on a function it cannot make a tool of: a parameter without a type, a type
+    JSON cannot carry (a set, a bare ``object``, a callable), ``*args`` or ``**kwargs``, a
+    context parameter on a sync function, … Raised where the function is decorated; the
+    message names the tool and the parameter, and says what to write instead
+    (docs/tools.md, "When @tool refuses a function")."""

@@ -25,30 +25,54 @@ from __future__ import annotations
 import marshal
 from typing import Any, Final, NamedTuple
 
+import attrs
+
 from events.types import Annotations, ToolSnapshot
 
 from .jsonvalues import TooDeep, copy_json, ensure_json
 from .policy import PolicyDecision, by_annotations
 from .schemas.checking import SchemaError, SchemaValidator, compile_schema, too_deep
 from .tools import ToolSpec
+from .typed import ToolSignature
 
-__all__ = ["Registry"]
+__all__ = ["InputCheck", "Registry", "TypedInputs"]
+
+
+@attrs.frozen(eq=False)
+class TypedInputs:
+    """A typed tool's input check: its schema, then its parameters' types
+    (:meth:`~engine.core.typed.ToolSignature.problem`). A tool in the ``(call, ctx)`` form is
+    checked by its schema's validator alone, so its calls do no more work than before typed
+    tools existed."""
+
+    schema: SchemaValidator
+    signature: ToolSignature
+
+    def violation(self, value: Any) -> str | None:
+        """None if the schema accepts ``value`` and the types can hold it, else why not."""
+        return self.schema.violation(value) or self.signature.problem(value)
+
+
+#: What the gate asks of a tool's arguments (step 2): ``violation(arguments)``.
+InputCheck = SchemaValidator | TypedInputs
+
 
 class _Checked(NamedTuple):
     """What checking a spec's pair of schemas gave: their validators, and the pair's print if
     :func:`marshal.loads` of it copies the schemas as the log records them."""
 
-    inputs: SchemaValidator
+    inputs: InputCheck
     outputs: SchemaValidator | None
     copies: bytes | None
 
 
 class Registry:
-    """Tool specs by name, and their compiled input and output validators."""
+    """Tool specs by name, and their compiled input checks and output validators."""
 
     def __init__(self) -> None:
         self.specs: dict[str, ToolSpec] = {}
-        self.inputs: dict[str, SchemaValidator] = {}
+        #: each tool's input check: its schema's validator, and a typed tool's types too
+        self.inputs: dict[str, InputCheck] = {}
         self.outputs: dict[str, SchemaValidator] = {}
         #: the print of each tool's schemas, where it copies them as the log records them
         self._copies: dict[str, bytes] = {}
@@ -67,7 +91,7 @@ class Registry:
             decision = self._decisions[name] = by_annotations(name, annotations)
         return decision
 
-    def check(self, spec: ToolSpec) -> tuple[SchemaValidator, SchemaValidator | None]:
+    def check(self, spec: ToolSpec) -> tuple[InputCheck, SchemaValidator | None]:
         """Compile the spec's schemas; raises ``SchemaError`` naming the tool and keyword."""
         checked = self._checked(spec)
         return checked.inputs, checked.outputs
@@ -91,7 +115,7 @@ class Registry:
         return _Checked(inputs, outputs, key if marshal.dumps(recorded, 2) == key else None)
 
     @staticmethod
-    def _check(spec: ToolSpec) -> tuple[SchemaValidator, SchemaValidator | None]:
+    def _check(spec: ToolSpec) -> tuple[InputCheck, SchemaValidator | None]:
         for role, schema in (("input", spec.input_schema), ("output", spec.output_schema)):
             try:
                 ensure_json(schema)
@@ -102,9 +126,11 @@ class Registry:
                     f"tool {spec.name!r} {role}_schema is not plain JSON ({exc}): the log could "
                     f"not hold it as written"
                 ) from None
-        inputs = compile_schema(
+        validator = compile_schema(
             spec.input_schema, role="input", where=f"tool {spec.name!r} input_schema"
         )
+        inputs: InputCheck = validator if spec.signature is None else TypedInputs(
+            schema=validator, signature=spec.signature)
         outputs = None
         if spec.output_schema is not None:
             outputs = compile_schema(

@@ -8,8 +8,8 @@ body receives without importing the runtime.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
@@ -18,6 +18,8 @@ from events.results import ContentBlock, ToolResult
 from events.types import ToolSnapshot
 
 __all__ = ["CallOutcome", "ToolContext"]
+
+T = TypeVar("T")
 
 
 @fast_init
@@ -81,4 +83,10 @@ class ToolContext(Protocol):
 
     def report_progress(self, message: str | None = None, data: Any = None) -> None:
         """Record progress of the running call."""
+        ...
+
+    async def run_in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` in a worker thread, for blocking code: the call's timeout or
+        cancellation stops the wait at once (the thread runs on, and what it returns then is
+        dropped). A sync typed tool's body runs here."""
         ...

@@ -4,6 +4,11 @@ A spec is a frozen value: name, description, JSON Schemas, MCP annotations, expo
 execution mode, timeout, and the async ``execute(call, ctx)`` that does the work. Nothing here
 runs a tool or touches the world; the runtime does. The exposure rules (who may see and call
 a tool) are pure functions here too, so the runtime and the docs share one table.
+
+``@tool`` makes a spec of either form of function: a typed function (``async def add(a: int,
+b: int) -> int``), whose schemas, argument conversion and result come from its signature
+(:mod:`engine.core.typed`), or ``async def execute(call, ctx)`` with schemas written by hand
+(:func:`is_call_form` tells them apart).
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, overload
+from types import FrameType
+from typing import Any, Final, overload
 
 import attrs
 
@@ -19,17 +25,18 @@ from events.fast.fastinit import fast_init
 from events.results import ToolResult
 from events.types import Annotations, ExecutionMode, Exposure, Origin, ToolSnapshot, ToolSource
 
+from .errors import ToolSignatureError
 from .jsonvalues import copy_json
 from .memo import Memo
-
-if TYPE_CHECKING:
-    from .toolcontext import ToolContext
+from .toolcontext import ToolContext
+from .typed import ToolSignature, TypedBody, read_signature
 
 __all__ = [
     "EXPOSURES",
     "ToolCall",
     "ToolSpec",
     "active_on_registration",
+    "is_call_form",
     "may_call",
     "tool",
 ]
@@ -94,11 +101,21 @@ class ToolSpec:
     timeout: float | None = attrs.field(default=None, validator=_check_positive)
     #: where the code runs when it is not in this process (a mounted MCP server's tool)
     source: ToolSource | None = None
+    #: what ``@tool`` read from a typed function (``None`` for the ``(call, ctx)`` form): the
+    #: registry's input check holds the arguments to its parameters' types too
+    #: (:class:`~engine.core.registry.TypedInputs`), as part of input validation
+    signature: ToolSignature | None = attrs.field(default=None, eq=False, repr=False)
     #: what checking this spec's schemas gave, by their exact print
     #: (:meth:`engine.core.registry.Registry.check`): the spec's own memo, a few entries, since
     #: a schema changed in place prints anew
     checked: Memo[bytes, Any] = attrs.field(factory=lambda: Memo(_CHECKS_KEPT), init=False,
                                             eq=False, repr=False)
+
+    @property
+    def function(self) -> Callable[..., Any]:
+        """The function ``@tool`` was given, unchanged, to call directly (in a unit test,
+        say): ``add.function(1, 2)``. For the ``(call, ctx)`` form it is :attr:`execute`."""
+        return self.signature.function if self.signature is not None else self.execute
 
     def snapshot(self) -> ToolSnapshot:
         """The spec without its code, as the log records it."""
@@ -127,10 +144,45 @@ class ToolSpec:
 
 
 _EMPTY_OBJECT: Mapping[str, Any] = {"type": "object", "properties": {}}
+_ANY_NAMES: Final = frozenset({"Any", "typing.Any", "t.Any"})
+
+
+def is_call_form(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` is written in the ``(call, ctx)`` form, the one whose schema is
+    given by hand: two parameters, the first annotated ``ToolCall``, or named ``call`` and
+    ``ctx`` with no types (or ``Any``; ``ctx`` may be annotated with the context type). Every
+    other function is read as a typed tool."""
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    if len(parameters) != 2 or any(
+            p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            or p.default is not p.empty for p in parameters):
+        return False
+    first, second = (p.annotation for p in parameters)
+    if _names(first, ToolCall):
+        return True
+    untyped = (inspect.Parameter.empty, Any)
+    return [p.name for p in parameters] == ["call", "ctx"] and (
+        first in untyped or first in _ANY_NAMES) and (
+        second in untyped or second in _ANY_NAMES or _names(second, None))
+
+
+def _names(annotation: Any, cls: type | None) -> bool:
+    """Whether ``annotation`` is ``cls`` (or, for ``None``, the context type or a class built
+    on it), also written as a string."""
+    if isinstance(annotation, str):
+        last = annotation.rpartition(".")[2]
+        return last == cls.__name__ if cls is not None else last in ("ToolContext",
+                                                                     "CallContext")
+    if cls is not None:
+        return annotation is cls
+    return isinstance(annotation, type) and ToolContext in annotation.__mro__
 
 
 @overload
-def tool(func: Execute, /) -> ToolSpec: ...
+def tool(func: Callable[..., Any], /) -> ToolSpec: ...
 
 
 @overload
@@ -144,11 +196,11 @@ def tool(
     exposure: Exposure = "direct",
     execution_mode: ExecutionMode = "parallel",
     timeout: float | None = None,
-) -> Callable[[Execute], ToolSpec]: ...
+) -> Callable[[Callable[..., Any]], ToolSpec]: ...
 
 
 def tool(
-    func: Execute | None = None,
+    func: Callable[..., Any] | None = None,
     /,
     *,
     name: str | None = None,
@@ -159,11 +211,31 @@ def tool(
     exposure: Exposure = "direct",
     execution_mode: ExecutionMode = "parallel",
     timeout: float | None = None,
-) -> ToolSpec | Callable[[Execute], ToolSpec]:
-    """Make a :class:`ToolSpec` from an ``async def execute(call, ctx)``.
+) -> ToolSpec | Callable[[Callable[..., Any]], ToolSpec]:
+    """Make a :class:`ToolSpec` of a typed function, or of an ``async def execute(call,
+    ctx)`` with schemas written by hand. Example::
 
-    The name defaults to the function's name and the description to its docstring; a tool
-    with no ``input_schema`` takes an empty object. Example::
+        @tool(annotations=Annotations(read_only=True))
+        async def add(a: int, b: int = 0) -> int:
+            \"\"\"Add two integers.
+
+            Args:
+                a: the first
+                b: the second
+            \"\"\"
+            return a + b
+
+    A typed function's input schema comes from its parameters, its description (unless
+    ``description=``) from its docstring, and its output schema (unless ``output_schema=``)
+    from its return annotation; a parameter annotated ``ToolContext`` receives the call's
+    context; a sync function runs in a worker thread. docs/tools.md lists the types, and
+    what the decorator refuses (:class:`~engine.core.errors.ToolSignatureError`, raised
+    here, saying what to write instead).
+
+    The ``(call, ctx)`` form (:func:`is_call_form`) is for a schema that is given (an MCP
+    server's, an OpenAPI operation's): the name defaults to the function's name, the
+    description to its docstring, and a tool with no ``input_schema`` takes an empty
+    object::
 
         @tool(input_schema={"type": "object", "properties": {"path": {"type": "string"}},
                             "required": ["path"]},
@@ -172,8 +244,20 @@ def tool(
             \"\"\"Size of a file in bytes.\"\"\"
             ...
     """
+    # the scope the decorator is used in: a typed function's annotations may name its locals
+    scope = inspect.currentframe()
+    caller = scope.f_back if scope is not None else None
+    del scope
 
-    def build(execute: Execute) -> ToolSpec:
+    def build(function: Callable[..., Any], caller: FrameType | None = None) -> ToolSpec:
+        if is_call_form(function):
+            return _call_form(function)
+        where = caller if caller is not None else _caller()
+        localns = dict(where.f_locals) if where is not None else None
+        del where
+        return _typed(function, localns)
+
+    def _call_form(execute: Callable[..., Any]) -> ToolSpec:
         if not inspect.iscoroutinefunction(execute):
             raise TypeError(
                 f"tool {getattr(execute, '__name__', execute)!r} must be an async function "
@@ -193,7 +277,45 @@ def tool(
             execute=execute,
         )
 
-    return build(func) if func is not None else build
+    def _typed(function: Callable[..., Any], localns: dict[str, Any] | None) -> ToolSpec:
+        tool_name: str = name or str(getattr(function, "__name__", ""))
+        _check_name(None, None, tool_name)
+        if input_schema is not None:
+            raise ToolSignatureError(
+                f"tool {tool_name!r}: input_schema= is for the (call, ctx) form; a typed "
+                f"function's input schema comes from its parameters (describe them with "
+                f"Annotated[T, Param(...)]), or write async def {tool_name}(call, ctx) to "
+                f"give the schema by hand")
+        signature = read_signature(function, name=tool_name, localns=localns)
+        return ToolSpec(
+            name=tool_name,
+            description=description if description is not None else signature.description,
+            input_schema=signature.input_schema,
+            output_schema=output_schema if output_schema is not None
+            else signature.output_schema,
+            annotations=annotations,
+            exposure=exposure,
+            execution_mode=execution_mode,
+            timeout=timeout,
+            execute=TypedBody(signature),
+            signature=signature,
+        )
+
+    if func is not None:
+        spec = build(func, caller)
+        del caller
+        return spec
+    del caller
+    return build
+
+
+def _caller() -> FrameType | None:
+    """The frame that applied ``@tool(...)``'s decorator: two up from here."""
+    frame = inspect.currentframe()
+    try:
+        return frame.f_back.f_back if frame is not None and frame.f_back is not None else None
+    finally:
+        del frame
 
 
 def active_on_registration(exposure: Exposure) -> bool:

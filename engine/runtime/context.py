@@ -8,8 +8,10 @@ does not import the one that imports it)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
+
+import trio
 
 from events.results import ToolResult
 from events.types import ToolCallRequested, ToolProgress, ToolSnapshot, ToolsActivated
@@ -33,6 +35,8 @@ class Advance(Protocol):
                  *, wait: bool, gate_only: bool = False) -> Awaitable[ToolResult | None]: ...
 
 __all__ = ["CallContext", "CallOutcome", "ToolContext", "admitted", "refuse_unreadable"]
+
+T = TypeVar("T")
 
 
 def admitted(arguments: Any, limits: Limits) -> tuple[Any, ValueError | None]:
@@ -195,6 +199,17 @@ class CallContext(ToolContext):
             self._recorder.record(
                 ToolProgress(call_id=self.call_id, message=message, data=copy_json(data))
             )
+
+    async def run_in_thread(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` in one of trio's worker threads (in a copy of this task's
+        context variables), for blocking code; a sync typed tool's body runs here.
+
+        The wait is abandoned when the call is cancelled (its timeout, the prompt's
+        cancellation, the session closing): the call ends at once, as any call does, and the
+        thread runs on until ``function`` returns by itself, which Python cannot stop; what
+        it returns or raises then is dropped. So a sync tool's side effects may happen after
+        its call was recorded as timed out or cancelled (docs/tools.md, "Sync tools")."""
+        return await trio.to_thread.run_sync(function, *args, abandon_on_cancel=True)
 
     def close(self) -> tuple[str, ...]:
         """The call's body has returned: nothing more may be recorded through this ctx.

@@ -133,7 +133,8 @@ def _unusable(env: Environment, verdict: Any) -> str | None:
 
 def _valid_arguments(env: Environment, recorder: Recorder, call_id: str, spec: ToolSpec,
                      arguments: Any, *, after: str | None) -> bool:
-    """Whether the arguments fit the input schema; if not, the call fails saying why."""
+    """Whether the arguments fit the input schema (and a typed tool's parameter types:
+    :class:`~engine.core.registry.TypedInputs`); if not, the call fails saying why."""
     problem = env.registry.inputs[spec.name].violation(arguments)
     if problem is None:
         return True

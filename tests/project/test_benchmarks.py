@@ -35,6 +35,7 @@ EXPECTED: dict[str, list[str]] = {
         "engine call, MemoryStore(check_encodable=False)",
         "engine call, JsonlStore, 3 tool_call handlers",
         "engine call, JsonlStore, 3 tool_call + 3 tool_result handlers",
+        "engine call, JsonlStore, a typed tool",
         "fastjsonschema validate, then await",
         "a call's four events recorded, nothing else, JsonlStore",
         "a call's four events recorded, nothing else, MemoryStore()",

@@ -34,6 +34,7 @@ from engine import (
     SessionPaused,
     ToolledgerError,
     ToolResult,
+    ToolSignatureError,
     text,
     tool,
 )
@@ -67,6 +68,7 @@ BUILT_IN = {
     "SchemaError": ValueError,
     "ListingError": RuntimeError,
     "ServerChanged": RuntimeError,
+    "ToolSignatureError": TypeError,
 }
 
 
@@ -117,7 +119,8 @@ def doc_tree() -> set[str]:
     """The class names drawn in docs/errors.md's tree, built-in bases left out."""
     text_ = DOC.read_text()
     block = text_.split("## The tree", 1)[1].split("```text", 1)[1].split("```", 1)[0]
-    return set(re.findall(r"\b[A-Z]\w+", block)) - {"RuntimeError", "ValueError", "LookupError"}
+    return set(re.findall(r"\b[A-Z]\w+", block)) - {"RuntimeError", "ValueError", "LookupError",
+                                                       "TypeError"}
 
 
 # -- the tree --------------------------------------------------------------------------------
@@ -143,7 +146,8 @@ def test_each_error_is_a_toolledger_error_and_keeps_its_built_in_base(name: str)
 def test_the_public_errors_are_exported() -> None:
     for name in ("ToolledgerError", "SessionError", "SessionPaused", "SessionClosed",
                  "AlreadyRunning", "SessionInUse", "SessionNotFound", "CallError",
-                 "CallNotFound", "ApprovalNotPending", "LogError", "SchemaError"):
+                 "CallNotFound", "ApprovalNotPending", "LogError", "SchemaError",
+                 "ToolSignatureError"):
         assert name in engine.__all__ and getattr(engine, name) is TREE[name]
     for name in ("ToolledgerError", "SessionError", "LogError", "CodecError", "ConflictError",
                  "CorruptLogError", "UnverifiedRecordError", "SessionInUse", "SessionNotFound"):
@@ -290,6 +294,15 @@ async def test_a_refused_schema_raises_schema_error() -> None:
     with pytest.raises(SchemaError):
         async with Session.open(MemoryStore(), model=FauxModel([]), tools=[remote]):
             pass
+
+
+def test_a_typed_tool_the_engine_cannot_read_raises_tool_signature_error() -> None:
+    with pytest.raises(ToolSignatureError, match="parameter 'path': it has no type") as info:
+        @tool
+        async def untyped(path, count: int) -> str:  # type: ignore[no-untyped-def]
+            """Its first parameter has no type."""
+            return str(path)
+    assert isinstance(info.value, TypeError)
 
 
 async def test_a_model_that_fails_raises_model_error() -> None:

@@ -131,10 +131,58 @@ def test_arguments_for_a_known_schema(schema: dict[str, Any], good: Any, bad: An
     check()
 
 
+TREE = {"type": "object", "properties": {"value": {"type": "integer"},
+                                         "children": {"type": "array",
+                                                      "items": {"$ref": "#/$defs/Tree"}}},
+        "required": ["value"], "additionalProperties": False}
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {"x": {"anyOf": [
+        {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+         "additionalProperties": False},
+        {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+        {"type": "null"}]}}, "required": ["x"]},
+    {"type": "object", "properties": {"tree": {"$ref": "#/$defs/Tree"}}, "required": ["tree"],
+     "$defs": {"Tree": TREE}},
+    {"type": "object", "properties": {"pair": {"type": "array", "prefixItems": [
+        {"type": "integer"}, {"type": "string", "minLength": 1}], "minItems": 2,
+        "maxItems": 2}}, "required": ["pair"]},
+    {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[a-c]+$",
+                                               "maxLength": 4},
+                                      "n": {"type": "integer", "multipleOf": 3, "minimum": 0},
+                                      "bag": {"type": "object", "minProperties": 1,
+                                              "maxProperties": 2,
+                                              "additionalProperties": {"type": "integer"}}},
+     "required": ["code", "n", "bag"]},
+])
+def test_arguments_for_the_keywords_of_inferred_schemas(schema: dict[str, Any]) -> None:
+    validator = compile_schema(schema)
+
+    @settings(max_examples=100, database=None, deadline=None)
+    @given(valid_arguments(schema), invalid_arguments(schema))
+    def check(valid: Any, invalid: Any) -> None:
+        assert validator.violation(valid) is None, valid
+        assert validator.violation(invalid) is not None, invalid
+
+    check()
+
+
+def test_a_schema_that_contains_itself_gives_finite_values_of_every_depth() -> None:
+    schema = {"type": "object", "properties": {"tree": {"$ref": "#/$defs/Tree"}},
+              "required": ["tree"], "$defs": {"Tree": TREE}}
+
+    def depth(tree: Any) -> int:
+        return 1 + max((depth(child) for child in tree["children"]), default=0) if (
+            "children" in tree) else 1
+
+    found = find(valid_arguments(schema), lambda v: depth(v["tree"]) >= 3, settings=FIND)
+    assert depth(found["tree"]) >= 3
+
+
 def test_a_schema_with_a_keyword_it_cannot_generate_for_is_refused_by_name() -> None:
-    with pytest.raises(ValueError, match="'pattern'"):
-        valid_arguments({"type": "object", "properties": {"a": {"type": "string",
-                                                                "pattern": "^x"}}})
+    with pytest.raises(ValueError, match="'patternProperties'"):
+        valid_arguments({"type": "object", "patternProperties": {"^x": {"type": "string"}}})
     with pytest.raises(ValueError, match="every value satisfies"):
         invalid_arguments({})
 
