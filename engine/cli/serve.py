@@ -1,4 +1,6 @@
-"""``toolledger serve MODULE:NAME``: serve a session's tools as an MCP server over stdio."""
+"""``toolledger serve MODULE:NAME``: serve a session's tools as an MCP server over stdio;
+``--approvals SOCKET``: a person answers its approvals from another process
+(:mod:`engine.hosts.approvalsocket`)."""
 
 from __future__ import annotations
 
@@ -6,12 +8,13 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any
 
 import trio
 from rich.console import Console
 
+from ..hosts.approvalsocket import serve_approvals
 from ..runtime.session import Session
 from ._common import UsageError
 
@@ -39,6 +42,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="the function that opens the session, e.g. myserver:session")
     serve.add_argument("--name", default="toolledger",
                        help="the server's name in its handshake (default: toolledger)")
+    serve.add_argument("--approvals", metavar="SOCKET",
+                       help="answer the approvals the session's approver leaves for later "
+                            "from another process, over a Unix socket made at SOCKET "
+                            "(toolledger approvals / approve / deny SOCKET)")
     serve.set_defaults(run=run)
 
 
@@ -67,7 +74,7 @@ def load(target: str) -> SessionFactory:
     return factory  # type: ignore[no-any-return]
 
 
-async def _serve(factory: SessionFactory, name: str) -> None:
+async def _serve(factory: SessionFactory, name: str, approvals: str | None) -> None:
     from ..mcp.serve import serve_stdio  # the mcp extra, only for this command
 
     opened: Any = factory()
@@ -77,10 +84,16 @@ async def _serve(factory: SessionFactory, name: str) -> None:
     async with opened as session:
         if not isinstance(session, Session):
             raise UsageError(f"{factory!r} yielded {type(session).__name__}, not a Session")
-        await serve_stdio(session, name=name)
+        async with AsyncExitStack() as stack:
+            if approvals is not None:
+                try:
+                    await stack.enter_async_context(serve_approvals(session, approvals))
+                except ValueError as exc:  # the socket's path is taken, or too long
+                    raise UsageError(str(exc)) from None
+            await serve_stdio(session, name=name)
 
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Serve until the client goes away."""
-    trio.run(_serve, load(args.target), args.name)
+    trio.run(_serve, load(args.target), args.name, args.approvals)
     return 0

@@ -1,0 +1,48 @@
+"""What ``toolledger serve frameworks_served:session`` serves to the tests that drive it from
+other agent frameworks (tests/mcp/test_frameworks_*.py): a session on the JSONL log named by
+``SERVED_LOG``, with a read-only tool, a destructive one (the policy asks the approver) and
+one a deny rule refuses. The approver refuses (the default), or, with ``SERVED_APPROVER=later``,
+leaves every request for a person to answer over ``toolledger serve --approvals``."""
+
+from __future__ import annotations
+
+import os
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from engine import LATER, Annotations, PolicyRules, Session, ToolResult, deny_all, text, tool
+from events import JsonlStore
+
+NOTES = {"groceries": "eggs, milk", "todo": "write the docs"}
+
+TITLE = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+
+
+@tool(input_schema=TITLE, annotations=Annotations(read_only=True))
+async def read_note(call: Any, ctx: Any) -> ToolResult:
+    """Read a note."""
+    return ToolResult(content=[text(NOTES.get(call.arguments["title"], "no such note"))])
+
+
+@tool(input_schema=TITLE, annotations=Annotations(destructive=True))
+async def delete_note(call: Any, ctx: Any) -> ToolResult:
+    """Delete a note."""
+    return ToolResult(content=[text(f"deleted {call.arguments['title']}")])
+
+
+@tool(annotations=Annotations(read_only=True))
+async def drop_notes(call: Any, ctx: Any) -> ToolResult:
+    """Delete every note (a deny rule refuses it, whatever it declares)."""
+    return ToolResult(content=[text("dropped")])
+
+
+def later(request: Any) -> Any:
+    """Every request waits for a person."""
+    return LATER
+
+
+def session() -> AbstractAsyncContextManager[Session]:
+    approver = later if os.environ.get("SERVED_APPROVER") == "later" else deny_all
+    return Session.open(JsonlStore(os.environ["SERVED_LOG"]),
+                        tools=[read_note, delete_note, drop_notes],
+                        rules=PolicyRules(deny=["drop_*"]), approver=approver)
