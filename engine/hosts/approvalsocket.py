@@ -83,12 +83,23 @@ async def serve_approvals(session: Session, path: str | os.PathLike[str]) -> Asy
     path = os.fspath(path)
     listener = trio.SocketListener(trio.socket.from_stdlib_socket(_listen(path)))
     made = os.stat(path)
+    raised: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(partial(trio.serve_listeners, partial(_answer, session),
                                        [listener]))
-            yield
+            try:
+                yield
+            except BaseException as exc:
+                raised = exc
+                raise
             nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # the nursery wraps what the block raised (the listener raises nothing of its own):
+        # give the host its own exception, as Session.open does
+        if raised is not None and list(group.exceptions) == [raised]:
+            raise raised from None
+        raise
     finally:
         _remove(path, made)
         await trio.aclose_forcefully(listener)
