@@ -7,10 +7,17 @@ leaves every request for a person to answer over ``toolledger serve --approvals`
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
+import attrs
+
 from engine import LATER, Annotations, PolicyRules, Session, ToolResult, deny_all, text, tool
+from engine.cli._common import read_sessions
+from engine.core.reducers import CallView, fold
 from events import JsonlStore
 
 NOTES = {"groceries": "eggs, milk", "todo": "write the docs"}
@@ -46,3 +53,43 @@ def session() -> AbstractAsyncContextManager[Session]:
     return Session.open(JsonlStore(os.environ["SERVED_LOG"]),
                         tools=[read_note, delete_note, drop_notes],
                         rules=PolicyRules(deny=["drop_*"]), approver=approver)
+
+
+# -- for the tests: how to start it, and what its log says ----------------------------------
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+
+@attrs.frozen
+class Served:
+    """``toolledger serve frameworks_served:session`` as a subprocess command: ``command`` and
+    ``args`` to run in ``cwd`` with ``env``, logging to ``log``; ``approvals``: the socket a
+    person answers on (then every approval waits for one)."""
+
+    log: str
+    approvals: str | None = None
+
+    @property
+    def command(self) -> str:
+        return sys.executable
+
+    @property
+    def args(self) -> list[str]:
+        more = [] if self.approvals is None else ["--approvals", self.approvals]
+        return ["-m", "engine.cli", "serve", "frameworks_served:session", "--name", "notes",
+                *more]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"PYTHONPATH": str(ROOT), "SERVED_LOG": self.log,
+                "SERVED_APPROVER": "deny_all" if self.approvals is None else "later"}
+
+    @property
+    def cwd(self) -> str:
+        return str(TESTS)
+
+    def calls(self) -> Mapping[str, CallView]:
+        """The calls the served session recorded, by id (its log holds one session)."""
+        [records] = read_sessions(self.log).values()
+        return fold(records).calls

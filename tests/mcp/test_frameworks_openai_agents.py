@@ -1,0 +1,140 @@
+"""An OpenAI Agents SDK agent calls a session's tools through ``toolledger serve``, with its own
+MCP client (``MCPServerStdio``) and its own test model (``agents.testing.ScriptedModel``, an
+implementation of its ``Model`` interface that never reaches the network): every call is
+audited in the served session's log, the policy's refusals are the function call outputs the
+agent's model reads, and a call that waits for a person's approval holds the run until the
+person answers from another process, unless the SDK's client gives up first (its timeout:
+5 seconds by default).
+
+Each test runs the real framework on asyncio against a real subprocess, which the
+``async with`` block starts and stops."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agents import Agent, Runner, set_tracing_disabled
+from agents.mcp import MCPServerStdio
+from agents.testing import ScriptedModel, assistant_message, function_call
+
+from engine.hosts.approvalsocket import pending_approvals, resolve_approval
+from tests.frameworks_served import Served
+
+
+@pytest.fixture(autouse=True)
+def no_tracing() -> Any:
+    """The SDK would export its traces to OpenAI's servers: no network in tests."""
+    set_tracing_disabled(True)
+    yield
+    set_tracing_disabled(False)
+
+
+def server(served: Served, **options: Any) -> MCPServerStdio:
+    """The SDK's MCP client, starting ``toolledger serve`` over stdio."""
+    return MCPServerStdio({"command": served.command, "args": served.args,
+                           "env": served.env, "cwd": served.cwd}, **options)
+
+
+def outputs(model: ScriptedModel, turn: int) -> dict[str, Any]:
+    """What the model read of each function call when it was asked the ``turn``-th time:
+    the output by the call's name."""
+    items = model.calls[turn].input
+    names = {item["call_id"]: item["name"] for item in items
+             if item.get("type") == "function_call"}
+    return {names[item["call_id"]]: item["output"] for item in items
+            if item.get("type") == "function_call_output"}
+
+
+def test_every_call_is_audited_and_a_refusal_is_the_output_the_model_reads(
+    tmp_path: Path,
+) -> None:
+    served = Served(str(tmp_path / "served.jsonl"))
+    model = ScriptedModel([
+        [function_call("read_note", {"title": "todo"}, call_id="call_1"),
+         function_call("delete_note", {"title": "todo"}, call_id="call_2"),
+         function_call("drop_notes", {}, call_id="call_3")],
+        [assistant_message("done")],
+    ])
+
+    async def main() -> str:
+        async with server(served) as notes:
+            agent = Agent(name="tidy", model=model, mcp_servers=[notes])
+            return str((await Runner.run(agent, "tidy my notes")).final_output)
+
+    assert asyncio.run(main()) == "done"
+    model.assert_complete()
+    assert {tool.name for tool in model.calls[0].tools} == {
+        "read_note", "delete_note", "drop_notes"}
+    assert outputs(model, 1) == {
+        "read_note": [{"type": "input_text", "text": "write the docs"}],
+        "delete_note": [{"type": "input_text", "text": "delete_note was not approved"}],
+        "drop_notes": [{"type": "input_text",
+                        "text": "drop_notes was denied: denied by the rule 'drop_*'"}],
+    }
+    calls = served.calls()
+    assert {call_id: (view.name, view.origin, view.status) for call_id, view in calls.items()} \
+        == {"h0": ("read_note", "host", "completed"),
+            "h1": ("delete_note", "host", "denied"),
+            "h2": ("drop_notes", "host", "denied")}
+
+
+def test_a_person_answers_while_the_run_waits(tmp_path: Path) -> None:
+    served = Served(str(tmp_path / "served.jsonl"), approvals=str(tmp_path / "a.sock"))
+    socket = served.approvals or ""
+    model = ScriptedModel([
+        [function_call("delete_note", {"title": "todo"}, call_id="call_1")],
+        [function_call("delete_note", {"title": "groceries"}, call_id="call_2")],
+        [assistant_message("done")],
+    ])
+
+    async def person() -> list[Any]:
+        """Answers as a program of the person's own would, from outside the served
+        process: it waits for a request, then grants the first and refuses the second."""
+        asked = []
+        for granted, reason in ((True, None), (False, "keep the groceries")):
+            [request] = await asyncio.to_thread(pending_approvals, socket, wait=True)
+            assert len(model.calls) == len(asked) + 1  # the run waits on the call
+            asked.append(request)
+            await asyncio.to_thread(resolve_approval, socket, request.call_id, granted,
+                                    reason=reason)
+        return asked
+
+    async def main() -> tuple[str, list[Any]]:
+        # None: the client waits for the person as long as it takes (the SDK's default gives
+        # up after 5 seconds)
+        async with server(served, client_session_timeout_seconds=None) as notes:
+            agent = Agent(name="tidy", model=model, mcp_servers=[notes])
+            run = asyncio.create_task(Runner.run(agent, "delete two notes"))
+            asked = await person()
+            return str((await run).final_output), asked
+
+    output, asked = asyncio.run(asyncio.wait_for(main(), 120))
+    assert output == "done"
+    assert [(request.call_id, request.arguments) for request in asked] == [
+        ("h0", {"title": "todo"}), ("h1", {"title": "groceries"})]
+    assert outputs(model, 1) == {"delete_note": [{"type": "input_text", "text": "deleted todo"}]}
+    assert outputs(model, 2)["delete_note"] == [{
+        "type": "input_text", "text": "delete_note was not approved: keep the groceries"}]
+    assert [view.status for view in served.calls().values()] == ["completed", "denied"]
+
+
+def test_a_client_that_stops_waiting_ends_the_call_as_cancelled(tmp_path: Path) -> None:
+    served = Served(str(tmp_path / "served.jsonl"), approvals=str(tmp_path / "a.sock"))
+    model = ScriptedModel([
+        [function_call("delete_note", {"title": "todo"}, call_id="call_1")],
+        [assistant_message("I could not delete it")],
+    ])
+
+    async def main() -> None:
+        # nobody answers: the SDK's client gives up after its timeout, and says so to the
+        # server (MCP's notifications/cancelled)
+        async with server(served, client_session_timeout_seconds=2) as notes:
+            await Runner.run(Agent(name="tidy", model=model, mcp_servers=[notes]), "delete it")
+
+    asyncio.run(main())
+    assert outputs(model, 1) == {
+        "delete_note": "An error occurred while running the tool. Please try again."}
+    assert served.calls()["h0"].status == "cancelled"  # never run; a later answer is refused

@@ -1,0 +1,165 @@
+"""A pydantic-ai agent calls a session's tools through ``toolledger serve``, with its own MCP
+client (``MCPToolset`` over stdio) and its own test model (``FunctionModel``): every call is
+audited in the served session's log, the policy's refusals are what the agent's model reads,
+and a call that waits for a person's approval holds the agent's run until the person answers
+from another process (``toolledger approvals`` / ``approve`` / ``deny``).
+
+Each test runs the real framework on asyncio against a real subprocess, which the toolset
+starts and stops (``keep_alive=False``: nothing outlives the test)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastmcp.client.transports import StdioTransport
+from pydantic_ai import Agent
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from tests.frameworks_served import ROOT, Served
+
+
+def toolset(served: Served, **options: Any) -> MCPToolset[Any]:
+    """pydantic-ai's MCP client, starting ``toolledger serve`` over stdio."""
+    transport = StdioTransport(served.command, served.args, env=served.env, cwd=served.cwd,
+                               keep_alive=False)
+    return MCPToolset(transport, **options)
+
+
+def scripted(*turns: list[ToolCallPart] | str) -> tuple[FunctionModel, list[list[ModelMessage]]]:
+    """A model that answers with ``turns`` in order (tool calls, or the final text), and the
+    messages it was given each time: what the agent's model read. The tools it was offered
+    are in ``model.offered`` (the last time it was asked)."""
+    seen: list[list[ModelMessage]] = []
+    offered: dict[str, Any] = {}
+
+    def answer(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(list(messages))
+        offered.update({tool.name: tool for tool in info.function_tools})
+        turn = turns[len(seen) - 1]
+        return ModelResponse(parts=[TextPart(turn)] if isinstance(turn, str) else list(turn))
+
+    model = FunctionModel(answer)
+    model.offered = offered  # type: ignore[attr-defined]
+    return model, seen
+
+
+def returned(messages: list[ModelMessage]) -> dict[str, tuple[str, Any]]:
+    """What the model read of each tool call in the last request: ``(kind, content)`` by the
+    tool's name."""
+    request = messages[-1]
+    assert isinstance(request, ModelRequest)
+    return {part.tool_name: (part.outcome, part.content)
+            for part in request.parts if isinstance(part, (ToolReturnPart, RetryPromptPart))}
+
+
+CALLS = [ToolCallPart("read_note", {"title": "todo"}),
+         ToolCallPart("delete_note", {"title": "todo"}),
+         ToolCallPart("drop_notes", {})]
+
+
+def test_every_call_is_audited_and_refusals_are_failed_tool_results(tmp_path: Path) -> None:
+    served = Served(str(tmp_path / "served.jsonl"))
+    model, seen = scripted(CALLS, "done")
+
+    async def main() -> str:
+        agent = Agent(model, toolsets=[toolset(served, tool_error_behavior="failed")])
+        async with agent:
+            return (await agent.run("tidy my notes")).output
+
+    assert asyncio.run(main()) == "done"
+    offered = model.offered  # type: ignore[attr-defined]
+    assert set(offered) == {"read_note", "delete_note", "drop_notes"}
+    assert offered["read_note"].description == "Read a note."
+    assert offered["read_note"].parameters_json_schema["required"] == ["title"]
+    assert returned(seen[1]) == {
+        "read_note": ("success", "write the docs"),
+        "delete_note": ("failed", "delete_note was not approved"),  # the approver refused
+        "drop_notes": ("failed", "drop_notes was denied: denied by the rule 'drop_*'"),
+    }
+    calls = served.calls()
+    assert {call_id: (view.name, view.origin, view.status) for call_id, view in calls.items()} \
+        == {"h0": ("read_note", "host", "completed"),
+            "h1": ("delete_note", "host", "denied"),
+            "h2": ("drop_notes", "host", "denied")}
+    assert calls["h1"].policy is not None and calls["h1"].policy.decision == "ask"
+    assert calls["h2"].policy is not None and calls["h2"].policy.rule == "drop_*"
+
+
+def test_by_default_a_refusal_is_a_retry_prompt_and_a_model_that_insists_ends_the_run(
+    tmp_path: Path,
+) -> None:
+    served = Served(str(tmp_path / "served.jsonl"))
+    again = [ToolCallPart("delete_note", {"title": "todo"})]
+    model, seen = scripted(again, again, "never asked")
+
+    async def main() -> None:
+        async with Agent(model, toolsets=[toolset(served)]) as agent:
+            await agent.run("delete the todo note")
+
+    with pytest.raises(UnexpectedModelBehavior, match="'delete_note' exceeded max retries"):
+        asyncio.run(main())
+    assert returned(seen[1]) == {"delete_note": ("retried", "delete_note was not approved")}
+    [retry] = seen[1][-1].parts
+    assert isinstance(retry, ToolReturnPart) and retry.retry is not None  # asked to try again
+    assert retry.model_response_str() == '{"error":"delete_note was not approved"}'
+    assert [view.status for view in served.calls().values()] == ["denied", "denied"]
+
+
+def test_a_person_answers_from_another_terminal_while_the_agent_waits(tmp_path: Path) -> None:
+    served = Served(str(tmp_path / "served.jsonl"), approvals=str(tmp_path / "a.sock"))
+    model, seen = scripted([ToolCallPart("delete_note", {"title": "todo"})],
+                           [ToolCallPart("delete_note", {"title": "groceries"})], "done")
+
+    async def toolledger(*args: str) -> str:
+        """The command a person types at another terminal."""
+        done = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "engine.cli", *args, cwd=str(ROOT),
+            stdout=asyncio.subprocess.PIPE)
+        out, _ = await done.communicate()
+        assert done.returncode == 0
+        return out.decode()
+
+    async def person() -> list[Any]:
+        asked = []
+        for answer in (["approve"], ["deny", "--reason", "keep the groceries"]):
+            [request] = json.loads(await toolledger("approvals", served.approvals or "",
+                                                    "--wait", "--json"))
+            assert len(seen) == len(asked) + 1  # the agent's run waits on the call
+            asked.append(request)
+            await toolledger(answer[0], served.approvals or "", request["call_id"], *answer[1:])
+        return asked
+
+    async def main() -> tuple[str, list[Any]]:
+        agent = Agent(model, toolsets=[toolset(served, tool_error_behavior="failed")])
+        async with agent:  # the server is up, and its socket with it
+            run = asyncio.create_task(agent.run("delete two notes"))
+            asked = await person()
+            return (await run).output, asked
+
+    output, asked = asyncio.run(asyncio.wait_for(main(), 120))
+    assert output == "done"
+    assert [(request["call_id"], request["name"], request["arguments"]) for request in asked] \
+        == [("h0", "delete_note", {"title": "todo"}),
+            ("h1", "delete_note", {"title": "groceries"})]
+    assert returned(seen[1]) == {"delete_note": ("success", "deleted todo")}
+    assert returned(seen[2]) == {
+        "delete_note": ("failed", "delete_note was not approved: keep the groceries")}
+    calls = served.calls()
+    assert [(view.status, view.approval is not None and view.approval.later)
+            for view in calls.values()] == [("completed", True), ("denied", True)]
