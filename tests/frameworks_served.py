@@ -1,21 +1,32 @@
 """What ``toolledger serve frameworks_served:session`` serves to the tests that drive it from
 other agent frameworks (tests/mcp/test_frameworks_*.py): a session on the JSONL log named by
-``SERVED_LOG``, with a read-only tool, a destructive one (the policy asks the approver) and
-one a deny rule refuses. The approver refuses (the default), or, with ``SERVED_APPROVER=later``,
-leaves every request for a person to answer over ``toolledger serve --approvals``."""
+``SERVED_LOG``, with a read-only tool (which a ``tool_call`` handler blocks for one note), a
+destructive one (the policy asks the approver) and one a deny rule refuses. The approver
+refuses (the default), or, with ``SERVED_APPROVER=later``, leaves every request for a person
+to answer over ``toolledger serve --approvals``."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import attrs
 
-from engine import LATER, Annotations, PolicyRules, Session, ToolResult, deny_all, text, tool
+from engine import (
+    LATER,
+    Annotations,
+    Block,
+    PolicyRules,
+    Session,
+    ToolResult,
+    deny_all,
+    text,
+    tool,
+)
 from engine.cli._common import read_sessions
 from engine.core.reducers import CallView, fold
 from events import JsonlStore
@@ -48,11 +59,21 @@ def later(request: Any) -> Any:
     return LATER
 
 
-def session() -> AbstractAsyncContextManager[Session]:
+def private(draft: Any) -> Block | None:
+    """A ``tool_call`` handler: the diary is not to be read."""
+    if draft.name == "read_note" and draft.arguments.get("title") == "diary":
+        return Block("the diary is private")
+    return None
+
+
+@asynccontextmanager
+async def session() -> AsyncIterator[Session]:
     approver = later if os.environ.get("SERVED_APPROVER") == "later" else deny_all
-    return Session.open(JsonlStore(os.environ["SERVED_LOG"]),
-                        tools=[read_note, delete_note, drop_notes],
-                        rules=PolicyRules(deny=["drop_*"]), approver=approver)
+    async with Session.open(JsonlStore(os.environ["SERVED_LOG"]),
+                            tools=[read_note, delete_note, drop_notes],
+                            rules=PolicyRules(deny=["drop_*"]), approver=approver) as opened:
+        opened.on_tool_call(private)
+        yield opened
 
 
 # -- for the tests: how to start it, and what its log says ----------------------------------

@@ -12,6 +12,7 @@ Each test runs the real framework on asyncio against a real subprocess, which th
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +41,14 @@ def server(served: Served, **options: Any) -> MCPServerStdio:
 
 def outputs(model: ScriptedModel, turn: int) -> dict[str, Any]:
     """What the model read of each function call when it was asked the ``turn``-th time:
-    the output by the call's name."""
-    items = model.calls[turn].input
-    names = {item["call_id"]: item["name"] for item in items
-             if item.get("type") == "function_call"}
-    return {names[item["call_id"]]: item["output"] for item in items
+    the output by the call's id."""
+    return {item["call_id"]: item["output"] for item in model.calls[turn].input
             if item.get("type") == "function_call_output"}
+
+
+def said(text: str) -> list[dict[str, str]]:
+    """A function call's output as the SDK hands it to the model."""
+    return [{"type": "input_text", "text": text}]
 
 
 def test_every_call_is_audited_and_a_refusal_is_the_output_the_model_reads(
@@ -53,9 +56,10 @@ def test_every_call_is_audited_and_a_refusal_is_the_output_the_model_reads(
 ) -> None:
     served = Served(str(tmp_path / "served.jsonl"))
     model = ScriptedModel([
-        [function_call("read_note", {"title": "todo"}, call_id="call_1"),
-         function_call("delete_note", {"title": "todo"}, call_id="call_2"),
-         function_call("drop_notes", {}, call_id="call_3")],
+        [function_call("read_note", {"title": "todo"}, call_id="read_todo"),
+         function_call("read_note", {"title": "diary"}, call_id="read_diary"),
+         function_call("delete_note", {"title": "todo"}, call_id="delete"),
+         function_call("drop_notes", {}, call_id="drop")],
         [assistant_message("done")],
     ])
 
@@ -69,16 +73,19 @@ def test_every_call_is_audited_and_a_refusal_is_the_output_the_model_reads(
     assert {tool.name for tool in model.calls[0].tools} == {
         "read_note", "delete_note", "drop_notes"}
     assert outputs(model, 1) == {
-        "read_note": [{"type": "input_text", "text": "write the docs"}],
-        "delete_note": [{"type": "input_text", "text": "delete_note was not approved"}],
-        "drop_notes": [{"type": "input_text",
-                        "text": "drop_notes was denied: denied by the rule 'drop_*'"}],
+        "read_todo": said("write the docs"),
+        "read_diary": said("read_note was blocked: the diary is private"),
+        "delete": said("delete_note was not approved"),
+        "drop": said("drop_notes was denied: denied by the rule 'drop_*'"),
     }
     calls = served.calls()
-    assert {call_id: (view.name, view.origin, view.status) for call_id, view in calls.items()} \
-        == {"h0": ("read_note", "host", "completed"),
-            "h1": ("delete_note", "host", "denied"),
-            "h2": ("drop_notes", "host", "denied")}
+    assert set(calls) == {"h0", "h1", "h2", "h3"}  # in the order they reached the server
+    assert sorted((view.name, json.dumps(view.arguments), view.origin, view.status)
+                  for view in calls.values()) == [
+        ("delete_note", '{"title": "todo"}', "host", "denied"),
+        ("drop_notes", "{}", "host", "denied"),
+        ("read_note", '{"title": "diary"}', "host", "blocked"),
+        ("read_note", '{"title": "todo"}', "host", "completed")]
 
 
 def test_a_person_answers_while_the_run_waits(tmp_path: Path) -> None:
@@ -115,9 +122,8 @@ def test_a_person_answers_while_the_run_waits(tmp_path: Path) -> None:
     assert output == "done"
     assert [(request.call_id, request.arguments) for request in asked] == [
         ("h0", {"title": "todo"}), ("h1", {"title": "groceries"})]
-    assert outputs(model, 1) == {"delete_note": [{"type": "input_text", "text": "deleted todo"}]}
-    assert outputs(model, 2)["delete_note"] == [{
-        "type": "input_text", "text": "delete_note was not approved: keep the groceries"}]
+    assert outputs(model, 1) == {"call_1": said("deleted todo")}
+    assert outputs(model, 2)["call_2"] == said("delete_note was not approved: keep the groceries")
     assert [view.status for view in served.calls().values()] == ["completed", "denied"]
 
 
@@ -136,5 +142,5 @@ def test_a_client_that_stops_waiting_ends_the_call_as_cancelled(tmp_path: Path) 
 
     asyncio.run(main())
     assert outputs(model, 1) == {
-        "delete_note": "An error occurred while running the tool. Please try again."}
+        "call_1": "An error occurred while running the tool. Please try again."}
     assert served.calls()["h0"].status == "cancelled"  # never run; a later answer is refused

@@ -60,15 +60,18 @@ def scripted(*turns: list[ToolCallPart] | str) -> tuple[FunctionModel, list[list
 
 
 def returned(messages: list[ModelMessage]) -> dict[str, tuple[str, Any]]:
-    """What the model read of each tool call in the last request: ``(kind, content)`` by the
-    tool's name."""
+    """What the model read of each tool call in the last request: ``(outcome, content)`` by
+    the tool's name, or by the call's id if the name is not enough."""
     request = messages[-1]
     assert isinstance(request, ModelRequest)
-    return {part.tool_name: (part.outcome, part.content)
-            for part in request.parts if isinstance(part, (ToolReturnPart, RetryPromptPart))}
+    parts = [part for part in request.parts if isinstance(part, (ToolReturnPart, RetryPromptPart))]
+    names = [part.tool_name for part in parts]
+    return {(part.tool_name if names.count(part.tool_name) == 1 else part.tool_call_id):
+            (part.outcome, part.content) for part in parts}
 
 
-CALLS = [ToolCallPart("read_note", {"title": "todo"}),
+CALLS = [ToolCallPart("read_note", {"title": "todo"}, tool_call_id="read_todo"),
+         ToolCallPart("read_note", {"title": "diary"}, tool_call_id="read_diary"),
          ToolCallPart("delete_note", {"title": "todo"}),
          ToolCallPart("drop_notes", {})]
 
@@ -88,17 +91,24 @@ def test_every_call_is_audited_and_refusals_are_failed_tool_results(tmp_path: Pa
     assert offered["read_note"].description == "Read a note."
     assert offered["read_note"].parameters_json_schema["required"] == ["title"]
     assert returned(seen[1]) == {
-        "read_note": ("success", "write the docs"),
+        "read_todo": ("success", "write the docs"),
+        "read_diary": ("failed", "read_note was blocked: the diary is private"),  # a handler
         "delete_note": ("failed", "delete_note was not approved"),  # the approver refused
         "drop_notes": ("failed", "drop_notes was denied: denied by the rule 'drop_*'"),
     }
     calls = served.calls()
-    assert {call_id: (view.name, view.origin, view.status) for call_id, view in calls.items()} \
-        == {"h0": ("read_note", "host", "completed"),
-            "h1": ("delete_note", "host", "denied"),
-            "h2": ("drop_notes", "host", "denied")}
-    assert calls["h1"].policy is not None and calls["h1"].policy.decision == "ask"
-    assert calls["h2"].policy is not None and calls["h2"].policy.rule == "drop_*"
+    assert sorted((view.name, json.dumps(view.arguments), view.origin, view.status)
+                  for view in calls.values()) == [
+        ("delete_note", '{"title": "todo"}', "host", "denied"),
+        ("drop_notes", "{}", "host", "denied"),
+        ("read_note", '{"title": "diary"}', "host", "blocked"),
+        ("read_note", '{"title": "todo"}', "host", "completed")]
+    assert set(calls) == {"h0", "h1", "h2", "h3"}  # in the order they reached the server
+    by_name = {view.name: view for view in calls.values()}
+    assert by_name["delete_note"].policy is not None
+    assert by_name["delete_note"].policy.decision == "ask"
+    assert by_name["drop_notes"].policy is not None
+    assert by_name["drop_notes"].policy.rule == "drop_*"
 
 
 def test_by_default_a_refusal_is_a_retry_prompt_and_a_model_that_insists_ends_the_run(
