@@ -15,8 +15,9 @@ MCP client sees what the log holds:
 - a tool the listing does not hold is a protocol error (``-32602``, "Unknown tool"), and
   nothing is recorded: the client asked for what it was not offered;
 - a call whose approval the approver leaves for later waits, and the client with it, until the
-  host answers (:meth:`engine.Session.resolve_approval`); cancelling the request (the client
-  gave up) ends the call as cancelled.
+  host answers (:meth:`engine.Session.resolve_approval`; a person in another process answers
+  through :mod:`engine.hosts.approvalsocket`, ``toolledger serve --approvals``); cancelling
+  the request (the client gave up) ends the call as cancelled.
 
 Calls run concurrently, each in the server's task for its request. The session is a trio
 :class:`engine.Session`, or an :class:`engine.hosts.aio.Session` when the server runs on an asyncio
