@@ -106,8 +106,15 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
 
 async def serve_stdio(session: Served, **options: Any) -> None:
     """Serve ``session``'s tools over this process's stdin and stdout until the client closes
-    them; ``options`` go to :func:`mcp_server`."""
+    them; ``options`` go to :func:`mcp_server`.
+
+    A client that goes away with calls in flight (its process ended, say) closes both pipes:
+    its calls end as cancelled, and the answers the SDK still writes to it meet a broken pipe.
+    That is the end of serving, not an error: nobody is left to tell."""
     server = mcp_server(session, **options)
-    async with mcp.stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    try:
+        async with mcp.stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    except* BrokenPipeError:
+        pass
 
