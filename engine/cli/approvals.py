@@ -81,10 +81,12 @@ def run_list(args: argparse.Namespace, console: Console) -> int:
         return 0
     if not pending:
         console.print("Nothing waits for an answer.")
-    for request in pending:
-        console.print(Text.assemble((request.call_id, "bold"), "  ", (request.name, "cyan")))
-        console.print(Text.assemble("    args    ", short_json(request.arguments, 100)))
-        console.print(Text(f"    reason  {request.reason}"))
+    for request in pending:  # a line each, unbroken: for people, and for grep
+        console.print(Text.assemble((request.call_id, "bold"), "  ", (request.name, "cyan")),
+                      soft_wrap=True)
+        console.print(Text.assemble("    args    ", short_json(request.arguments, 100)),
+                      soft_wrap=True)
+        console.print(Text(f"    reason  {request.reason}"), soft_wrap=True)
     return 0
 
 
