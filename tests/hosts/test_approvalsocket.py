@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import stat
+import tempfile
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from typing import Any
 import attrs
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 import trio.testing
 
 from engine import (
@@ -25,6 +28,7 @@ from engine import (
     Annotations,
     ApprovalNotPending,
     CallNotFound,
+    PolicyRules,
     Session,
     SessionClosed,
     ToolResult,
@@ -34,6 +38,7 @@ from engine import (
 from engine.hosts.approvalsocket import pending_approvals, resolve_approval, serve_approvals
 from events import MemoryStore
 from events.types import ApprovalResolved
+from tests.strategies import PROPERTY, annotations as tool_annotations, json_values
 
 
 @tool(input_schema={"type": "object", "properties": {"title": {"type": "string"}},
@@ -202,3 +207,33 @@ async def test_waiting_for_approvals_ends_when_the_session_closes() -> None:
             await trio.testing.wait_all_tasks_blocked()
     [closed] = raised
     assert "the session is closed" in str(closed)
+
+
+@PROPERTY
+@given(arguments=st.dictionaries(st.text(max_size=8), json_values, max_size=4),
+       annotations=tool_annotations(), reason=st.text(max_size=40),
+       scope=st.sampled_from(["once", "session"]))
+def test_a_request_and_its_answer_cross_the_socket_whole(
+    arguments: dict[str, Any], annotations: Annotations, reason: str, scope: str,
+) -> None:
+    """Whatever a request holds (any JSON arguments, any hints) is listed over the socket as
+    the session lists it, and a refusal's reason and scope are recorded as the person sent
+    them."""
+    @tool(input_schema={"type": "object"}, annotations=annotations)
+    async def anything(call: Any, ctx: Any) -> ToolResult:
+        """Accept anything."""
+        return ToolResult(content=[text("done")])
+
+    async def main(path: str) -> None:
+        async with Session.open(MemoryStore(), tools=[anything], approver=later,
+                                rules=PolicyRules(ask=["*"])) as session:
+            async with serve_approvals(session, path), trio.open_nursery() as nursery:
+                nursery.start_soon(session.call_tool, "anything", arguments)
+                here = await session.wait_pending_approvals()
+                assert await in_thread(pending_approvals, path) == here
+                await in_thread(resolve_approval, path, "h0", False, scope, reason=reason)
+        [answer] = [r.event for r in session.records if isinstance(r.event, ApprovalResolved)]
+        assert (answer.granted, answer.scope, answer.reason) == (False, scope, reason)
+
+    with tempfile.TemporaryDirectory() as directory:
+        trio.run(main, os.path.join(directory, "a.sock"))
