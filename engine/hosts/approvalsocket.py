@@ -81,8 +81,8 @@ async def serve_approvals(session: Session, path: str | os.PathLike[str]) -> Asy
     socket, is a ``ValueError`` saying so.
     """
     path = os.fspath(path)
-    listener = trio.SocketListener(trio.socket.from_stdlib_socket(_listen(path)))
-    made = os.stat(path)
+    sock, made = _listen(path)
+    listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
     raised: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
@@ -105,8 +105,9 @@ async def serve_approvals(session: Session, path: str | os.PathLike[str]) -> Asy
         await trio.aclose_forcefully(listener)
 
 
-def _listen(path: str) -> socket.socket:
-    """A listening socket at ``path``, which only its owner may connect to."""
+def _listen(path: str) -> tuple[socket.socket, os.stat_result]:
+    """A listening socket at ``path``, which only its owner may connect to, and the file it
+    made there."""
     if len(os.fsencode(path)) > _MAX_PATH:
         raise ValueError(f"{path!r} is too long for a Unix socket ({_MAX_PATH} bytes at most): "
                          f"choose a shorter path")
@@ -119,10 +120,14 @@ def _listen(path: str) -> socket.socket:
         finally:
             os.umask(mask)
         sock.listen()
+        return sock, os.stat(path)
+    except OSError as exc:
+        sock.close()
+        raise ValueError(f"cannot make the approvals socket at {path!r}: "
+                         f"{exc.strerror or exc}") from None
     except BaseException:
         sock.close()
         raise
-    return sock
 
 
 def _clear(path: str) -> None:

@@ -191,6 +191,10 @@ async def test_a_path_is_taken_only_when_free_or_left_by_a_dead_process(path: st
         with pytest.raises(ValueError, match="too long for a Unix socket"):
             async with serve_approvals(session, path + "x" * 200):
                 pass
+        with pytest.raises(ValueError, match="cannot make the approvals socket at .*"
+                                             "No such file or directory"):
+            async with serve_approvals(session, os.path.join(path + ".d", "a.sock")):
+                pass
 
 
 async def test_waiting_for_approvals_ends_when_the_session_closes() -> None:
