@@ -1,7 +1,8 @@
 """Every Python block of README.md and docs/*.md runs: the convention, and its runner.
 
 A block runs as a program of its own, for real, in a fresh temporary directory (the current
-directory and ``tempfile``'s) with no network. Top-level ``await`` is allowed: such a block runs
+directory and ``tempfile``'s) with no network but this machine's loopback (a block may serve on
+``127.0.0.1`` and call itself there). Top-level ``await`` is allowed: such a block runs
 under ``trio.run``, as does every block with a context or a ``calls`` line; any other block runs
 as a plain script (so it may call ``trio.run`` itself). A block that is not a whole program says
 what it needs in HTML comments on the lines right above its fence (GitHub does not show them)::
@@ -227,19 +228,29 @@ def _refuse_network(*args: Any, **kwargs: Any) -> Any:
     raise OSError("the docs' examples run without network: use a local stand-in")
 
 
+#: the addresses a block may reach: this machine's, by number (a server it runs itself)
+LOOPBACK = ("127.0.0.1", "::1")
+
+
 def isolate(directory: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run in ``directory`` (also tempfile's), importable, with no network."""
+    """Run in ``directory`` (also tempfile's), importable, with no network but loopback."""
     monkeypatch.chdir(directory)
     monkeypatch.setattr(tempfile, "tempdir", str(directory))
     monkeypatch.syspath_prepend(str(directory))
-    monkeypatch.setattr(socket, "getaddrinfo", _refuse_network)
+    getaddrinfo = socket.getaddrinfo
     connect = socket.socket.connect
 
+    def loopback_names_only(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if (host.decode() if isinstance(host, bytes) else host) not in LOOPBACK:
+            _refuse_network()
+        return getaddrinfo(host, *args, **kwargs)
+
     def local_only(self: socket.socket, address: Any) -> None:
-        if self.family in (socket.AF_INET, socket.AF_INET6):
+        if self.family in (socket.AF_INET, socket.AF_INET6) and address[0] not in LOOPBACK:
             _refuse_network()
         connect(self, address)
 
+    monkeypatch.setattr(socket, "getaddrinfo", loopback_names_only)
     monkeypatch.setattr(socket.socket, "connect", local_only)
 
 

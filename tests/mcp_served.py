@@ -1,12 +1,16 @@
 """What ``toolledger serve mcp_served:session`` serves in tests/mcp/test_mcp_serve.py: a session on
 the JSONL log named by ``SERVED_LOG``, with a read-only tool and one that needs approval (the
-default approver refuses it)."""
+default approver refuses it). ``mcp_served:slow_session`` (tests/mcp/test_mcp_http.py) has a
+third tool, which says on stderr that it runs and never answers."""
 
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import AbstractAsyncContextManager
 from typing import Any
+
+import trio
 
 from engine import Annotations, Session, ToolResult, text, tool
 from engine.models import FauxModel
@@ -33,3 +37,16 @@ async def wipe(call: Any, ctx: Any) -> ToolResult:
 def session() -> AbstractAsyncContextManager[Session]:
     return Session.open(JsonlStore(os.environ["SERVED_LOG"]), model=FauxModel([]),
                         tools=[stat, wipe])
+
+
+@tool(annotations=Annotations(read_only=True))
+async def hang(call: Any, ctx: Any) -> ToolResult:
+    """Say so on stderr, then never answer."""
+    print("hang: running", file=sys.stderr, flush=True)
+    await trio.sleep_forever()
+    raise AssertionError("unreachable")
+
+
+def slow_session() -> AbstractAsyncContextManager[Session]:
+    return Session.open(JsonlStore(os.environ["SERVED_LOG"]), model=FauxModel([]),
+                        tools=[stat, wipe, hang])

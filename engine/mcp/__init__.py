@@ -8,6 +8,9 @@
   an :class:`MCPError` (:mod:`engine.mcp.errors`).
 - :func:`mcp_server`: serve a session's tools as an MCP server, each call a host call of the
   session (:mod:`engine.mcp.serve`; ``toolledger serve MODULE:NAME`` runs one over stdio).
+- :func:`http_app`: those tools over MCP's streamable HTTP, as an ASGI app; a host's own
+  Starlette app routes to an :class:`MCPEndpoint` instead (:mod:`engine.mcp.http`;
+  ``toolledger serve MODULE:NAME --http PORT`` runs one).
 - :mod:`engine.mcp.formats`: our tool specs and results as MCP's ``Tool`` and
   ``CallToolResult``, and back.
 
@@ -26,13 +29,16 @@ from .formats import (
     tool_to_mcp,
 )
 from .errors import ListingError, MCPError, ServerChanged
+from .http import LOOPBACK_ONLY, MCPEndpoint, http_app
 from .listing import ListingLimits
 from .mount import Mount, mount
 from .serve import listed_tools, mcp_server, serve_stdio
 
 __all__ = [
+    "LOOPBACK_ONLY",
     "ListingError",
     "ListingLimits",
+    "MCPEndpoint",
     "MCPError",
     "Mount",
     "ServerChanged",
@@ -40,6 +46,7 @@ __all__ = [
     "annotations_to_mcp",
     "content_from_mcp",
     "content_to_mcp",
+    "http_app",
     "listed_tools",
     "mcp_server",
     "mount",

@@ -21,7 +21,7 @@ MCP client sees what the log holds:
 
 Calls run concurrently, each in the server's task for its request. The session is a trio
 :class:`engine.Session`, or an :class:`engine.hosts.aio.Session` when the server runs on an asyncio
-loop (an ASGI app's ``streamable_http_app()``, say): the server needs only the session's state
+loop (an ASGI app: :func:`engine.mcp.http_app`, say): the server needs only the session's state
 and its ``call_tool``.
 """
 
@@ -75,7 +75,7 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
     """An MCP ``Server`` (the SDK's low-level one) that serves ``session``'s tools.
 
     Run it on any transport the SDK has: in memory (``mcp.Client(server)``), over stdio
-    (:func:`serve_stdio`), or streamable HTTP (``server.streamable_http_app()``). It calls
+    (:func:`serve_stdio`), or streamable HTTP (:func:`engine.mcp.http_app`). It calls
     into the open session, so it serves while the session's block runs. ``name`` and
     ``version`` are what the server's handshake says it is (toolledger's own by default).
     """

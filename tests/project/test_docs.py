@@ -144,12 +144,19 @@ def test_blocks_run_in_their_own_directory_without_network(
     doc.write_text("```python\nimport os, socket, tempfile\n"
                    "here, scratch = os.getcwd(), tempfile.mkdtemp()\n"
                    "try:\n    socket.create_connection(('192.0.2.1', 80), timeout=1)\n"
-                   "except OSError as exc:\n    refused = str(exc)\n```\n")
+                   "except OSError as exc:\n    refused = str(exc)\n"
+                   "try:\n    socket.getaddrinfo('example.com', 80)\n"
+                   "except OSError as exc:\n    unresolved = str(exc)\n"
+                   "with socket.create_server(('127.0.0.1', 0)) as server:\n"
+                   "    with socket.create_connection(server.getsockname()) as client:\n"
+                   "        loopback = client.getpeername() == server.getsockname()\n```\n")
     directory = run_dir(tmp_path)
     namespace = run_block(blocks(doc)[0], directory, monkeypatch)
     assert namespace["here"] == str(directory)
     assert Path(namespace["scratch"]).parent == directory
     assert namespace["refused"].startswith("the docs' examples run without network")
+    assert namespace["unresolved"].startswith("the docs' examples run without network")
+    assert namespace["loopback"]  # a block may serve on this machine and call itself
 
 
 def test_a_continued_block_runs_after_the_one_above_in_its_context(
