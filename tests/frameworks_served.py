@@ -7,7 +7,10 @@ to answer over ``toolledger serve --approvals``."""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
+import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -109,6 +112,30 @@ class Served:
     @property
     def cwd(self) -> str:
         return str(TESTS)
+
+    @asynccontextmanager
+    async def over_http(self) -> AsyncIterator[str]:
+        """Serve it over streamable HTTP (``--http 0``) for the block, from asyncio: the
+        endpoint's URL, as the command printed it. At the end it is stopped as a person
+        would stop it (Ctrl-C), and must exit 0; it is killed if the block fails first."""
+        process = await asyncio.create_subprocess_exec(
+            self.command, *self.args, "--http", "0", cwd=self.cwd,
+            env={**os.environ, **self.env}, stderr=asyncio.subprocess.PIPE)
+        assert process.stderr is not None
+        try:
+            printed = b""
+            while (found := re.search(rb"over MCP at (http://\S+/mcp) ", printed)) is None:
+                line = await process.stderr.readline()
+                assert line, printed.decode()  # it ended before serving
+                printed += line
+            yield found.group(1).decode()
+            process.send_signal(signal.SIGINT)
+            await process.stderr.read()
+            assert await process.wait() == 0
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
 
     def calls(self) -> Mapping[str, CallView]:
         """The calls the served session recorded, by id (its log holds one session)."""

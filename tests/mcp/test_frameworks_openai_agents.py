@@ -1,24 +1,27 @@
 """An OpenAI Agents SDK agent calls a session's tools through ``toolledger serve``, with its own
-MCP client (``MCPServerStdio``) and its own test model (``agents.testing.ScriptedModel``, an
-implementation of its ``Model`` interface that never reaches the network): every call is
-audited in the served session's log, the policy's refusals are the function call outputs the
-agent's model reads, and a call that waits for a person's approval holds the run until the
-person answers from another process, unless the SDK's client gives up first (its timeout:
-5 seconds by default).
+MCP client (``MCPServerStdio``; ``MCPServerStreamableHttp`` over streamable HTTP) and its own
+test model (``agents.testing.ScriptedModel``, an implementation of its ``Model`` interface that
+never reaches the network): every call is audited in the served session's log, the policy's
+refusals are the function call outputs the agent's model reads, and a call that waits for a
+person's approval holds the run until the person answers from another process, unless the
+SDK's client gives up first (its timeout: 5 seconds by default).
 
-Each test runs the real framework on asyncio against a real subprocess, which the
-``async with`` block starts and stops."""
+Each test runs the real framework on asyncio against a real subprocess: over stdio the
+``async with`` block starts and stops it; over HTTP the test starts it (``--http 0``) and
+stops it with Ctrl-C, as a person would."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from agents import Agent, Runner, set_tracing_disabled
-from agents.mcp import MCPServerStdio
+from agents.mcp import MCPServer, MCPServerStdio, MCPServerStreamableHttp
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from engine.hosts.approvalsocket import pending_approvals, resolve_approval
@@ -33,10 +36,22 @@ def no_tracing() -> Any:
     set_tracing_disabled(False)
 
 
-def server(served: Served, **options: Any) -> MCPServerStdio:
-    """The SDK's MCP client, starting ``toolledger serve`` over stdio."""
-    return MCPServerStdio({"command": served.command, "args": served.args,
-                           "env": served.env, "cwd": served.cwd}, **options)
+TRANSPORTS = ["stdio", "http"]
+
+
+@asynccontextmanager
+async def server(served: Served, transport: str, **options: Any) -> AsyncIterator[MCPServer]:
+    """The SDK's MCP client on ``toolledger serve``, connected for the block: over stdio it
+    starts the server itself; over streamable HTTP it connects to the URL the server
+    printed."""
+    if transport == "stdio":
+        async with MCPServerStdio({"command": served.command, "args": served.args,
+                                   "env": served.env, "cwd": served.cwd}, **options) as notes:
+            yield notes
+        return
+    async with served.over_http() as url:
+        async with MCPServerStreamableHttp({"url": url}, **options) as notes:
+            yield notes
 
 
 def outputs(model: ScriptedModel, turn: int) -> dict[str, Any]:
@@ -51,8 +66,9 @@ def said(text: str) -> list[dict[str, str]]:
     return [{"type": "input_text", "text": text}]
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
 def test_every_call_is_audited_and_a_refusal_is_the_output_the_model_reads(
-    tmp_path: Path,
+    tmp_path: Path, transport: str,
 ) -> None:
     served = Served(str(tmp_path / "served.jsonl"))
     model = ScriptedModel([
@@ -64,7 +80,7 @@ def test_every_call_is_audited_and_a_refusal_is_the_output_the_model_reads(
     ])
 
     async def main() -> str:
-        async with server(served) as notes:
+        async with server(served, transport) as notes:
             agent = Agent(name="tidy", model=model, mcp_servers=[notes])
             return str((await Runner.run(agent, "tidy my notes")).final_output)
 
@@ -88,7 +104,8 @@ def test_every_call_is_audited_and_a_refusal_is_the_output_the_model_reads(
         ("read_note", '{"title": "todo"}', "host", "completed")]
 
 
-def test_a_person_answers_while_the_run_waits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_person_answers_while_the_run_waits(tmp_path: Path, transport: str) -> None:
     served = Served(str(tmp_path / "served.jsonl"), approvals=str(tmp_path / "a.sock"))
     socket = served.approvals or ""
     model = ScriptedModel([
@@ -112,7 +129,7 @@ def test_a_person_answers_while_the_run_waits(tmp_path: Path) -> None:
     async def main() -> tuple[str, list[Any]]:
         # None: the client waits for the person as long as it takes (the SDK's default gives
         # up after 5 seconds)
-        async with server(served, client_session_timeout_seconds=None) as notes:
+        async with server(served, transport, client_session_timeout_seconds=None) as notes:
             agent = Agent(name="tidy", model=model, mcp_servers=[notes])
             run = asyncio.create_task(Runner.run(agent, "delete two notes"))
             asked = await person()
@@ -127,7 +144,10 @@ def test_a_person_answers_while_the_run_waits(tmp_path: Path) -> None:
     assert [view.status for view in served.calls().values()] == ["completed", "denied"]
 
 
-def test_a_client_that_stops_waiting_ends_the_call_as_cancelled(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_client_that_stops_waiting_ends_the_call_as_cancelled(
+    tmp_path: Path, transport: str,
+) -> None:
     served = Served(str(tmp_path / "served.jsonl"), approvals=str(tmp_path / "a.sock"))
     model = ScriptedModel([
         [function_call("delete_note", {"title": "todo"}, call_id="call_1")],
@@ -137,7 +157,7 @@ def test_a_client_that_stops_waiting_ends_the_call_as_cancelled(tmp_path: Path) 
     async def main() -> None:
         # nobody answers: the SDK's client gives up after its timeout, and says so to the
         # server (MCP's notifications/cancelled)
-        async with server(served, client_session_timeout_seconds=2) as notes:
+        async with server(served, transport, client_session_timeout_seconds=2) as notes:
             await Runner.run(Agent(name="tidy", model=model, mcp_servers=[notes]), "delete it")
 
     asyncio.run(main())

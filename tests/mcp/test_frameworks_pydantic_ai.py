@@ -1,17 +1,21 @@
 """A pydantic-ai agent calls a session's tools through ``toolledger serve``, with its own MCP
-client (``MCPToolset`` over stdio) and its own test model (``FunctionModel``): every call is
-audited in the served session's log, the policy's refusals are what the agent's model reads,
-and a call that waits for a person's approval holds the agent's run until the person answers
-from another process (``toolledger approvals`` / ``approve`` / ``deny``).
+client (``MCPToolset``, over stdio and over streamable HTTP) and its own test model
+(``FunctionModel``): every call is audited in the served session's log, the policy's refusals
+are what the agent's model reads, and a call that waits for a person's approval holds the
+agent's run until the person answers from another process (``toolledger approvals`` /
+``approve`` / ``deny``).
 
-Each test runs the real framework on asyncio against a real subprocess, which the toolset
-starts and stops (``keep_alive=False``: nothing outlives the test)."""
+Each test runs the real framework on asyncio against a real subprocess: over stdio the
+toolset starts and stops it (``keep_alive=False``: nothing outlives the test); over HTTP the
+test starts it (``--http 0``) and stops it with Ctrl-C, as a person would."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +38,19 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from tests.frameworks_served import ROOT, Served
 
 
-def toolset(served: Served, **options: Any) -> MCPToolset[Any]:
-    """pydantic-ai's MCP client, starting ``toolledger serve`` over stdio."""
-    transport = StdioTransport(served.command, served.args, env=served.env, cwd=served.cwd,
-                               keep_alive=False)
-    return MCPToolset(transport, **options)
+TRANSPORTS = ["stdio", "http"]
+
+
+@asynccontextmanager
+async def toolset(served: Served, transport: str, **options: Any) -> AsyncIterator[MCPToolset[Any]]:
+    """pydantic-ai's MCP client on ``toolledger serve``: over stdio it starts the server
+    itself; over streamable HTTP it connects to the URL the server printed."""
+    if transport == "stdio":
+        yield MCPToolset(StdioTransport(served.command, served.args, env=served.env,
+                                        cwd=served.cwd, keep_alive=False), **options)
+        return
+    async with served.over_http() as url:
+        yield MCPToolset(url, **options)
 
 
 def scripted(*turns: list[ToolCallPart] | str) -> tuple[FunctionModel, list[list[ModelMessage]]]:
@@ -76,14 +88,17 @@ CALLS = [ToolCallPart("read_note", {"title": "todo"}, tool_call_id="read_todo"),
          ToolCallPart("drop_notes", {})]
 
 
-def test_every_call_is_audited_and_refusals_are_failed_tool_results(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_every_call_is_audited_and_refusals_are_failed_tool_results(
+    tmp_path: Path, transport: str,
+) -> None:
     served = Served(str(tmp_path / "served.jsonl"))
     model, seen = scripted(CALLS, "done")
 
     async def main() -> str:
-        agent = Agent(model, toolsets=[toolset(served, tool_error_behavior="failed")])
-        async with agent:
-            return (await agent.run("tidy my notes")).output
+        async with toolset(served, transport, tool_error_behavior="failed") as notes:
+            async with Agent(model, toolsets=[notes]) as agent:
+                return (await agent.run("tidy my notes")).output
 
     assert asyncio.run(main()) == "done"
     offered = model.offered  # type: ignore[attr-defined]
@@ -119,7 +134,7 @@ def test_by_default_a_refusal_is_a_retry_prompt_and_a_model_that_insists_ends_th
     model, seen = scripted(again, again, "never asked")
 
     async def main() -> None:
-        async with Agent(model, toolsets=[toolset(served)]) as agent:
+        async with toolset(served, "stdio") as notes, Agent(model, toolsets=[notes]) as agent:
             await agent.run("delete the todo note")
 
     with pytest.raises(UnexpectedModelBehavior, match="'delete_note' exceeded max retries"):
@@ -131,7 +146,10 @@ def test_by_default_a_refusal_is_a_retry_prompt_and_a_model_that_insists_ends_th
     assert [view.status for view in served.calls().values()] == ["denied", "denied"]
 
 
-def test_a_person_answers_from_another_terminal_while_the_agent_waits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_person_answers_from_another_terminal_while_the_agent_waits(
+    tmp_path: Path, transport: str,
+) -> None:
     served = Served(str(tmp_path / "served.jsonl"), approvals=str(tmp_path / "a.sock"))
     model, seen = scripted([ToolCallPart("delete_note", {"title": "todo"})],
                            [ToolCallPart("delete_note", {"title": "groceries"})], "done")
@@ -156,11 +174,11 @@ def test_a_person_answers_from_another_terminal_while_the_agent_waits(tmp_path: 
         return asked
 
     async def main() -> tuple[str, list[Any]]:
-        agent = Agent(model, toolsets=[toolset(served, tool_error_behavior="failed")])
-        async with agent:  # the server is up, and its socket with it
-            run = asyncio.create_task(agent.run("delete two notes"))
-            asked = await person()
-            return (await run).output, asked
+        async with toolset(served, transport, tool_error_behavior="failed") as notes:
+            async with Agent(model, toolsets=[notes]) as agent:  # the server is up, and its socket
+                run = asyncio.create_task(agent.run("delete two notes"))
+                asked = await person()
+                return (await run).output, asked
 
     output, asked = asyncio.run(asyncio.wait_for(main(), 120))
     assert output == "done"
