@@ -24,12 +24,12 @@ from typing import NoReturn
 from events.errors import LogError
 
 from ..present.console import VisibleConsole
-from . import copy, db, demo, fork, otel, replay, serve, show, tail, verify
+from . import approvals, copy, db, demo, fork, otel, replay, serve, show, tail, verify
 from ._common import PROG, UsageError, error_line
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (demo, show, tail, fork, copy, verify, replay, db, serve, otel)
+COMMANDS = (demo, show, tail, fork, copy, verify, replay, db, serve, approvals, otel)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,5 +1,6 @@
 """``toolledger serve MODULE:NAME``: serve a session's tools as an MCP server, over stdio or,
-with ``--http PORT``, over streamable HTTP (hypercorn under trio)."""
+with ``--http PORT``, over streamable HTTP (hypercorn under trio); with ``--approvals SOCKET``,
+a person answers its approvals from another process (:mod:`engine.hosts.approvalsocket`)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,14 @@ import signal
 import socket
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from functools import partial
 from typing import Any
 
 import trio
 from rich.console import Console
 
+from ..hosts.approvalsocket import serve_approvals
 from ..runtime.session import Session
 from ._common import PROG, UsageError
 
@@ -56,6 +58,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     serve.add_argument("--host",
                        help=f"the address to listen on with --http (default: {LOOPBACK}, "
                             f"this machine only: the server asks for no credentials)")
+    serve.add_argument("--approvals", metavar="SOCKET",
+                       help="answer the approvals the session's approver leaves for later "
+                            "from another process, over a Unix socket made at SOCKET "
+                            "(toolledger approvals / approve / deny SOCKET)")
     serve.set_defaults(run=run)
 
 
@@ -96,21 +102,28 @@ def _port(text: str) -> int:
 
 
 @asynccontextmanager
-async def _opened(factory: SessionFactory) -> AsyncIterator[Session]:
+async def _opened(factory: SessionFactory, approvals: str | None) -> AsyncIterator[Session]:
+    """The session ``factory`` opens, answering its approvals at the socket ``approvals``
+    (if given) for as long as it is open."""
     opened: Any = factory()
     if not hasattr(opened, "__aenter__"):
         raise UsageError(f"{factory!r} returned {type(opened).__name__}, not an async context "
                          f"manager: return Session.open(...)")
-    async with opened as session:
+    async with opened as session, AsyncExitStack() as stack:
         if not isinstance(session, Session):
             raise UsageError(f"{factory!r} yielded {type(session).__name__}, not a Session")
+        if approvals is not None:
+            try:
+                await stack.enter_async_context(serve_approvals(session, approvals))
+            except ValueError as exc:  # the socket's path is taken, or cannot be made
+                raise UsageError(str(exc)) from None
         yield session
 
 
-async def _serve(factory: SessionFactory, name: str) -> None:
+async def _serve(factory: SessionFactory, name: str, approvals: str | None) -> None:
     from ..mcp.serve import serve_stdio  # the mcp extra, only for this command
 
-    async with _opened(factory) as session:
+    async with _opened(factory, approvals) as session:
         await serve_stdio(session, name=name)
 
 
@@ -151,7 +164,8 @@ def _listening(host: str, port: int) -> socket.socket:
     return listening
 
 
-async def _serve_http(factory: SessionFactory, name: str, host: str, port: int) -> None:
+async def _serve_http(factory: SessionFactory, name: str, host: str, port: int,
+                      approvals: str | None) -> None:
     try:
         from hypercorn.config import Config
         from hypercorn.trio import serve
@@ -164,7 +178,7 @@ async def _serve_http(factory: SessionFactory, name: str, host: str, port: int) 
     config.bind = [f"fd://{_listening(host, port).detach()}"]  # hypercorn owns it from here
     config.loglevel = "WARNING"  # the address is ours to print, with the endpoint's path
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with _opened(factory) as session, trio.open_nursery() as nursery:
+        async with _opened(factory, approvals) as session, trio.open_nursery() as nursery:
             app: Any = http_app(session, path=PATH, name=name,
                                 transport_security=_security(host))
             stopping = trio.Event()
@@ -177,6 +191,9 @@ async def _serve_http(factory: SessionFactory, name: str, host: str, port: int) 
             [address, *_] = await nursery.start(run_server)
             print(f"{PROG}: serving {name} over MCP at {address}{PATH} (Ctrl-C stops)",
                   file=sys.stderr, flush=True)
+            if approvals is not None:
+                print(f"{PROG}: approvals that wait are answered at {approvals} ({PROG} "
+                      f"approvals / approve / deny {approvals})", file=sys.stderr, flush=True)
             async for _ in signals:
                 if stopping.is_set():  # asked twice: cancel what still runs, now
                     nursery.cancel_scope.cancel()
@@ -192,7 +209,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         if args.host is not None:
             raise UsageError("--host is where --http listens: add --http PORT (over stdio "
                              "there is nothing to listen on)")
-        trio.run(_serve, load(args.target), args.name)
+        trio.run(_serve, load(args.target), args.name, args.approvals)
     else:
-        trio.run(_serve_http, load(args.target), args.name, args.host or LOOPBACK, args.http)
+        trio.run(_serve_http, load(args.target), args.name, args.host or LOOPBACK, args.http,
+                 args.approvals)
     return 0

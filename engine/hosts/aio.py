@@ -238,6 +238,10 @@ class Session:
         """The approval requests waiting for an answer."""
         return self._session.pending_approvals()
 
+    async def wait_pending_approvals(self) -> tuple[ApprovalRequest, ...]:
+        """:meth:`engine.Session.wait_pending_approvals`, awaited from asyncio."""
+        return await self._change(self._session.wait_pending_approvals)
+
     def declared_tools(self) -> tuple[ToolSnapshot, ...]:
         """The tools declared to the model now."""
         return self._session.declared_tools()

@@ -15,8 +15,9 @@ MCP client sees what the log holds:
 - a tool the listing does not hold is a protocol error (``-32602``, "Unknown tool"), and
   nothing is recorded: the client asked for what it was not offered;
 - a call whose approval the approver leaves for later waits, and the client with it, until the
-  host answers (:meth:`engine.Session.resolve_approval`); cancelling the request (the client
-  gave up) ends the call as cancelled.
+  host answers (:meth:`engine.Session.resolve_approval`; a person in another process answers
+  through :mod:`engine.hosts.approvalsocket`, ``toolledger serve --approvals``); cancelling
+  the request (the client gave up) ends the call as cancelled.
 
 Calls run concurrently, each in the server's task for its request. The session is a trio
 :class:`engine.Session`, or an :class:`engine.hosts.aio.Session` when the server runs on an asyncio
@@ -105,8 +106,15 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
 
 async def serve_stdio(session: Served, **options: Any) -> None:
     """Serve ``session``'s tools over this process's stdin and stdout until the client closes
-    them; ``options`` go to :func:`mcp_server`."""
+    them; ``options`` go to :func:`mcp_server`.
+
+    A client that goes away with calls in flight (its process ended, say) closes both pipes:
+    its calls end as cancelled, and the answers the SDK still writes to it meet a broken pipe.
+    That is the end of serving, not an error: nobody is left to tell."""
     server = mcp_server(session, **options)
-    async with mcp.stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+    try:
+        async with mcp.stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+    except* BrokenPipeError:
+        pass
 

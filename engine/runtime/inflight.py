@@ -151,6 +151,7 @@ class InFlight:
         for its own tasks; nothing would wait for the host's). From here on the session
         refuses every change (``Session._check_open``)."""
         self.suspending = True
+        self.changed()  # whoever waits for a change learns the session is closing
         self.stop()
         for scope in self._hosted.values():
             scope.cancel()

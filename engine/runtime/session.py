@@ -525,6 +525,22 @@ class Session:
         self._inflight.unpark(call_id)  # a nested call or a host call waiting here goes on
         await self._recorder.flush()
 
+    async def wait_pending_approvals(self) -> tuple[ApprovalRequest, ...]:
+        """Wait until an approval request waits for an answer, and return those that wait
+        (:meth:`pending_approvals`; at once if some already do).
+
+        For a host whose calls wait while a person elsewhere answers them: a server whose
+        client waits on a call (``toolledger serve --approvals``, docs/frameworks.md), a
+        web app that shows what waits. A request whose approver is still deciding does not
+        count until the approver has said ``LATER``. Raises
+        :class:`~engine.core.errors.SessionClosed` if the session closes first."""
+        while True:
+            self._check_open("wait for its approvals")
+            pending = self.pending_approvals()
+            if pending:
+                return pending
+            await self._inflight.next_change()  # an approver that said LATER is one
+
     def pending_approvals(self) -> tuple[ApprovalRequest, ...]:
         """The approval requests waiting for an answer, in the order they were asked (not
         those whose approver is deciding right now)."""

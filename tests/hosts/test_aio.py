@@ -118,6 +118,22 @@ def test_a_pause_is_answered_and_resumed_from_asyncio() -> None:
     asyncio.run(main())
 
 
+def test_asyncio_waits_for_a_host_calls_approval_and_answers_it() -> None:
+    async def later(request: ApprovalRequest) -> Any:
+        return LATER
+
+    async def main() -> None:
+        async with Session.open(MemoryStore(), tools=[delete], approver=later) as session:
+            waiting = asyncio.create_task(session.wait_pending_approvals())
+            call = asyncio.create_task(session.call_tool("delete", {}))
+            [request] = await waiting  # once the approver has said LATER
+            assert (request.call_id, request.name) == ("h0", "delete") and not call.done()
+            await session.resolve_approval("h0", granted=True)
+            assert not (await call).is_error
+
+    asyncio.run(main())
+
+
 def cancelled_scene(nest: bool) -> FauxModel:
     return FauxModel([[faux_tool_call("hang", {"nest": nest}), faux_tool_call("hang", {})],
                       faux_text("never")])
@@ -389,6 +405,7 @@ def test_a_closed_session_refuses_every_change_and_its_followers_end() -> None:
         changes = [lambda: session.prompt("again"), session.resume,
                    lambda: session.call_tool("echo", {}), lambda: session.resume_call("h0"),
                    lambda: session.resolve_approval("1.0", granted=True),
+                   session.wait_pending_approvals,
                    lambda: session.set_active_tools([]), lambda: session.activate(["echo"]),
                    lambda: session.set_system_prompt("be brief"),
                    lambda: session.register(later_tool)]

@@ -9,7 +9,11 @@ tool failures and refusals as error results, and an unknown tool as a protocol e
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +25,11 @@ from mcp import Client, MCPError, StdioServerParameters
 
 from engine import LATER, Annotations, ApprovalRequest, Session, ToolResult, text, tool
 from engine.hosts.aio import Session as AioSession
+from engine.hosts.approvalsocket import pending_approvals
 from engine.mcp import mcp_server
 from engine.models import FauxModel
 from events import JsonlStore, MemoryStore
+from tests.frameworks_served import Served
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -246,3 +252,47 @@ def test_an_asyncio_host_serves_an_engine_aio_session() -> None:
             assert [session.calls[f"h{n}"].status for n in range(2)] == ["completed", "denied"]
 
     asyncio.run(main())
+
+
+async def test_a_client_that_goes_away_while_a_call_waits_ends_the_server_quietly(
+    tmp_path: Path,
+) -> None:
+    """Its process ended (its pipes closed) with a call waiting for approval: the call ends
+    as cancelled in the log, and the server ends with status 0 and nothing on stderr, though
+    the answer to that call has nowhere to go."""
+    served = Served(str(tmp_path / "served.jsonl"), approvals=str(tmp_path / "a.sock"))
+    process = await trio.lowlevel.open_process(
+        [served.command, *served.args], cwd=served.cwd, env={**os.environ, **served.env},
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdin and process.stdout and process.stderr
+    try:
+        with trio.fail_after(60):  # a guard against a hang, not a measurement
+            for message in [
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "gone", "version": "1"}}},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                 "params": {"name": "delete_note", "arguments": {"title": "todo"}}},
+            ]:
+                await process.stdin.send_all(json.dumps(message).encode() + b"\n")
+            answered = b""
+            while b"\n" not in answered:  # it is up, and its socket with it
+                answered += await process.stdout.receive_some()
+            assert json.loads(answered.partition(b"\n")[0])["id"] == 1
+            [request] = await trio.to_thread.run_sync(
+                partial(pending_approvals, served.approvals or "", wait=True),
+                abandon_on_cancel=True)
+            assert request.call_id == "h0"
+            await process.stdout.aclose()  # the client is gone
+            await process.stdin.aclose()
+            stderr = b""
+            while chunk := await process.stderr.receive_some():
+                stderr += chunk
+            assert (await process.wait(), stderr.decode()) == (0, "")
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    calls = await trio.to_thread.run_sync(served.calls)
+    assert calls["h0"].status == "cancelled"

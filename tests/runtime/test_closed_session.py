@@ -87,6 +87,8 @@ async def no_await(value: object) -> object:
 HANDLERS: dict[str, Callable[[Session], Awaitable[object]]] = {
     "on_tool_call": lambda session: no_await(session.on_tool_call(handler)),
     "on_tool_result": lambda session: no_await(session.on_tool_result(handler)),
+    # records nothing either; a closed session has nothing more to wait for
+    "wait_pending_approvals": lambda session: session.wait_pending_approvals(),
 }
 
 

@@ -1,0 +1,311 @@
+"""Answer a running session's approvals from another process, over a Unix socket.
+
+An approver that answers :data:`~engine.LATER` leaves a request pending until the host calls
+``session.resolve_approval``. When the host is a server — ``toolledger serve``, with an MCP
+client waiting on the call — the person who answers is somewhere else: at another terminal,
+or behind a program of their own. :func:`serve_approvals` listens on a Unix socket for the
+length of its block and answers two questions there: what waits for an answer, and this
+call's answer. :func:`pending_approvals` and :func:`resolve_approval` ask them from any
+process (``toolledger approvals``, ``approve`` and ``deny`` are built on them).
+
+The session's own process records every answer, through ``session.resolve_approval``, as if
+its host had answered in the same process: the log keeps one writer, and the waiting call goes
+on at once. An answer to a call that waits no more (its client gave up and it ended as
+cancelled; someone else answered first) is refused with the session's own error
+(:class:`~engine.core.errors.ApprovalNotPending`), and nothing is recorded.
+
+Who may answer is who may connect: the socket is made readable and writable by its owner
+only (``0600``, as the logs are), and removed when the block ends. A socket left by a process
+that died is replaced; one that another process still answers on is not.
+
+The protocol, for a client in another language: one request per connection, a JSON object on
+one line; one JSON object on one line in reply.
+
+- ``{"op": "pending", "wait": false}`` → ``{"pending": [REQUEST, ...]}``, each REQUEST an
+  :class:`~engine.core.approvals.ApprovalRequest` as an object (``call_id``, ``name``,
+  ``arguments``, ``reason``, ``annotations``, ``origin``, ``parent_id``). With ``"wait":
+  true`` the reply comes once at least one request waits.
+- ``{"op": "resolve", "call_id": ID, "granted": BOOL, "scope": "once" | "session",
+  "arguments": ARGS | null, "reason": TEXT | null}`` → ``{"resolved": ID}``.
+- Anything refused → ``{"error": TYPE, "message": TEXT}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, closing
+from functools import partial
+from typing import Any
+
+import attrs
+import trio
+
+from events.types import Annotations
+
+from ..core.approvals import ApprovalRequest
+from ..core.errors import ApprovalNotPending, CallNotFound, SessionClosed
+from ..runtime.session import Session
+
+__all__ = ["MAX_MESSAGE", "pending_approvals", "resolve_approval", "serve_approvals"]
+
+#: The most bytes a request or a reply may take (a reply lists every pending request, with
+#: its arguments)
+MAX_MESSAGE = 16_000_000
+
+#: a Unix socket's path must fit in ``sun_path`` (104 bytes on macOS, 108 on Linux)
+_MAX_PATH = 103
+
+#: the errors a client raises again as themselves; any other refusal is a ValueError
+_ERRORS: Mapping[str, type[Exception]] = {
+    error.__name__: error
+    for error in (ApprovalNotPending, CallNotFound, SessionClosed, TypeError, RuntimeError)
+}
+
+
+# -- the session's side -----------------------------------------------------------------------
+
+@asynccontextmanager
+async def serve_approvals(session: Session, path: str | os.PathLike[str]) -> AsyncIterator[None]:
+    """Answer ``session``'s approvals on a Unix socket at ``path`` for the length of the
+    block (see the module's docstring)::
+
+        async with Session.open(store, tools=tools, approver=lambda request: LATER) as session:
+            async with serve_approvals(session, "approvals.sock"):
+                ...   # serve the session; a person answers with toolledger approve
+
+    ``path`` must not be taken: a socket another process answers on, or a file that is not a
+    socket, is a ``ValueError`` saying so.
+    """
+    path = os.fspath(path)
+    sock, made = _listen(path)
+    listener = trio.SocketListener(trio.socket.from_stdlib_socket(sock))
+    raised: BaseException | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(trio.serve_listeners, partial(_answer, session),
+                                       [listener]))
+            try:
+                yield
+            except BaseException as exc:
+                raised = exc
+                raise
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # the nursery wraps what the block raised (the listener raises nothing of its own):
+        # give the host its own exception, as Session.open does
+        if raised is not None and list(group.exceptions) == [raised]:
+            raise raised from None
+        raise
+    finally:
+        _remove(path, made)
+        await trio.aclose_forcefully(listener)
+
+
+def _listen(path: str) -> tuple[socket.socket, os.stat_result]:
+    """A listening socket at ``path``, which only its owner may connect to, and the file it
+    made there."""
+    if len(os.fsencode(path)) > _MAX_PATH:
+        raise ValueError(f"{path!r} is too long for a Unix socket ({_MAX_PATH} bytes at most): "
+                         f"choose a shorter path")
+    _clear(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        mask = os.umask(0o177)  # made owner-only, with no moment where others may connect
+        try:
+            sock.bind(path)
+        finally:
+            os.umask(mask)
+        sock.listen()
+        return sock, os.stat(path)
+    except OSError as exc:
+        sock.close()
+        raise ValueError(f"cannot make the approvals socket at {path!r}: "
+                         f"{exc.strerror or exc}") from None
+    except BaseException:
+        sock.close()
+        raise
+
+
+def _clear(path: str) -> None:
+    """Remove a socket at ``path`` that nobody answers on (left by a process that died);
+    refuse one that somebody does, or a file that is not a socket."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise ValueError(f"{path!r} exists and is not a socket: choose another path for the "
+                         f"approvals socket")
+    with closing(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)) as probe:
+        try:
+            probe.connect(path)
+        except ConnectionRefusedError:
+            os.unlink(path)
+            return
+    raise ValueError(f"another process answers approvals at {path!r}: choose another path, "
+                     f"or stop that process first")
+
+
+def _remove(path: str, made: os.stat_result) -> None:
+    """Remove the socket this process made at ``path``, and nothing another put there since."""
+    try:
+        now = os.lstat(path)
+        if (now.st_dev, now.st_ino) == (made.st_dev, made.st_ino):
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+async def _answer(session: Session, stream: trio.SocketStream) -> None:
+    """One connection: read the request, answer it, hang up. Nothing a client sends stops the
+    listener: what it does wrong is told to it."""
+    async with stream:
+        try:
+            reply = await _reply(session, stream, await _read_line(stream))
+        except (ValueError, TypeError, SessionClosed) as exc:
+            reply = {"error": type(exc).__name__, "message": str(exc)}
+        except trio.BrokenResourceError:
+            return  # it hung up
+        except Exception as exc:  # a bug of ours: told to the client, the listener goes on
+            reply = {"error": "RuntimeError",
+                     "message": f"unexpected {type(exc).__name__}: {exc}"}
+        if reply is None:
+            return
+        try:
+            await stream.send_all(_line(reply))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # it hung up before the reply
+
+
+async def _reply(session: Session, stream: trio.SocketStream,
+                 request: Any) -> dict[str, Any] | None:
+    """The reply to ``request`` (``None``: the client hung up while it waited)."""
+    if not isinstance(request, dict):
+        raise ValueError('a request is a JSON object: {"op": "pending"} or {"op": "resolve", ...}')
+    op = request.get("op")
+    if op == "pending":
+        if request.get("wait") is True:
+            pending = await _wait(session, stream)
+            if pending is None:
+                return None
+        else:
+            pending = session.pending_approvals()
+        return {"pending": [attrs.asdict(item) for item in pending]}
+    if op == "resolve":
+        call_id, granted = request.get("call_id"), request.get("granted")
+        if not isinstance(call_id, str) or not isinstance(granted, bool):
+            raise ValueError('a resolve request needs "call_id" (a string) and "granted" '
+                             '(true or false)')
+        await session.resolve_approval(
+            call_id, granted, request.get("scope", "once"),
+            arguments=request.get("arguments"), reason=request.get("reason"))
+        return {"resolved": call_id}
+    raise ValueError(f'unknown op {op!r}: ask "pending" or "resolve"')
+
+
+async def _wait(session: Session,
+                stream: trio.SocketStream) -> tuple[ApprovalRequest, ...] | None:
+    """The pending requests once there are some, or ``None`` if the client hangs up first."""
+    pending: tuple[ApprovalRequest, ...] | None = None
+    async with trio.open_nursery() as nursery:
+        async def hang_up() -> None:
+            await stream.receive_some(1)  # nothing more is sent: this is its end
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(hang_up)
+        pending = await session.wait_pending_approvals()
+        nursery.cancel_scope.cancel()
+    return pending
+
+
+async def _read_line(stream: trio.SocketStream) -> Any:
+    """The request: one line of JSON, at most :data:`MAX_MESSAGE` bytes."""
+    data = bytearray()
+    while b"\n" not in data:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > MAX_MESSAGE:
+            raise ValueError(f"the request is over {MAX_MESSAGE} bytes")
+    return _parsed(bytes(data).partition(b"\n")[0])
+
+
+# -- another process's side -------------------------------------------------------------------
+
+def pending_approvals(path: str | os.PathLike[str], *, wait: bool = False,
+                      timeout: float | None = None) -> tuple[ApprovalRequest, ...]:
+    """The approval requests that wait for an answer in the session served at ``path`` (by
+    :func:`serve_approvals`, in another process), in the order they were asked. ``wait``:
+    once at least one does. ``timeout`` (seconds) bounds the whole exchange: past it,
+    ``TimeoutError``.
+
+    A plain blocking function, for any program: from trio, ``await
+    trio.to_thread.run_sync(pending_approvals, path)``; from asyncio, ``await
+    asyncio.to_thread(pending_approvals, path)``. Nobody answering at ``path`` is a
+    ``ConnectionError`` that says so."""
+    reply = _exchange(path, {"op": "pending", "wait": wait}, timeout)
+    return tuple(_request(item) for item in reply["pending"])
+
+
+def resolve_approval(path: str | os.PathLike[str], call_id: str, granted: bool,
+                     scope: str = "once", *, arguments: Any = None, reason: str | None = None,
+                     timeout: float | None = None) -> None:
+    """Answer the pending approval ``call_id`` of the session served at ``path``: what
+    ``session.resolve_approval`` does in the session's own process, with the same arguments
+    and the same refusals (``ApprovalNotPending``, ``CallNotFound``; a ``ValueError`` for
+    any other). Its process records the answer, and the call goes on at once."""
+    _exchange(path, {"op": "resolve", "call_id": call_id, "granted": granted, "scope": scope,
+                     "arguments": arguments, "reason": reason}, timeout)
+
+
+def _exchange(path: str | os.PathLike[str], request: dict[str, Any],
+              timeout: float | None) -> dict[str, Any]:
+    path = os.fspath(path)
+    with closing(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)) as sock:
+        sock.settimeout(timeout)
+        try:
+            sock.connect(path)
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            raise ConnectionError(
+                f"nobody answers approvals at {path!r} ({exc.strerror or exc}): is the "
+                f"session served with --approvals {path}?") from None
+        sock.sendall(_line(request))  # the write side stays open: closing it is hanging up
+        data = bytearray()
+        while b"\n" not in data and len(data) <= MAX_MESSAGE:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    if len(data) > MAX_MESSAGE:
+        raise ConnectionError(f"the reply from {path!r} is over {MAX_MESSAGE} bytes")
+    if b"\n" not in data:
+        raise ConnectionError(f"the session served at {path!r} hung up without an answer "
+                              f"(it may have closed)")
+    reply = _parsed(bytes(data).partition(b"\n")[0])
+    if not isinstance(reply, dict):
+        raise ConnectionError(f"{path!r} answered {reply!r}, not an approvals reply")
+    if "error" in reply:
+        raise _ERRORS.get(str(reply["error"]), ValueError)(str(reply.get("message", "")))
+    return reply
+
+
+def _request(item: dict[str, Any]) -> ApprovalRequest:
+    fields = dict(item)
+    fields["annotations"] = Annotations(**fields["annotations"])
+    return ApprovalRequest(**fields)
+
+
+def _line(message: Any) -> bytes:
+    return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
+
+
+def _parsed(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError:
+        raise ValueError("a message is one line of JSON") from None
