@@ -132,11 +132,16 @@ class ToolExecutionStarted:
 
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolProgress:
-    """A progress update the running tool reported."""
+    """A progress update the running tool reported.
+
+    ``source``: the update is a nested call's, which the tool forwarded as its own
+    (``ctx.forward_progress``): the call that first reported it, at any depth below this one;
+    ``None`` for the tool's own (and in logs written before forwarding was recorded)."""
 
     call_id: str
     message: str | None = None
     data: Any = None
+    source: str | None = None
 
 
 @attrs.frozen(kw_only=True, weakref_slot=False)
