@@ -8,14 +8,14 @@ body receives without importing the runtime.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 import attrs
 
 from events.fast.fastinit import fast_init
 from events.results import ContentBlock, ToolResult
-from events.types import ToolSnapshot
+from events.types import ToolProgress, ToolSnapshot
 
 __all__ = ["CallOutcome", "ToolContext"]
 
@@ -61,8 +61,12 @@ class ToolContext(Protocol):
         """The session the call belongs to."""
         ...
 
-    async def execute_tool(self, name: str, arguments: Any = None) -> CallOutcome:
-        """Run another tool as a nested call of this one; never raises for a tool failure."""
+    async def execute_tool(self, name: str, arguments: Any = None, *,
+                           on_progress: Callable[[ToolProgress], Any] | None = None,
+                           ) -> CallOutcome:
+        """Run another tool as a nested call of this one; never raises for a tool failure.
+        ``on_progress`` is called with each progress update the nested call reports, as it
+        is recorded."""
         ...
 
     @property
@@ -81,4 +85,8 @@ class ToolContext(Protocol):
 
     def report_progress(self, message: str | None = None, data: Any = None) -> None:
         """Record progress of the running call."""
+        ...
+
+    def forward_progress(self, update: ToolProgress) -> None:
+        """Record a nested call's progress update as the running call's own."""
         ...
