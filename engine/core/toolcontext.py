@@ -83,8 +83,9 @@ class ToolContext(Protocol):
         """Make deferred tools visible to the model; returns the names newly activated."""
         ...
 
-    def report_progress(self, message: str | None = None, data: Any = None) -> None:
-        """Record progress of the running call."""
+    def report_progress(self, message: str | None = None, data: Any = None, *,
+                        progress: float | None = None, total: float | None = None) -> None:
+        """Record progress of the running call (``progress`` of ``total``, if given)."""
         ...
 
     def forward_progress(self, update: ToolProgress) -> None:

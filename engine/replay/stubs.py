@@ -164,7 +164,8 @@ class RecordedTools:
         for step in recorded.body:
             if isinstance(step, ToolProgress):
                 if step.source is None:
-                    ctx.report_progress(step.message, step.data)
+                    ctx.report_progress(step.message, step.data, progress=step.progress,
+                                        total=step.total)
                 else:
                     try:
                         ctx.forward_progress(step)  # from the same nested call, made again

@@ -8,6 +8,7 @@ does not import the one that imports it)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, Protocol
 
@@ -52,6 +53,17 @@ def refuse_unreadable(recorder: Recorder, call_id: str, name: str,
     return fail(recorder, call_id, "invalid_arguments",
                 f"Invalid arguments for {name}: not JSON ({problem})",
                 detail=problem.detail if isinstance(problem, NotJson) else None)
+
+
+def _finite(name: str, value: Any) -> None:
+    """Refuse a progress number that is not a finite int or float (``None`` passes)."""
+    if value is None:
+        return
+    if type(value) not in (int, float):
+        raise TypeError(f"report_progress({name}=...) takes a number (an int or a float), "
+                        f"not {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"report_progress({name}=...) takes a finite number, not {value}")
 
 
 class CallContext(ToolContext):
@@ -192,15 +204,19 @@ class CallContext(ToolContext):
             self._recorder.record(ToolsActivated(names=added, call_id=self.call_id))
         return added
 
-    def report_progress(self, message: str | None = None, data: Any = None) -> None:
+    def report_progress(self, message: str | None = None, data: Any = None, *,
+                        progress: float | None = None, total: float | None = None) -> None:
         """Record a progress update. Updates after the tool returned are dropped.
 
         ``message`` is text or ``None``; ``data`` any JSON value (``ValueError`` otherwise);
         each may take up to the session's result size limit (bytes of JSON, as a result is
-        measured). The update is handed at once to whoever listens: the session's progress
+        measured). ``progress`` and ``total`` say how far the tool is as numbers (finite ints
+        or floats), as MCP's progress notifications do: ``progress`` should grow with each
+        update, ``total`` is what it grows to, if known (docs/mcp.md says how they are
+        served). The update is handed at once to whoever listens: the session's progress
         handlers, and this call's caller if it asked (``execute_tool(...,
         on_progress=...)``, ``session.call_tool(..., on_progress=...)``)."""
-        self._report(message, data, None)
+        self._report(message, data, None, progress, total)
 
     def forward_progress(self, update: ToolProgress) -> None:
         """Report a nested call's progress update as this call's own: recorded as this call's
@@ -218,11 +234,14 @@ class CallContext(ToolContext):
             raise ValueError(f"call {self.call_id} can forward the progress of its own nested "
                              f"calls only, not of {source!r}: pass forward_progress as "
                              f"on_progress of the execute_tool that makes the call")
-        self._report(update.message, update.data, source)
+        self._report(update.message, update.data, source, update.progress, update.total)
 
-    def _report(self, message: Any, data: Any, source: str | None) -> None:
+    def _report(self, message: Any, data: Any, source: str | None, progress: Any,
+                total: Any) -> None:
         if message is not None and not isinstance(message, str):
             raise TypeError(f"a progress message is text, not {type(message).__name__}")
+        _finite("progress", progress)
+        _finite("total", total)
         ensure_json(data)
         limit = self._env.limits.max_result_bytes
         if data is not None and json_size(data) > limit:
@@ -231,7 +250,7 @@ class CallContext(ToolContext):
             raise ValueError(f"a progress message over the size limit of {limit} bytes")
         if self._open:
             update = ToolProgress(call_id=self.call_id, message=message, data=copy_json(data),
-                                  source=source)
+                                  source=source, progress=progress, total=total)
             self._recorder.record(update)
             self._inflight.progress.reported(update)
 

@@ -343,6 +343,38 @@ async def test_progress_of_a_nested_call_answered_from_the_log_is_not_heard_agai
     assert not outcome.is_error and len(heard) == 2
 
 
+async def test_progress_and_total_are_finite_numbers_recorded_and_forwarded_as_given() -> None:
+    refused: list[str] = []
+
+    @tool(annotations=SAFE)
+    async def child(call: Any, ctx: Any) -> ToolResult:
+        ctx.report_progress("half", progress=1, total=2.0)
+        for bad in ({"progress": True}, {"progress": "1"}, {"total": float("nan")},
+                    {"progress": float("inf")}):
+            try:
+                ctx.report_progress("bad", **bad)
+            except (TypeError, ValueError) as exc:
+                refused.append(f"{type(exc).__name__}: {exc}")
+        return ToolResult(content=[text("done")])
+
+    @tool(annotations=SAFE)
+    async def parent(call: Any, ctx: Any) -> ToolResult:
+        await ctx.execute_tool("child", {}, on_progress=ctx.forward_progress)
+        return ToolResult(content=[text("done")])
+
+    async with Session.open(MemoryStore(), tools=[parent, child],
+                            approver=approve_all) as session:
+        await session.call_tool("parent", {})
+        updates = events_of(session.records, ToolProgress)
+    assert [(u.call_id, u.progress, u.total) for u in updates] == [
+        ("h0/0", 1, 2.0), ("h0", 1, 2.0)]
+    assert refused == [
+        "TypeError: report_progress(progress=...) takes a number (an int or a float), not bool",
+        "TypeError: report_progress(progress=...) takes a number (an int or a float), not str",
+        "ValueError: report_progress(total=...) takes a finite number, not nan",
+        "ValueError: report_progress(progress=...) takes a finite number, not inf"]
+
+
 # -- the log ----------------------------------------------------------------------------------
 
 
