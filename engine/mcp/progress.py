@@ -1,6 +1,6 @@
 """Progress over MCP, both ways: MCP's ``notifications/progress`` and a call's ``tool_progress``.
 
-**Served** (:class:`ProgressNotifier`): a client that sends a progress token with its
+**Served** (:class:`ProgressNotifier`, :class:`ServedNumbers`): a client that sends a progress token with its
 ``tools/call`` gets the host call's updates (what its tool reports, and what it forwards of its
 nested calls') as ``notifications/progress``, in order and before the call's result:
 
@@ -14,8 +14,8 @@ nested calls') as ``notifications/progress``, in order and before the call's res
 The update is heard synchronously in the session's task (``call_tool(...,
 on_progress=...)``), and sent from a task of the request's own, in the server's event loop
 (trio, or asyncio when the session is an :class:`engine.hosts.aio.Session`), through a memory
-stream that hearing never waits on. A notification that cannot be sent (the client has gone) ends
-the sending, never the call.
+stream that hearing never waits on (under trio that task starts at the call's first update).
+A notification that cannot be sent (the client has gone) ends the sending, never the call.
 
 **Mounted** (:func:`reported_to`): a mounted tool's call asks the server for progress, and each
 notification the server sends becomes a ``tool_progress`` of the call
@@ -30,45 +30,81 @@ import math
 from typing import Any
 
 import anyio
+import trio
 
 from events.types import ToolProgress
 
 from ..core.toolcontext import ToolContext
 
-__all__ = ["ProgressNotifier", "reported_to"]
+__all__ = ["ProgressNotifier", "ServedNumbers", "reported_to"]
 
 
 class ProgressNotifier:
     """The notifications of one served ``tools/call``: :meth:`heard` takes the host call's
-    updates, :meth:`send_all` sends them, in order, until :meth:`close`. Use it as::
+    updates, and a task of ``tasks`` sends them, in order; :meth:`close` ends the sending once
+    what was heard is sent. Use it as::
 
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(notifier.send_all)
+            notifier = ProgressNotifier(request, tasks)
             try:
                 outcome = await session.call_tool(..., on_progress=notifier.heard)
             finally:
                 notifier.close()  # the task group waits until every update is sent
+
+    Under trio the session hears in the server's own loop, so the sending task starts at the
+    call's first update, and a call that reports none costs no task (a served call is timed
+    against the SDK's own server: docs/performance.md). Under asyncio the session is an
+    :class:`engine.hosts.aio.Session`, which hears in trio's guest run, where no asyncio task
+    can be started: there the task starts with the call.
     """
 
-    def __init__(self, request: Any) -> None:
+    def __init__(self, request: Any, tasks: Any) -> None:
         self._session = request.session  # the SDK's session, scoped to the request
-        self._send, self._receive = anyio.create_memory_object_stream[ToolProgress](math.inf)
-        self._last: float | None = None
+        self._tasks = tasks
+        self._send: Any = None  # the sending task's stream, once it has started
+        if not _in_trio():
+            self._start()
+
+    def _start(self) -> None:
+        self._send, receive = anyio.create_memory_object_stream[ToolProgress](math.inf)
+        self._tasks.start_soon(self._send_all, receive)
 
     def heard(self, update: ToolProgress) -> None:
-        """Take an update of the call (never waits, from any task of the process: the
-        session's trio tasks too when the server runs on asyncio)."""
+        """Take an update of the call (never waits)."""
+        if self._send is None:
+            self._start()
         try:
             self._send.send_nowait(update)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # the call has ended, or the sending did: nothing more is sent
 
     def close(self) -> None:
-        """No more updates: :meth:`send_all` returns once it has sent what it took."""
-        self._send.close()
+        """No more updates: the sending ends once it has sent what it took."""
+        if self._send is not None:
+            self._send.close()
 
-    def numbers(self, update: ToolProgress) -> tuple[float, float | None]:
-        """The ``progress`` and ``total`` sent for ``update`` (the module docstring says why)."""
+    async def _send_all(self, receive: Any) -> None:
+        """Send each update taken as a ``notifications/progress``, until :meth:`close`."""
+        numbers = ServedNumbers()
+        async with receive:
+            async for update in receive:
+                progress, total = numbers.of(update)
+                try:
+                    await self._session.report_progress(progress, total, update.message)
+                except Exception:
+                    return  # the client cannot hear it: the call goes on without
+                             # (closing the stream makes heard() drop the rest)
+
+
+class ServedNumbers:
+    """The ``progress`` and ``total`` one served call's notifications carry, update by update
+    (the module docstring says how): ``progress`` grows with every one."""
+
+    def __init__(self) -> None:
+        self._last: float | None = None
+
+    def of(self, update: ToolProgress) -> tuple[float, float | None]:
+        """The ``progress`` and ``total`` sent for ``update``, the next of the call's."""
         given, last = update.progress, self._last
         if given is not None and (last is None or given > last):
             self._last = given
@@ -76,16 +112,14 @@ class ProgressNotifier:
         self._last = 0 if last is None else last + 1
         return self._last, None
 
-    async def send_all(self) -> None:
-        """Send each update taken as a ``notifications/progress``, until :meth:`close`."""
-        async with self._receive:
-            async for update in self._receive:
-                progress, total = self.numbers(update)
-                try:
-                    await self._session.report_progress(progress, total, update.message)
-                except Exception:
-                    return  # the client cannot hear it: the call goes on without
-                             # (closing the stream makes heard() drop the rest)
+
+def _in_trio() -> bool:
+    """Whether this runs in a trio task (else in asyncio's, with trio as its guest)."""
+    try:
+        trio.lowlevel.current_task()
+    except RuntimeError:
+        return False
+    return True
 
 
 def reported_to(ctx: ToolContext) -> Any:

@@ -96,9 +96,8 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
         if not _offered(session, session.state.tools.get(params.name)):
             raise mcp.MCPError(code=mcp_types.INVALID_PARAMS,
                                message=f"Unknown tool: {params.name}")
-        notifier = ProgressNotifier(ctx)
         async with anyio.create_task_group() as sending:  # every update sent before the result
-            sending.start_soon(notifier.send_all)
+            notifier = ProgressNotifier(ctx, sending)
             try:
                 outcome = await session.call_tool(params.name, params.arguments or {},
                                                   on_progress=notifier.heard)

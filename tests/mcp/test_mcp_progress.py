@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from engine import Annotations, Limits, Session, ToolResult, approve_all, text, tool
 from engine.hosts.aio import Session as AioSession
 from engine.mcp import mcp_server, mount
-from engine.mcp.progress import ProgressNotifier
+from engine.mcp.progress import ServedNumbers
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.testing.invariants import check_log
 from events import JsonlStore, MemoryStore
@@ -106,14 +106,11 @@ def test_an_asyncio_host_serves_progress_too() -> None:
                           st.one_of(st.none(), st.integers(1, 10)))))
 def test_the_progress_sent_grows_with_every_notification_and_keeps_a_growing_number(
         updates: list[tuple[float | None, float | None]]) -> None:
-    class Request:
-        session = None
-
-    notifier = ProgressNotifier(Request())
+    served = ServedNumbers()
     sent: list[float] = []
     for given_progress, total in updates:
         update = ToolProgress(call_id="h0", progress=given_progress, total=total)
-        progress, sent_total = notifier.numbers(update)
+        progress, sent_total = served.of(update)
         if given_progress is not None and (not sent or given_progress > sent[-1]):
             assert (progress, sent_total) == (given_progress, total)  # the tool's own numbers
         else:
