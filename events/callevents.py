@@ -132,11 +132,20 @@ class ToolExecutionStarted:
 
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolProgress:
-    """A progress update the running tool reported."""
+    """A progress update the running tool reported.
+
+    ``source``: the update is a nested call's, which the tool forwarded as its own
+    (``ctx.forward_progress``): the call that first reported it, at any depth below this one;
+    ``None`` for the tool's own (and in logs written before forwarding was recorded).
+    ``progress`` and ``total``: how far the tool is, as numbers (MCP's ``progress`` and
+    ``total``), when it said so; ``None`` otherwise, and in logs written before."""
 
     call_id: str
     message: str | None = None
     data: Any = None
+    source: str | None = None
+    progress: float | None = None
+    total: float | None = None
 
 
 @attrs.frozen(kw_only=True, weakref_slot=False)

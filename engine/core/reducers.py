@@ -402,6 +402,12 @@ class Projection:
             if call.parent_id is None and call.origin != "host":
                 self._enter_result(call)
         elif isinstance(event, ToolProgress):
+            source = event.source
+            if source is not None and (
+                    not source.startswith(f"{call_id}/") or source not in self._calls):
+                # the table let it through: the call's stage is as it was
+                raise LifecycleError(f"call {call_id} forwarded progress from {source!r}, "
+                                     f"which is not a call nested under it")
             call.progress_count += 1
             call.last_progress = event
         elif isinstance(event, ToolCallRewritten):

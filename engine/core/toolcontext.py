@@ -15,7 +15,7 @@ import attrs
 
 from events.fast.fastinit import fast_init
 from events.results import ContentBlock, ToolResult
-from events.types import ToolSnapshot
+from events.types import ToolProgress, ToolSnapshot
 
 __all__ = ["CallOutcome", "ToolContext"]
 
@@ -63,8 +63,12 @@ class ToolContext(Protocol):
         """The session the call belongs to."""
         ...
 
-    async def execute_tool(self, name: str, arguments: Any = None) -> CallOutcome:
-        """Run another tool as a nested call of this one; never raises for a tool failure."""
+    async def execute_tool(self, name: str, arguments: Any = None, *,
+                           on_progress: Callable[[ToolProgress], Any] | None = None,
+                           ) -> CallOutcome:
+        """Run another tool as a nested call of this one; never raises for a tool failure.
+        ``on_progress`` is called with each progress update the nested call reports, as it
+        is recorded."""
         ...
 
     @property
@@ -81,8 +85,13 @@ class ToolContext(Protocol):
         """Make deferred tools visible to the model; returns the names newly activated."""
         ...
 
-    def report_progress(self, message: str | None = None, data: Any = None) -> None:
-        """Record progress of the running call."""
+    def report_progress(self, message: str | None = None, data: Any = None, *,
+                        progress: float | None = None, total: float | None = None) -> None:
+        """Record progress of the running call (``progress`` of ``total``, if given)."""
+        ...
+
+    def forward_progress(self, update: ToolProgress) -> None:
+        """Record a nested call's progress update as the running call's own."""
         ...
 
     async def run_in_thread(self, function: Callable[..., T], *args: Any) -> T:

@@ -72,6 +72,7 @@ from ..core.toolcontext import CallOutcome
 from ..core.tools import ToolSpec
 from ..models import ModelDelta
 from ..runtime import session as trio_session
+from ..runtime.progress import ProgressListener
 from ..runtime.session import PromptResult, closed_error
 from .guest import (
     Bridge,
@@ -254,6 +255,13 @@ class Session:
         """Add a ``tool_result`` handler (it runs in trio: plain or trio code)."""
         return self._session.on_tool_result(handler)
 
+    def on_progress(self, handler: ProgressListener) -> ProgressListener:
+        """:meth:`engine.Session.on_progress`: hear every call's progress as it is recorded.
+        The handler is called in the trio task of the tool that reported it, on the loop's
+        own thread (guest mode), so it may hand the update to asyncio code directly
+        (``queue.put_nowait``)."""
+        return self._session.on_progress(handler)
+
     # -- what runs the session ----------------------------------------------------------------
 
     async def prompt(self, text: str) -> PromptResult:
@@ -273,10 +281,14 @@ class Session:
         await self._change(lambda: self._session.resolve_approval(
             call_id, granted, scope, arguments=arguments, reason=reason))
 
-    async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+    async def call_tool(self, name: str, arguments: Any = None, *,
+                        on_progress: ProgressListener | None = None) -> CallOutcome:
         """:meth:`engine.Session.call_tool`, awaited from asyncio: a host call, governed and
-        recorded like a model's. Cancelling the awaiting task ends the call as cancelled."""
-        return await self._change(lambda: self._session.call_tool(name, arguments))
+        recorded like a model's. Cancelling the awaiting task ends the call as cancelled.
+        ``on_progress`` is called as :meth:`on_progress`'s handler is, with this call's
+        updates."""
+        return await self._change(lambda: self._session.call_tool(
+            name, arguments, on_progress=on_progress))
 
     async def resume_call(self, call_id: str) -> CallOutcome:
         """:meth:`engine.Session.resume_call`, awaited from asyncio."""

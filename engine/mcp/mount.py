@@ -27,6 +27,8 @@ any tool. A server is someone else's code, and what it says about itself is inpu
   declarations): a server that never answers ``tools/list`` or pages forever stops the mount
   with a :class:`~engine.mcp.ListingError`, and a mount the host cancels ends as its
   ``trio.Cancelled``, never as a group of the SDK's errors.
+- **Progress.** Each call asks the server for progress; each ``notifications/progress`` it
+  sends becomes a ``tool_progress`` of the call (:mod:`engine.mcp.progress`).
 - **Failures.** A server's error result is the call's error result. A protocol error, a lost
   connection, a server that died, or no answer within ``timeout`` ends the call as a failure
   (``raised``, ``timeout``); the session goes on, and the next call connects again.
@@ -53,6 +55,7 @@ import trio
 from events.results import ToolResult
 from events.types import Annotations, Exposure
 
+from ..core.toolcontext import ToolContext
 from ..core.tools import ToolSpec
 from ..runtime.session import Session
 from ._sdk import mcp, mcp_types
@@ -62,6 +65,7 @@ from .errors import ServerChanged
 from .formats import result_from_mcp
 from .listing import ListingLimits, list_tools
 from .names import MountedBody, check_names
+from .progress import reported_to
 
 __all__ = ["Hosted", "Mount", "ServerChanged", "mount"]
 
@@ -163,9 +167,11 @@ class Mount:
         self._closed = True
         self._stop.set()
 
-    async def call(self, tool: str, arguments: Any, *,
-                   body: MountedBody | None = None) -> ToolResult:
+    async def call(self, tool: str, arguments: Any, *, body: MountedBody | None = None,
+                   ctx: ToolContext | None = None) -> ToolResult:
         """Call the server's tool ``tool`` (its name on the server) and return its result.
+        With ``ctx`` (the running call's), the server is asked for progress, and each update
+        it sends becomes a ``tool_progress`` of the call (:func:`engine.mcp.progress.reported_to`).
 
         This is the body of every mounted tool (``body``, the one the session runs: the call
         is made only if the server still declares the tool as it did when ``body`` was
@@ -180,7 +186,8 @@ class Mount:
                 raise ServerChanged(self._changed.get(
                     tool, f"the MCP server {self.server!r}'s tool {tool!r} is not mounted"))
         try:
-            result = await client.call_tool(tool, arguments)
+            result = await client.call_tool(
+                tool, arguments, progress_callback=None if ctx is None else reported_to(ctx))
         except mcp.MCPError as exc:
             if exc.error.code != mcp_types.CONNECTION_CLOSED:
                 raise

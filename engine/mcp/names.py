@@ -36,7 +36,7 @@ class Holder(Protocol):
     def server(self) -> str: ...
 
     async def call(self, tool: str, arguments: Any, *, body: MountedBody | None = None,
-                   ) -> ToolResult: ...
+                   ctx: ToolContext | None = None) -> ToolResult: ...
 
 
 class MountedBody:
@@ -48,7 +48,7 @@ class MountedBody:
         self.tool = tool
 
     async def __call__(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
-        return await self.mount.call(self.tool, call.arguments, body=self)
+        return await self.mount.call(self.tool, call.arguments, body=self, ctx=ctx)
 
     def __repr__(self) -> str:
         return f"<the MCP server {self.mount.server!r}'s tool {self.tool!r}>"

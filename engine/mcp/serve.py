@@ -18,6 +18,8 @@ MCP client sees what the log holds:
   host answers (:meth:`engine.Session.resolve_approval`; a person in another process answers
   through :mod:`engine.hosts.approvalsocket`, ``toolledger serve --approvals``); cancelling
   the request (the client gave up) ends the call as cancelled.
+- a client that sends a progress token gets the call's progress updates as
+  ``notifications/progress`` (:mod:`engine.mcp.progress` says how an update maps to one).
 
 Calls run concurrently, each in the server's task for its request. The session is a trio
 :class:`engine.Session`, or an :class:`engine.hosts.aio.Session` when the server runs on an asyncio
@@ -30,13 +32,17 @@ from __future__ import annotations
 from importlib import metadata
 from typing import Any, Protocol
 
+import anyio
+
 from events.types import ToolSnapshot
 
 from ..core.reducers import Projection
 from ..core.toolcontext import CallOutcome
 from ..core.tools import may_call
+from ..runtime.progress import ProgressListener
 from ._sdk import mcp, mcp_types
 from .formats import result_to_mcp, tool_to_mcp
+from .progress import ProgressNotifier
 
 __all__ = ["Served", "listed_tools", "mcp_server", "serve_stdio"]
 
@@ -48,7 +54,8 @@ class Served(Protocol):
     @property
     def state(self) -> Projection: ...
 
-    async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome: ...
+    async def call_tool(self, name: str, arguments: Any = None, *,
+                        on_progress: ProgressListener | None = None) -> CallOutcome: ...
 
 
 def listed_tools(session: Served) -> tuple[ToolSnapshot, ...]:
@@ -90,7 +97,13 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
         if not _offered(session, session.state.tools.get(params.name)):
             raise mcp.MCPError(code=mcp_types.INVALID_PARAMS,
                                message=f"Unknown tool: {params.name}")
-        outcome = await session.call_tool(params.name, params.arguments or {})
+        async with anyio.create_task_group() as sending:  # every update sent before the result
+            notifier = ProgressNotifier(ctx, sending)
+            try:
+                outcome = await session.call_tool(params.name, params.arguments or {},
+                                                  on_progress=notifier.heard)
+            finally:
+                notifier.close()
         return result_to_mcp(outcome.result)
 
     def input_schema(tool: str) -> dict[str, Any] | None:

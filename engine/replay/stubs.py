@@ -6,7 +6,8 @@ body. For the call it is running, the body
 
 1. makes the call's recorded nested calls again, in order, with the arguments they were
    requested with (``ctx.execute_tool``: so today's handlers and policy judge them again), and
-   reports the recorded progress and activates the recorded tools in between;
+   reports the recorded progress (forwarding, as recorded, what it forwarded of a nested
+   call's) and activates the recorded tools in between;
 2. then ends as the call ended: returns what the tool returned (the terminal event's
    ``returned`` if a result handler changed it, else its ``result``); raises an exception with
    the recorded type name and message; sleeps until the tool's timeout fires; returns the
@@ -162,7 +163,14 @@ class RecordedTools:
             )
         for step in recorded.body:
             if isinstance(step, ToolProgress):
-                ctx.report_progress(step.message, step.data)
+                if step.source is None:
+                    ctx.report_progress(step.message, step.data, progress=step.progress,
+                                        total=step.total)
+                else:
+                    try:
+                        ctx.forward_progress(step)  # from the same nested call, made again
+                    except ValueError:
+                        pass  # that call was not made now: the missing event is the divergence
             elif isinstance(step, ToolsActivated):
                 try:
                     ctx.activate(step.names)

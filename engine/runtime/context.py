@@ -8,6 +8,7 @@ does not import the one that imports it)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
@@ -25,6 +26,7 @@ from ..core.tools import ToolCall
 from .bodytasks import BodyTasks
 from .endings import fail
 from .inflight import InFlight
+from .progress import ProgressListener, listener_checked
 from .recorder import Recorder
 
 
@@ -57,6 +59,17 @@ def refuse_unreadable(recorder: Recorder, call_id: str, name: str,
                 detail=problem.detail if isinstance(problem, NotJson) else None)
 
 
+def _finite(name: str, value: Any) -> None:
+    """Refuse a progress number that is not a finite int or float (``None`` passes)."""
+    if value is None:
+        return
+    if type(value) not in (int, float):
+        raise TypeError(f"report_progress({name}=...) takes a number (an int or a float), "
+                        f"not {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"report_progress({name}=...) takes a finite number, not {value}")
+
+
 class CallContext(ToolContext):
     """The runtime's :class:`~engine.core.toolcontext.ToolContext`: handed to
     ``execute(call, ctx)`` for one call, and valid only while that call runs. Made in the task
@@ -83,13 +96,22 @@ class CallContext(ToolContext):
         """The session the call belongs to."""
         return self._recorder.session_id
 
-    async def execute_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+    async def execute_tool(self, name: str, arguments: Any = None, *,
+                           on_progress: ProgressListener | None = None) -> CallOutcome:
         """Run another tool as a nested call of this one.
 
         The nested call passes the same gate as the model's (availability, input validation,
         ``tool_call`` handlers, policy, approval) and the same ``tool_result`` handlers. It
         never raises for a tool failure: check ``outcome.is_error``. It raises only when the
-        call is cancelled (and then the nested call is recorded as cancelled).
+        call is cancelled (and then the nested call is recorded as cancelled), or with what
+        ``on_progress`` raised.
+
+        ``on_progress`` hears the nested call's progress as it is recorded: a plain function
+        called with each update (a :class:`~events.types.ToolProgress`: ``call_id`` names the
+        nested call), synchronously, before the nested tool goes on. Pass
+        :meth:`forward_progress` to report the updates as this call's own. If it raises, it
+        hears nothing more, the nested call goes on, and its exception is raised here once
+        the nested call has ended (docs/tools.md, "Progress").
 
         A body that runs again after a restart gets, for each request, the call its first run
         recorded with the same tool name and arguments, continued from where it was
@@ -102,6 +124,7 @@ class CallContext(ToolContext):
                 f"call {self.call_id} has ended: a tool's ctx can only be used while the tool "
                 f"runs (don't keep it in a background task)"
             )
+        on_progress = listener_checked(on_progress, "execute_tool(on_progress=...)")
         env, recorder, inflight = self._env, self._recorder, self._inflight
         arguments, problem = admitted(arguments, env.limits)
         name = str(name)
@@ -126,10 +149,14 @@ class CallContext(ToolContext):
                                    result=self._mismatch(call_id, match.differs_from, arguments))
         # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
         inflight.begin(call_id)
+        inflight.progress.listen(call_id, on_progress)
         try:
             ended = await self._advance(env, recorder, inflight, call_id, wait=True)
         finally:
             inflight.end(call_id)
+            heard = inflight.progress.unlisten(call_id)
+        if heard is not None:
+            raise heard  # the listener's own failure, now that the call has ended
         assert ended is not None
         return CallOutcome(call_id=call_id, result=own_result(ended))
 
@@ -181,14 +208,44 @@ class CallContext(ToolContext):
             self._recorder.record(ToolsActivated(names=added, call_id=self.call_id))
         return added
 
-    def report_progress(self, message: str | None = None, data: Any = None) -> None:
+    def report_progress(self, message: str | None = None, data: Any = None, *,
+                        progress: float | None = None, total: float | None = None) -> None:
         """Record a progress update. Updates after the tool returned are dropped.
 
         ``message`` is text or ``None``; ``data`` any JSON value (``ValueError`` otherwise);
         each may take up to the session's result size limit (bytes of JSON, as a result is
-        measured)."""
+        measured). ``progress`` and ``total`` say how far the tool is as numbers (finite ints
+        or floats), as MCP's progress notifications do: ``progress`` should grow with each
+        update, ``total`` is what it grows to, if known (docs/mcp.md says how they are
+        served). The update is handed at once to whoever listens: the session's progress
+        handlers, and this call's caller if it asked (``execute_tool(...,
+        on_progress=...)``, ``session.call_tool(..., on_progress=...)``)."""
+        self._report(message, data, None, progress, total)
+
+    def forward_progress(self, update: ToolProgress) -> None:
+        """Report a nested call's progress update as this call's own: recorded as this call's
+        ``tool_progress`` with ``source`` naming the call that first reported it (the update's
+        own ``source`` if it was forwarded already), and handed on like any update of this
+        call. Made to be passed as ``execute_tool(..., on_progress=ctx.forward_progress)``, as
+        the seed's tools pass ``onUpdate`` down. An update that is not from a call nested
+        under this one is a ``ValueError``, and nothing is recorded."""
+        if not isinstance(update, ToolProgress):
+            raise TypeError(f"forward_progress() takes a progress update (ToolProgress), as "
+                            f"on_progress hands it, not {type(update).__name__}")
+        source = update.source if update.source is not None else update.call_id
+        if not (isinstance(source, str) and source.startswith(f"{self.call_id}/")
+                and source in self._recorder.projection.live_calls):
+            raise ValueError(f"call {self.call_id} can forward the progress of its own nested "
+                             f"calls only, not of {source!r}: pass forward_progress as "
+                             f"on_progress of the execute_tool that makes the call")
+        self._report(update.message, update.data, source, update.progress, update.total)
+
+    def _report(self, message: Any, data: Any, source: str | None, progress: Any,
+                total: Any) -> None:
         if message is not None and not isinstance(message, str):
             raise TypeError(f"a progress message is text, not {type(message).__name__}")
+        _finite("progress", progress)
+        _finite("total", total)
         ensure_json(data)
         limit = self._env.limits.max_result_bytes
         if data is not None and json_size(data) > limit:
@@ -196,9 +253,10 @@ class CallContext(ToolContext):
         if message is not None and json_size(message) > limit:
             raise ValueError(f"a progress message over the size limit of {limit} bytes")
         if self._open:
-            self._recorder.record(
-                ToolProgress(call_id=self.call_id, message=message, data=copy_json(data))
-            )
+            update = ToolProgress(call_id=self.call_id, message=message, data=copy_json(data),
+                                  source=source, progress=progress, total=total)
+            self._recorder.record(update)
+            self._inflight.progress.reported(update)
 
     async def run_in_thread(self, function: Callable[..., T], *args: Any) -> T:
         """``function(*args)`` in one of trio's worker threads (in a copy of this task's

@@ -25,15 +25,17 @@ from ..core.toolcontext import CallOutcome
 from .calls import advance
 from .context import admitted, refuse_unreadable
 from .inflight import InFlight
+from .progress import ProgressListener
 from .recorder import Recorder
 
 __all__ = ["call_tool", "resume_call"]
 
 
 async def call_tool(env: Environment, recorder: Recorder, inflight: InFlight, name: str,
-                    arguments: Any) -> CallOutcome:
+                    arguments: Any, *,
+                    on_progress: ProgressListener | None = None) -> CallOutcome:
     """Record the host's request for ``name`` and carry it to its end (see
-    ``Session.call_tool``)."""
+    ``Session.call_tool``); ``on_progress`` hears its updates meanwhile."""
     arguments, problem = admitted(arguments, env.limits)
     name = clip_name(str(name))
     call_id = host_call_id(recorder.projection.host_calls)
@@ -43,7 +45,14 @@ async def call_tool(env: Environment, recorder: Recorder, inflight: InFlight, na
         result = refuse_unreadable(recorder, call_id, name, problem)
         await recorder.flush()
         return CallOutcome(call_id=call_id, result=own_result(result))
-    return await _carry(env, recorder, inflight, call_id)
+    inflight.progress.listen(call_id, on_progress)
+    try:
+        outcome = await _carry(env, recorder, inflight, call_id)
+    finally:
+        heard = inflight.progress.unlisten(call_id)
+    if heard is not None:
+        raise heard  # the host's listener failed: its own error, now that the call has ended
+    return outcome
 
 
 async def resume_call(env: Environment, recorder: Recorder, inflight: InFlight,

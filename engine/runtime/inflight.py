@@ -14,6 +14,7 @@ now. :class:`InFlight` holds that, and is the only code that changes it:
 - the host's calls (``session.call_tool``) running in the host's tasks, each with the cancel
   scope that stops it when the session closes (which waits for them to leave it); a batch
   never waits for them, nor they for it;
+- who hears the progress of which call (:class:`~engine.runtime.progress.ProgressRoutes`);
 - whether the session is suspending (closing: nothing more is recorded about its calls, and
   every change the host asks for is refused) and whether a call failed with a
   ``BaseException`` that stops the session.
@@ -28,6 +29,7 @@ from __future__ import annotations
 import trio
 
 from ..core.callids import from_host
+from .progress import ProgressRoutes
 
 __all__ = ["InFlight"]
 
@@ -45,6 +47,8 @@ class InFlight:
         self._asking: dict[str, None] = {}  # their approver is deciding now
         self._hosted: dict[str, trio.CancelScope] = {}  # the host's calls, in the host's tasks
         self._change: trio.Event | None = None  # made when someone waits for a change
+        #: the session's progress handlers, and the callers listening to their calls' updates
+        self.progress = ProgressRoutes()
         self.suspending = False
         self.escaped = False
 

@@ -64,6 +64,7 @@ from .fromsync import run_from_sync
 from .gate import resolve
 from .inflight import InFlight
 from .loop import AgentLoop, PromptResult
+from .progress import ProgressListener, listener_checked
 from .recorder import Recorder
 
 __all__ = ["PromptResult", "Session", "closed_error"]
@@ -364,6 +365,24 @@ class Session:
         self._env = env.evolve(result_handlers=(*env.result_handlers, handler))
         return handler
 
+    def on_progress(self, handler: ProgressListener) -> ProgressListener:
+        """Hear every progress update of the session's calls, nested calls' included, live:
+        ``handler`` is called with each ``tool_progress`` as it is recorded (a copy of the
+        :class:`~events.types.ToolProgress`: ``call_id`` is the call whose record it is,
+        ``source`` the nested call a forwarded update came from), in the log's order, in the
+        task of the tool that reported it. A plain function (an ``async def`` is a
+        ``TypeError``): keep it quick, and hand the update to a task of your own for I/O.
+        One that raises is removed and its exception logged (logger ``engine.progress``):
+        it is not the tool's failure. Usable as a decorator. To read progress as records,
+        from any point of the log, :meth:`follow` the session."""
+        self._check_open("add a progress handler")
+        checked = listener_checked(handler, "on_progress()")
+        if checked is None:
+            raise TypeError("on_progress() takes a function called with each progress "
+                            "update, not None")
+        self._inflight.progress.add_handler(checked)
+        return handler
+
     async def register(self, spec: ToolSpec) -> None:
         """Register another tool (or a new version of one) while the session is open."""
         self._check_open("register a tool")
@@ -432,7 +451,8 @@ class Session:
 
     # -- the host's own calls ----------------------------------------------------------------
 
-    async def call_tool(self, name: str, arguments: Any = None) -> CallOutcome:
+    async def call_tool(self, name: str, arguments: Any = None, *,
+                        on_progress: ProgressListener | None = None) -> CallOutcome:
         """Run a tool for the host: a call of origin ``"host"``, in this task.
 
         It takes the path a model's call takes (availability for a host call, input
@@ -450,10 +470,15 @@ class Session:
         closes while it runs, it raises :class:`~engine.core.errors.SessionClosed` (a
         ``RuntimeError``) and the call stays open in the log, as if the process had stopped:
         :meth:`resume_call` takes it up in a reopened session.
+
+        ``on_progress`` hears the call's progress updates as they are recorded, as
+        ``ctx.execute_tool``'s does (what the tool reports, and what it forwards of its
+        nested calls'); what it raises is raised here once the call has ended.
         """
         self._check_open("call its tools")
+        listener = listener_checked(on_progress, "call_tool(on_progress=...)")
         return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
-                                         arguments)
+                                         arguments, on_progress=listener)
 
     async def resume_call(self, call_id: str) -> CallOutcome:
         """Carry a host call on from where the log says it is, and return its outcome: the

@@ -18,7 +18,8 @@ hidden     exposure ``hidden``: the model may not call it unless the host activa
            nested call may
 model_only exposure ``model-only``: a nested call may not call it
 nest       ``{"plan": [{"name", "arguments"}, ...]}``: makes those nested calls in order
-           (arguments :data:`NOT_JSON` become a value that is not JSON); ``timeout=4``, so a
+           (arguments :data:`NOT_JSON` become a value that is not JSON; a step with
+           ``"forward": true`` forwards the child's progress as its own); ``timeout=4``, so a
            slow child makes it time out and cancels the child running then
 ========== ================================================================================
 
@@ -109,7 +110,8 @@ def nest_tool(
 ) -> ToolSpec:
     """A tool whose arguments are a plan of nested calls, ``{"plan": [{"name": ...,
     "arguments": ...}, ...]}``; it makes them in order with ``ctx.execute_tool`` and returns
-    which failed. Arguments equal to :data:`NOT_JSON` become a set (not JSON)."""
+    which failed. Arguments equal to :data:`NOT_JSON` become a set (not JSON); a step with
+    ``"forward": true`` forwards the progress of its call (``ctx.forward_progress``)."""
     seen = record if record is not None else NestRecord()
 
     async def nest(call: ToolCall, ctx: ToolContext) -> ToolResult:
@@ -120,7 +122,9 @@ def nest_tool(
             if arguments == NOT_JSON:
                 arguments = {"n": {1, 2}}
             try:
-                outcome = await ctx.execute_tool(str(step.get("name", "")), arguments)
+                outcome = await ctx.execute_tool(
+                    str(step.get("name", "")), arguments,
+                    on_progress=ctx.forward_progress if step.get("forward") is True else None)
             except Exception as exc:  # execute_tool must not raise for a tool failure
                 seen.raised.append(exc)
                 raise

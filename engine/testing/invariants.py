@@ -11,6 +11,8 @@ whose point is the reducers), so a bug in the engine's own bookkeeping cannot hi
                            ``closed=True`` (the prompt ended, or was cancelled) none left open
 :func:`check_nesting`      a nested call is requested only while its parent runs, is named
                            ``"{parent}/{n}"`` in order, and ends before its parent does
+:func:`check_progress`     a progress update is written while its call runs; a forwarded
+                           one names a call nested under it, requested before it
 :func:`check_transcript`   the transcript holds the messages and exactly the top-level calls'
                            results, in the assistant's order, and no nested call
 :func:`check_model_turns`  each model turn asked for, then answered (its assistant message
@@ -55,6 +57,7 @@ from .shape import (
     check_fold,
     check_model_turns,
     check_nesting,
+    check_progress,
     check_terminals,
     check_transcript,
     expected_transcript,
@@ -71,6 +74,7 @@ __all__ = [
     "check_log",
     "check_model_turns",
     "check_nesting",
+    "check_progress",
     "check_session",
     "check_store_round_trip",
     "check_stored",
@@ -102,6 +106,7 @@ def check_log(
     check_terminals(records, closed=closed)
     check_model_turns(records, closed=closed)
     check_nesting(records)
+    check_progress(records)
     check_availability(records, registry_complete=registry_complete)
     check_approvals(records, rules=rules, asked=asked)
     if state is not None:

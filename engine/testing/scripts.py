@@ -99,16 +99,21 @@ _invalid_args = st.sampled_from([{}, {"n": "x"}, {"n": 1, "extra": True}, {"n": 
                                  NOT_JSON])
 
 
+def _plan_step(call: tuple[str, Any], forward: bool) -> dict[str, Any]:
+    """One step of a ``nest`` plan: the call, and whether ``nest`` forwards its progress."""
+    step = {"name": call[0], "arguments": call[1]}
+    return {**step, "forward": True} if forward else step
+
+
 def script_calls(depth: int = 3) -> st.SearchStrategy[tuple[str, Any]]:
     """A call as ``(name, arguments)`` to the catalogue (or to an unknown tool); ``nest``
-    calls carry plans up to ``depth`` deep."""
+    calls carry plans up to ``depth`` deep, some of whose steps forward their progress."""
     simple = st.tuples(st.sampled_from((*INT_TOOLS, UNKNOWN_TOOL)),
                        st.sampled_from([True, True, False]).flatmap(
                            lambda valid: _valid_int_args if valid else _invalid_args))
     if depth <= 0:
         return simple
-    plan = st.lists(script_calls(depth - 1).map(lambda c: {"name": c[0], "arguments": c[1]}),
-                    max_size=3)
+    plan = st.lists(st.builds(_plan_step, script_calls(depth - 1), st.booleans()), max_size=3)
     nested = st.tuples(st.just("nest"), st.builds(lambda p: {"plan": p}, plan))
     return st.sampled_from(["simple"] * 4 + ["nested"]).flatmap(
         lambda kind: simple if kind == "simple" else nested)

@@ -22,6 +22,7 @@ from events.types import (
     ToolCallFailed,
     ToolCallRequested,
     ToolExecutionStarted,
+    ToolProgress,
     UserMessage,
 )
 
@@ -33,6 +34,7 @@ __all__ = [
     "check_fold",
     "check_model_turns",
     "check_nesting",
+    "check_progress",
     "check_terminals",
     "check_transcript",
     "expected_transcript",
@@ -219,6 +221,34 @@ def check_nesting(records: Sequence[Record]) -> None:
             running.discard(call_id)
             open_calls.pop(call_id, None)
             state[call_id] = f"ended at seq {record.seq}"
+
+
+# -- progress ------------------------------------------------------------------------------------
+
+
+def check_progress(records: Sequence[Record]) -> None:
+    """A progress update is written only while its call runs (started, not ended); a
+    forwarded one names, as its ``source``, a call nested under it (at any depth) that was
+    requested before it."""
+    running: set[str] = set()
+    requested: set[str] = set()
+    for record in records:
+        event = record.event
+        if isinstance(event, ToolCallRequested):
+            requested.add(event.call_id)
+        elif isinstance(event, ToolExecutionStarted):
+            running.add(event.call_id)
+        elif isinstance(event, TERMINAL_EVENTS):
+            running.discard(event.call_id)
+        elif isinstance(event, ToolProgress):
+            call_id, source = event.call_id, event.source
+            if call_id not in running:
+                raise _fail(f"seq {record.seq}: progress of call {call_id}, which was not "
+                            f"running (updates after the tool returned are dropped)")
+            if source is not None and (not source.startswith(f"{call_id}/")
+                                       or source not in requested):
+                raise _fail(f"seq {record.seq}: call {call_id} forwarded progress from "
+                            f"{source!r}, which is not a call requested under it")
 
 
 # -- the transcript ------------------------------------------------------------------------------

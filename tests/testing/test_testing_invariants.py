@@ -36,6 +36,7 @@ from engine.testing import (
     check_log,
     check_model_turns,
     check_nesting,
+    check_progress,
     check_store_round_trip,
     check_stored,
     check_terminals,
@@ -57,6 +58,7 @@ from events.types import (
     ToolCallCompleted,
     ToolCallRequested,
     ToolExecutionStarted,
+    ToolProgress,
     ToolRegistered,
 )
 
@@ -92,6 +94,12 @@ def test_every_requested_call_has_exactly_one_terminal_event(script: SessionScri
 @given(session_scripts())
 def test_every_child_was_requested_while_its_parent_ran(script: SessionScript) -> None:
     check_nesting(virtual(script).stored_records)
+
+
+@PROPERTY
+@given(session_scripts())
+def test_every_progress_update_is_written_while_its_call_runs(script: SessionScript) -> None:
+    check_progress(virtual(script).stored_records)
 
 
 @PROPERTY
@@ -282,6 +290,26 @@ def test_check_nesting_fails_when_a_child_is_requested_before_its_parent_runs(
                if i == child else r for i, r in enumerate(records)]
     with pytest.raises(AssertionError, match=r"should be named 1\.2/0"):
         check_nesting(renamed)
+
+
+def test_check_progress_fails_on_an_update_of_a_call_that_does_not_run_or_a_forged_source(
+    sample: Sample,
+) -> None:
+    records = list(sample.records)
+
+    def update(call_id: str, source: str | None = None) -> Record:
+        return Record(session_id="s", seq=0, time=0.0,
+                      event=ToolProgress(call_id=call_id, message="m", source=source))
+
+    child = index(sample.records, ToolCallRequested, "1.2/0")
+    check_progress(records[:child + 1] + [update("1.2", "1.2/0")] + records[child + 1:])
+    with pytest.raises(AssertionError, match=r"forwarded progress from '1\.3'"):
+        check_progress(records[:child + 1] + [update("1.2", "1.3")] + records[child + 1:])
+    with pytest.raises(AssertionError, match=r"forwarded progress from '1\.2/0'"):
+        check_progress(records[:child] + [update("1.2", "1.2/0")] + records[child:])
+    end = index(sample.records, ToolCallCompleted, "1.0")
+    with pytest.raises(AssertionError, match=r"progress of call 1\.0, which was not running"):
+        check_progress(records[:end + 1] + [update("1.0")] + records[end + 1:])
 
 
 def test_check_transcript_fails_on_a_nested_entry_and_on_the_wrong_order(sample: Sample) -> None:
