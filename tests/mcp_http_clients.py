@@ -2,14 +2,20 @@
 then holds: shared by tests/mcp/test_mcp_http.py (``engine.mcp.http_app``) and
 tests/mcp/test_mcp_serve_http.py (``toolledger serve --http``), whose sessions both have the
 tools ``stat`` (the size of a path's name, read-only) and ``wipe`` (which needs approval; the
-default approver refuses it)."""
+default approver refuses it). ``uvicorn_serving`` serves an ASGI app under asyncio on a free
+loopback port."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import mcp_types
 import pytest
+import uvicorn
 from mcp import Client, MCPError
 
 from engine import fold
@@ -56,3 +62,24 @@ def check_the_log(records: list[Record], *more: tuple[str, str]) -> None:
             for call_id, call in state.calls.items()} == {
         f"h{n}": (name, "host", status) for n, (name, status) in enumerate(ended)}
     assert state.open_calls == () and state.pending_approvals == ()
+
+
+@asynccontextmanager
+async def uvicorn_serving(app: Any, path: str = "/mcp") -> AsyncIterator[str]:
+    """``app`` served by uvicorn under asyncio on a free loopback port, for the block: the
+    endpoint's URL. The socket listens before the server starts, so the client may connect
+    at once; a request still running when the block ends has a second to finish. A lifespan
+    that raises fails the block."""
+    listening = socket.create_server(("127.0.0.1", 0))
+    port = listening.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
+                                           timeout_graceful_shutdown=1))
+    serving = asyncio.create_task(server.serve(sockets=[listening]))
+    try:
+        yield f"http://127.0.0.1:{port}{path}"
+    finally:
+        server.should_exit = True
+        await serving
+        listening.close()
+    # a lifespan that raised (on startup or shutdown) fails the block, not just uvicorn's log
+    assert not server.lifespan.error_occurred, "the app's lifespan raised: see uvicorn's log"

@@ -9,7 +9,6 @@ session. The client speaks both eras of the protocol: the handshake's stateful s
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -18,11 +17,16 @@ from typing import Any
 import httpx
 import pytest
 import trio
-import uvicorn
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from mcp import Client
-from mcp_http_clients import MODES, check_the_log, check_what_the_client_saw, exercise
+from mcp_http_clients import (
+    MODES,
+    check_the_log,
+    check_what_the_client_saw,
+    exercise,
+    uvicorn_serving,
+)
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
@@ -71,24 +75,6 @@ async def hypercorn_serving(app: Any, path: str = "/mcp", *, grace: float = 3,
             yield address + path
         finally:
             stop.set()
-
-
-@asynccontextmanager
-async def uvicorn_serving(app: Any, path: str = "/mcp") -> AsyncIterator[str]:
-    """``app`` served by uvicorn under asyncio on a free loopback port, for the block: the
-    endpoint's URL. The socket listens before the server starts, so the client may connect
-    at once; a request still running when the block ends has a second to finish."""
-    listening = socket.create_server(("127.0.0.1", 0))
-    port = listening.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning",
-                                           timeout_graceful_shutdown=1))
-    serving = asyncio.create_task(server.serve(sockets=[listening]))
-    try:
-        yield f"http://127.0.0.1:{port}{path}"
-    finally:
-        server.should_exit = True
-        await serving
-        listening.close()
 
 
 @pytest.mark.parametrize("options", [{}, {"stateless": True, "json_response": True}],
