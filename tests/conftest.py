@@ -10,6 +10,7 @@ of the stored log equals the live state, so every test that uses it also checks 
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -45,6 +46,14 @@ if HYPOTHESIS_PROFILE not in HYPOTHESIS_PROFILES:
         f"this suite: use one of {', '.join(HYPOTHESIS_PROFILES)}"
     )
 settings.load_profile(HYPOTHESIS_PROFILE)
+
+# -- Ctrl-C for child processes ----------------------------------------------------------------
+# Some tests interrupt a child process (toolledger tail -f, serve --http) with SIGINT, as Ctrl-C
+# would, and check it ends quietly. A child inherits an ignored SIGINT, and Python then installs
+# no KeyboardInterrupt handler: a shell starts its background jobs that way, and the child would
+# never end. So the suite does not ignore SIGINT itself; a child's exec resets a handler.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 SESSION_ID = "test-session"
 

@@ -201,14 +201,17 @@ async def test_tail_follow_watches_what_another_process_writes(tmp_path: Path) -
             assert watcher.stdout is not None
             readline = watcher.stdout.readline
             seen = []
-            with trio.fail_after(60):  # a guard against a hang, never a measure
+            # a guard against a hang, never a measure: the waits in threads are abandoned
+            # when it fires, and the watcher is killed below
+            with trio.fail_after(60):
                 for seq in range(1, 6):
                     if seq > 2:
                         await store.append("s", [rec("s", seq)], expected_seq=seq - 1)
-                    seen.append(decode_record(json.loads(await trio.to_thread.run_sync(readline))))
-            assert seen == recs("s", 1, 5)
-            watcher.send_signal(signal.SIGINT)
-            assert await trio.to_thread.run_sync(watcher.wait) == 0
+                    line = await trio.to_thread.run_sync(readline, abandon_on_cancel=True)
+                    seen.append(decode_record(json.loads(line)))
+                assert seen == recs("s", 1, 5)
+                watcher.send_signal(signal.SIGINT)
+                assert await trio.to_thread.run_sync(watcher.wait, abandon_on_cancel=True) == 0
             assert watcher.stderr is not None and watcher.stderr.read() == b""
         finally:
             if watcher.poll() is None:
