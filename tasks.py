@@ -2,7 +2,7 @@
 """Project tasks that work on a fresh clone with only Python 3.11+ present.
 
     python3 tasks.py demo [ARGS...]   run the demo session (creates .venv on first use)
-    python3 tasks.py test [ARGS...]   type-check, then run the whole test suite
+    python3 tasks.py test [ARGS...]   type-check, then run the whole test suite (in parallel)
 
 The first run creates a virtual environment in ``.venv`` and installs toolledger into it with
 its test extra; later runs reuse it (and reinstall when pyproject.toml changes).
@@ -59,7 +59,8 @@ def main(argv: list[str]) -> int:
     if status != 0:
         print("mypy failed: fix the type errors above", file=sys.stderr)
         return status
-    return run("-m", "pytest", *rest)
+    # one worker per core; arguments given after `test` come later, so `-n 0` wins
+    return run("-m", "pytest", "-n", "auto", *rest)
 
 
 if __name__ == "__main__":
