@@ -91,7 +91,7 @@ def read_docstring(doc: str | None) -> Docstring:
             start = index + (2 if numpy else 1)
             end = _section_end(lines, start, numpy=bool(numpy))
             if name in _GOOGLE_PARAMS:
-                (_numpy_items if numpy else _google_items)(lines[start:end], params)
+                _items(lines[start:end], params, numpy=bool(numpy))
             index = end
             continue
         if _SPHINX_ANY.match(stripped):
@@ -119,8 +119,11 @@ def _section_end(lines: list[str], start: int, *, numpy: bool) -> int:
     return index
 
 
-def _google_items(lines: list[str], params: dict[str, str]) -> None:
-    """``name (type): text`` items, each continued by the lines indented deeper than it."""
+def _items(lines: list[str], params: dict[str, str], *, numpy: bool) -> None:
+    """A section's items: Google's ``name (type): text``, each continued by the lines indented
+    deeper than it, or NumPy's ``name : type`` lines, each described by the lines indented
+    under it."""
+    pattern = _NUMPY_ITEM if numpy else _GOOGLE_ITEM
     base: int | None = None
     name: str | None = None
     parts: list[str] = []
@@ -130,33 +133,11 @@ def _google_items(lines: list[str], params: dict[str, str]) -> None:
         depth = _indent(line)
         if base is None:
             base = depth
-        item = _GOOGLE_ITEM.match(line.strip()) if depth <= base else None
+        item = pattern.match(line.strip()) if depth <= base else None
         if item is not None:
             if name is not None:
                 params[name] = _joined(parts)
-            name, parts = item.group(1), [item.group(3)]
-        elif name is not None:
-            parts.append(line)
-    if name is not None:
-        params[name] = _joined(parts)
-
-
-def _numpy_items(lines: list[str], params: dict[str, str]) -> None:
-    """``name : type`` lines, each described by the lines indented under it."""
-    base: int | None = None
-    name: str | None = None
-    parts: list[str] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        depth = _indent(line)
-        if base is None:
-            base = depth
-        item = _NUMPY_ITEM.match(line.strip()) if depth <= base else None
-        if item is not None:
-            if name is not None:
-                params[name] = _joined(parts)
-            name, parts = item.group(1), []
+            name, parts = item.group(1), ([] if numpy else [item.group(3)])
         elif name is not None:
             parts.append(line)
     if name is not None:
