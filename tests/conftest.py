@@ -23,6 +23,7 @@ from engine.core.handlers import ToolCallHandler, ToolResultHandler
 from engine.core.reducers import Projection
 from engine.models import FauxModel, FauxStep
 from events import MemoryStore, Record
+from tests.pgserver import URL_VARIABLE as POSTGRES_URL_VARIABLE
 
 # -- Hypothesis profiles ---------------------------------------------------------------------
 # ``ci`` (the default) keeps the whole suite under a few minutes on a small machine; ``nightly``
@@ -141,9 +142,6 @@ def without_jsonschema(monkeypatch: pytest.MonkeyPatch) -> None:
 # TOOLLEDGER_REQUIRE_POSTGRES=1 (as .ci/run sets) they fail instead (docs/contributing.md).
 
 REQUIRE_POSTGRES_VARIABLE = "TOOLLEDGER_REQUIRE_POSTGRES"
-#: where the running server's URL is found by helpers that cannot take fixtures, and by the
-#: worker processes the tests start
-POSTGRES_URL_VARIABLE = "TOOLLEDGER_TEST_POSTGRES_URL"
 
 
 @pytest.fixture(scope="session")

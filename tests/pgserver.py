@@ -25,7 +25,11 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["Server", "ServerUnavailable", "start"]
+__all__ = ["URL_VARIABLE", "Server", "ServerUnavailable", "start"]
+
+#: the environment variable through which the tests' server's URL reaches the tests, and the
+#: processes they start (set by the ``postgres_server`` fixture of tests/conftest.py)
+URL_VARIABLE = "TOOLLEDGER_TEST_POSTGRES_URL"
 
 
 class ServerUnavailable(Exception):

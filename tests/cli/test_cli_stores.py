@@ -224,7 +224,7 @@ def test_a_postgresql_url_is_made_copied_into_shown_and_verified(
 ) -> None:
     import psycopg
 
-    from conftest import POSTGRES_URL_VARIABLE
+    from tests.pgserver import URL_VARIABLE as POSTGRES_URL_VARIABLE
 
     server = os.environ[POSTGRES_URL_VARIABLE]
     with psycopg.connect(server, autocommit=True) as conn:

@@ -65,7 +65,7 @@ def postgres_url(directory: Path) -> str:
     from events.stores import pgschema
     import psycopg
 
-    from conftest import POSTGRES_URL_VARIABLE
+    from tests.pgserver import URL_VARIABLE as POSTGRES_URL_VARIABLE
 
     server = os.environ.get(POSTGRES_URL_VARIABLE)
     if not server:
