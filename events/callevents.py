@@ -15,7 +15,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from .fast.fastinit import fast_init
-from .results import ErrorInfo, FailureDetail, ToolResult
+from .results import ContentBlock, ErrorInfo, FailureDetail, ToolResult
 
 __all__ = [
     "TERMINAL_EVENTS",
@@ -138,7 +138,10 @@ class ToolProgress:
     (``ctx.forward_progress``): the call that first reported it, at any depth below this one;
     ``None`` for the tool's own (and in logs written before forwarding was recorded).
     ``progress`` and ``total``: how far the tool is, as numbers (MCP's ``progress`` and
-    ``total``), when it said so; ``None`` otherwise, and in logs written before."""
+    ``total``), when it said so; ``None`` otherwise, and in logs written before.
+    ``content``: output the tool streamed while it runs (``report_progress(content=...)``),
+    as content blocks, for people and programs watching; never the model's. Empty for an
+    update that streams nothing, and in logs written before."""
 
     call_id: str
     message: str | None = None
@@ -146,6 +149,7 @@ class ToolProgress:
     source: str | None = None
     progress: float | None = None
     total: float | None = None
+    content: tuple[ContentBlock, ...] = ()
 
 
 @attrs.frozen(kw_only=True, weakref_slot=False)

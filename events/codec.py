@@ -140,7 +140,8 @@ ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {  # (a nested class before its
     ToolSnapshot: ("source",),              # a mounted MCP server's tool
     ModelToolCall: ("model_name",),          # the name the tool had at the provider
     AssistantMessage: ("provider_content",),  # blocks the engine does not interpret
-    ToolProgress: ("source", "progress", "total"),  # a forwarded update's call; the numbers
+    ToolProgress: ("source", "progress", "total", "content"),  # a forwarded update's call;
+                                                              # the numbers; streamed output
 }
 for _cls, _names in ADDED_FIELDS.items():
     _omitted: dict[str, Any] = {name: override(omit_if_default=True) for name in _names}

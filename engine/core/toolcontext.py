@@ -86,8 +86,10 @@ class ToolContext(Protocol):
         ...
 
     def report_progress(self, message: str | None = None, data: Any = None, *,
-                        progress: float | None = None, total: float | None = None) -> None:
-        """Record progress of the running call (``progress`` of ``total``, if given)."""
+                        progress: float | None = None, total: float | None = None,
+                        content: str | Iterable[ContentBlock] = ()) -> None:
+        """Record progress of the running call (``progress`` of ``total``, if given), and
+        stream output (``content``) for whoever watches; the model never reads it."""
         ...
 
     def forward_progress(self, update: ToolProgress) -> None:

@@ -165,7 +165,7 @@ class RecordedTools:
             if isinstance(step, ToolProgress):
                 if step.source is None:
                     ctx.report_progress(step.message, step.data, progress=step.progress,
-                                        total=step.total)
+                                        total=step.total, content=step.content)
                 else:
                     try:
                         ctx.forward_progress(step)  # from the same nested call, made again

@@ -14,12 +14,12 @@ from typing import Any, Protocol, TypeVar
 
 import trio
 
-from events.results import ToolResult
+from events.results import ContentBlock, ToolResult, text
 from events.types import ToolCallRequested, ToolProgress, ToolSnapshot, ToolsActivated
 
 from ..core.environment import Environment
 from ..core.jsonvalues import NotJson, copy_json, ensure_json, own_json, own_result
-from ..core.limits import Limits, admit, json_size
+from ..core.limits import Limits, admit, json_size, result_size
 from ..core.nested import NestedCalls, first_difference
 from ..core.toolcontext import CallOutcome, ToolContext
 from ..core.tools import ToolCall
@@ -68,6 +68,22 @@ def _finite(name: str, value: Any) -> None:
                         f"not {type(value).__name__}")
     if not math.isfinite(value):
         raise ValueError(f"report_progress({name}=...) takes a finite number, not {value}")
+
+
+def _streamed(content: Any) -> tuple[ContentBlock, ...]:
+    """``report_progress(content=...)`` as the blocks an update records, copied: a string is
+    one text block; anything else must be content blocks (``TypeError`` saying what to write
+    otherwise)."""
+    if isinstance(content, str):
+        return (text(content),) if content else ()
+    try:
+        blocks = tuple(content)
+    except TypeError:
+        raise TypeError(f"report_progress(content=...) takes a string or a list of content "
+                        f"blocks ([text('...')]), not {type(content).__name__}") from None
+    if not blocks:
+        return ()
+    return own_result(ToolResult(content=blocks)).content  # checks the blocks, copies
 
 
 class CallContext(ToolContext):
@@ -209,7 +225,8 @@ class CallContext(ToolContext):
         return added
 
     def report_progress(self, message: str | None = None, data: Any = None, *,
-                        progress: float | None = None, total: float | None = None) -> None:
+                        progress: float | None = None, total: float | None = None,
+                        content: str | Iterable[ContentBlock] = ()) -> None:
         """Record a progress update. Updates after the tool returned are dropped.
 
         ``message`` is text or ``None``; ``data`` any JSON value (``ValueError`` otherwise);
@@ -217,10 +234,13 @@ class CallContext(ToolContext):
         measured). ``progress`` and ``total`` say how far the tool is as numbers (finite ints
         or floats), as MCP's progress notifications do: ``progress`` should grow with each
         update, ``total`` is what it grows to, if known (docs/mcp.md says how they are
-        served). The update is handed at once to whoever listens: the session's progress
-        handlers, and this call's caller if it asked (``execute_tool(...,
+        served). ``content`` streams output while the tool runs: content blocks, as a
+        result's (``[text("line\\n")]``), or a string for one text block; up to the result
+        size limit too. Whoever watches sees it as it comes; the model never does, it reads
+        only the result. The update is handed at once to whoever listens: the session's
+        progress handlers, and this call's caller if it asked (``execute_tool(...,
         on_progress=...)``, ``session.call_tool(..., on_progress=...)``)."""
-        self._report(message, data, None, progress, total)
+        self._report(message, data, None, progress, total, content)
 
     def forward_progress(self, update: ToolProgress) -> None:
         """Report a nested call's progress update as this call's own: recorded as this call's
@@ -238,23 +258,29 @@ class CallContext(ToolContext):
             raise ValueError(f"call {self.call_id} can forward the progress of its own nested "
                              f"calls only, not of {source!r}: pass forward_progress as "
                              f"on_progress of the execute_tool that makes the call")
-        self._report(update.message, update.data, source, update.progress, update.total)
+        self._report(update.message, update.data, source, update.progress, update.total,
+                     update.content)
 
     def _report(self, message: Any, data: Any, source: str | None, progress: Any,
-                total: Any) -> None:
+                total: Any, content: Any) -> None:
         if message is not None and not isinstance(message, str):
             raise TypeError(f"a progress message is text, not {type(message).__name__}")
         _finite("progress", progress)
         _finite("total", total)
         ensure_json(data)
+        blocks = _streamed(content)
         limit = self._env.limits.max_result_bytes
         if data is not None and json_size(data) > limit:
             raise ValueError(f"progress data over the size limit of {limit} bytes")
         if message is not None and json_size(message) > limit:
             raise ValueError(f"a progress message over the size limit of {limit} bytes")
+        if blocks and result_size(ToolResult(content=blocks)) > limit:
+            raise ValueError(f"progress content over the size limit of {limit} bytes: stream "
+                             f"it in smaller pieces, one update each")
         if self._open:
             update = ToolProgress(call_id=self.call_id, message=message, data=copy_json(data),
-                                  source=source, progress=progress, total=total)
+                                  source=source, progress=progress, total=total,
+                                  content=blocks)
             self._recorder.record(update)
             self._inflight.progress.reported(update)
 

@@ -100,3 +100,29 @@ async def test_recorded_tools_forward_what_the_log_says_and_nothing_else() -> No
     report = await redrive(cut)
     assert report.ok, explain(report)
     same_calls(cut, report.replayed)
+
+
+def streaming(name: str) -> Any:
+    @tool(name=name, annotations=SAFE)
+    async def body(call: Any, ctx: Any) -> ToolResult:
+        for n in range(3):
+            ctx.report_progress(content=[text(f"line {n}\n")])
+            await trio.lowlevel.checkpoint()
+        return ToolResult(content=[text("ran")])
+
+    return body
+
+
+async def test_streamed_output_replays_as_recorded_and_a_changed_stream_diverges() -> None:
+    tools = [review_diff(), streaming("run_checks"), reporting("failing_tests", 1)]
+    records = await record_session(tools, SCRIPT, approver=approve_all)
+    streamed = [r.event for r in records if isinstance(r.event, ToolProgress) and r.event.content]
+    assert [(u.call_id, u.source) for u in streamed] == [("1.0/0", None), ("1.0", "1.0/0")] * 3
+    report = await redrive(records)  # the recorded tools stream what the log holds
+    assert report.ok, explain(report)
+    same_calls(records, report.replayed)
+    quiet = [tools[0], reporting("run_checks", 3), tools[2]]
+    report = await redrive(records, tools=quiet, tool_mode="live", unverified=True)
+    calls = {d.subject: d for d in report.by_scope("call")}
+    assert sorted(calls) == ["1.0", "1.0/0"], explain(report)
+    assert calls["1.0/0"].event == "tool_progress"
