@@ -4,7 +4,9 @@
 ``tools/call`` gets the host call's updates (what its tool reports, and what it forwards of its
 nested calls') as ``notifications/progress``, in order and before the call's result:
 
-- ``message`` is the update's message (left out when it has none); ``data`` stays in the log;
+- ``message`` is the update's message, then the text it streamed (its ``content``'s text
+  blocks, joined as they are), on a line of its own after a message (:func:`served_message`);
+  left out when it has neither. ``data`` and the content's other blocks stay in the log;
 - ``progress`` is the update's ``progress`` when the tool gave one that is greater than the
   last one sent, and then ``total`` is the update's ``total``; otherwise (no number, or one
   that does not grow, as a second nested call's forwarded ``1 of 2`` after the first's
@@ -32,11 +34,12 @@ from typing import Any
 import anyio
 import trio
 
+from events.results import TextContent
 from events.types import ToolProgress
 
 from ..core.toolcontext import ToolContext
 
-__all__ = ["ProgressNotifier", "ServedNumbers", "reported_to"]
+__all__ = ["ProgressNotifier", "ServedNumbers", "reported_to", "served_message"]
 
 
 class ProgressNotifier:
@@ -90,10 +93,22 @@ class ProgressNotifier:
             async for update in receive:
                 progress, total = numbers.of(update)
                 try:
-                    await self._session.report_progress(progress, total, update.message)
+                    await self._session.report_progress(progress, total,
+                                                        served_message(update))
                 except Exception:
                     return  # the client cannot hear it: the call goes on without
                              # (closing the stream makes heard() drop the rest)
+
+
+def served_message(update: ToolProgress) -> str | None:
+    """The ``message`` a served update's notification carries: the update's message, then
+    the text it streamed (the text blocks of its ``content``, joined as they are, so a client
+    that joins the messages of streamed lines gets the output back), after a newline when
+    there are both; ``None`` when there is neither."""
+    streamed = "".join(block.text for block in update.content if isinstance(block, TextContent))
+    if not streamed:
+        return update.message
+    return f"{update.message}\n{streamed}" if update.message else streamed
 
 
 class ServedNumbers:

@@ -22,10 +22,11 @@ from mcp import Client, StdioServerParameters
 from engine import Annotations, Limits, Session, ToolResult, approve_all, text, tool
 from engine.hosts.aio import Session as AioSession
 from engine.mcp import mcp_server, mount
-from engine.mcp.progress import ServedNumbers
+from engine.mcp.progress import ServedNumbers, served_message
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.testing.invariants import check_log
 from events import JsonlStore, MemoryStore
+from events.results import ImageContent
 from events.types import ToolProgress
 from mcp_reporting import TOOLS, reporter
 from tests.strategies import PROPERTY
@@ -117,6 +118,53 @@ def test_the_progress_sent_grows_with_every_notification_and_keeps_a_growing_num
             assert sent_total is None
         assert not sent or progress > sent[-1]  # MCP: it grows with every notification
         sent.append(progress)
+
+
+async def test_a_served_tools_streamed_output_reaches_the_client_as_messages() -> None:
+    lines = ["collecting 2 tests\n", "PASS test_mean\n", "FAIL test_sum\n"]
+
+    @tool(annotations=SAFE)
+    async def run_tests(call: Any, ctx: Any) -> ToolResult:
+        """Run the tests, streaming their output."""
+        for line in lines:
+            ctx.report_progress(content=[text(line)])
+            await trio.lowlevel.checkpoint()
+        ctx.report_progress("2 tests ran", content="1 failed\n")
+        return ToolResult(content=[text("1 passed, 1 failed")])
+
+    @tool(annotations=SAFE)
+    async def review(call: Any, ctx: Any) -> ToolResult:
+        """Run the tests as a nested call, passing their output on."""
+        tests = await ctx.execute_tool("run_tests", {}, on_progress=ctx.forward_progress)
+        return ToolResult(content=list(tests.content))
+
+    async with Session.open(MemoryStore(), tools=[run_tests, review],
+                            approver=approve_all) as session:
+        async with Client(mcp_server(session)) as client:
+            for name in ("run_tests", "review"):  # its own output, and a nested call's
+                heard = Heard()
+                result = await client.call_tool(name, {}, progress_callback=heard)
+                assert result.content[0].text == "1 passed, 1 failed"  # the result alone
+                assert heard.updates == [
+                    *((n, None, line) for n, line in enumerate(lines)),
+                    (3, None, "2 tests ran\n1 failed\n")]
+        check_log(session.records)
+
+
+@PROPERTY
+@given(message=st.one_of(st.none(), st.text(max_size=5)),
+       chunks=st.lists(st.text(max_size=5), max_size=3), image=st.booleans())
+def test_a_served_message_is_the_updates_message_then_the_text_it_streamed(
+        message: str | None, chunks: list[str], image: bool) -> None:
+    blocks: list[Any] = [text(chunk) for chunk in chunks]
+    if image:
+        blocks.insert(len(blocks) // 2, ImageContent(data="AA==", mime_type="image/png"))
+    sent = served_message(ToolProgress(call_id="h0", message=message, content=tuple(blocks)))
+    streamed = "".join(chunks)
+    if not streamed:
+        assert sent == message  # as before content was streamed
+    else:
+        assert sent == (f"{message}\n{streamed}" if message else streamed)
 
 
 # -- mounted ---------------------------------------------------------------------------------
