@@ -9,6 +9,7 @@ from rich.text import Text
 
 from ..core.visible import visible, visible_json
 from ..present.export import session_json, transcript_json
+from ..present.progress import progress_section
 from ..present.render import Renderers, print_session, render_transcript
 from ._common import LOG_HELP, UsageError, fold_sessions, read_sessions
 
@@ -61,17 +62,18 @@ def run(args: argparse.Namespace, console: Console) -> int:
         renderers.load(tuple(args.plugin))
     except ImportError as exc:
         raise UsageError(f"--plugin: {exc}") from exc
-    projections = fold_sessions(args.log, read_sessions(args.log, args.session))
+    sessions = read_sessions(args.log, args.session)
+    projections = fold_sessions(args.log, sessions)
     if args.json:
         print(visible_json([session_json(p) for p in projections]))
         return 0
     if not projections:
         console.print(Text(f"{visible(args.log, newlines=False)} holds no sessions", style="dim"),
                       soft_wrap=True)
-    for index, projection in enumerate(projections):
+    for index, (projection, records) in enumerate(zip(projections, sessions.values())):
         if index:
             console.print()
-        print_session(projection, console, renderers)
+        print_session(projection, console, renderers, progress_section(projection, records))
     return 0
 
 

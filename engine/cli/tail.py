@@ -1,5 +1,8 @@
 """``toolledger tail``: print a session's records one a line; with ``--follow``, as they come.
 
+A progress update's streamed output follows its line, one line of output a line, so ``tail
+-f`` shows a running tool's output as it comes.
+
 With ``--follow`` it is the way to watch a running session from another terminal: it prints
 what the log holds, then each record the session's writer appends, from any process, until
 interrupted (Ctrl-C ends it quietly, status 0). It reads through the store's
@@ -18,9 +21,10 @@ from rich.console import Console
 from rich.text import Text
 
 from events.codec import encode_record
-from events.types import Record
+from events.types import Record, ToolProgress
 
 from ..core.visible import visible_json
+from ..present.progress import OUTPUT_MARK, streamed_lines
 from ..present.render import short_json
 from ._common import LOG_HELP, UsageError, choose_session, load_key, open_log
 
@@ -63,13 +67,25 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def record_line(record: Record) -> Text:
-    """One line about ``record``: seq, time (UTC), type, and the start of its data."""
+    """One line about ``record``: seq, time (UTC), type, and the start of its data. A
+    progress update that streamed output (``content``) has it on the lines below, each
+    marked, as the tool wrote it; its line says where a forwarded one came from
+    (``source``) and leaves out the output it repeats."""
     data = encode_record(record)
     stamp = time.strftime("%H:%M:%S", time.gmtime(record.time))
-    return Text.assemble(
+    event = record.event
+    shown = data["data"]
+    if isinstance(event, ToolProgress) and event.content:
+        shown = {key: value for key, value in shown.items() if key != "content"}
+    line = Text.assemble(
         (f"{record.seq:>5}", "bold"), f"  {stamp}  ", (data["type"], "cyan"),
-        "  ", short_json(data["data"], DATA_WIDTH),
+        "  ", short_json(shown, DATA_WIDTH),
     )
+    if isinstance(event, ToolProgress) and event.source is None:
+        for output in streamed_lines(event):
+            line.append(f"\n{'':17}{OUTPUT_MARK}", style="dim")
+            line.append(output)
+    return line
 
 
 def run(args: argparse.Namespace, console: Console) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, Group, RenderResult, RenderableType
@@ -346,9 +347,12 @@ class _OwnView:
 # -- a whole session -----------------------------------------------------------------------
 
 
-def render_session(projection: Projection, renderers: Renderers | None = None) -> RenderableType:
+def render_session(projection: Projection, renderers: Renderers | None = None,
+                   more: Sequence[RenderableType] = ()) -> RenderableType:
     """The session's header, transcript and call tree, one after another (the calls shown
-    with ``renderers``: see :func:`render_calls`)."""
+    with ``renderers``: see :func:`render_calls`), then ``more``, each after a blank line
+    (``show`` adds what the tools reported as they ran:
+    :func:`engine.present.progress.render_progress`)."""
     header = Text("Session ", style="bold")
     header.append(visible(projection.session_id or "(empty)", newlines=False), style="bold")
     header.append(f"  ·  {counted(projection.last_seq, 'record')}  ·  "
@@ -366,14 +370,16 @@ def render_session(projection: Projection, renderers: Renderers | None = None) -
         render_transcript(projection),
         Text(""),
         render_calls(projection, renderers),
+        *(part for renderable in more for part in (Text(""), renderable)),
     ))
 
 
 def print_session(projection: Projection, console: Console,
-                  renderers: Renderers | None = None) -> None:
+                  renderers: Renderers | None = None,
+                  more: Sequence[RenderableType] = ()) -> None:
     """Print the session as ``toolledger demo`` and ``toolledger show`` do, each call shown
-    with ``renderers`` (see :func:`render_calls`)."""
-    renderable = render_session(projection, renderers)
+    with ``renderers`` (see :func:`render_calls`), then ``more`` (:func:`render_session`)."""
+    renderable = render_session(projection, renderers, more)
     if console.is_terminal:
         console.print(renderable)
         return
