@@ -10,12 +10,15 @@ import trio
 from rich.console import Console
 from rich.text import Text
 
+from events.types import ToolProgress
+
 from ..core.approvals import Approver, approve_all, deny_all
 from ..core.visible import visible_json
-from ..demo import DemoRun, run_demo
+from ..demo import DemoRun, ProgressWatcher, run_demo
 from ..models import ModelError
 from ..models.connect import check_spec
 from ..present.export import session_json
+from ..present.progress import live_line, progress_section
 from ..present.render import Renderers, print_session
 from ..present.terminal import terminal_approver
 from ._common import UsageError, command_name
@@ -116,10 +119,22 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
     console.print(Text(f"Running the demo in {workdir} ({who}approvals: {approve}{note})",
                        style="dim"), soft_wrap=True)
     console.print()
-    run = _run(workdir, approver, model, base_url)
+    shown = []
+
+    def show_progress(update: ToolProgress, name: str) -> None:
+        # as the tools report it, marked as progress: the model never reads it. A forwarded
+        # update repeats the one its nested call reported just before, so it is not printed
+        if update.source is None:
+            console.print(live_line(update, name), soft_wrap=True)
+            shown.append(update)
+
+    run = _run(workdir, approver, model, base_url, show_progress)
+    if shown:
+        console.print()
     renderers = Renderers()
     renderers.load()  # the same views as `show` gives the log
-    print_session(run.projection, console, renderers)
+    print_session(run.projection, console, renderers,
+                  progress_section(run.projection, run.records))
     console.print()
     # soft_wrap: a long path stays on one line, so it can be copied
     console.print(Text.assemble(("Log: ", "bold"), str(run.log_path)), soft_wrap=True)
@@ -128,9 +143,11 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
     return 0
 
 
-def _run(workdir: str, approver: Approver, model: str | None, base_url: str | None) -> DemoRun:
+def _run(workdir: str, approver: Approver, model: str | None, base_url: str | None,
+         on_progress: ProgressWatcher | None = None) -> DemoRun:
     """Run the demo; a bad ``--model`` or a model's error is a usage error with its reason."""
     try:
-        return trio.run(partial(run_demo, workdir, approver, model=model, base_url=base_url))
+        return trio.run(partial(run_demo, workdir, approver, model=model, base_url=base_url,
+                                on_progress=on_progress))
     except (ImportError, ModelError) as exc:
         raise UsageError(f"--model {model}: {exc}") from exc

@@ -14,11 +14,14 @@ same tools run against that model instead, told what to do by :data:`SYSTEM_PROM
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import attrs
 
 from events.stores import JsonlStore
+from events.types import Record, ToolProgress
 
 from ..core.approvals import Approver
 from ..core.reducers import Projection, ToolResultEntry
@@ -42,6 +45,7 @@ __all__ = [
     "FIXED_CALC",
     "LOG_NAME",
     "PROMPT",
+    "ProgressWatcher",
     "SYSTEM_PROMPT",
     "demo_script",
     "demo_tools",
@@ -89,33 +93,42 @@ def demo_script() -> list[FauxStep]:
     ]
 
 
+#: What hears the demo's progress: each update, and the name of the tool that reported it.
+ProgressWatcher = Callable[[ToolProgress, str], Any]
+
+
 @attrs.frozen(kw_only=True)
 class DemoRun:
-    """What a demo run left: where, which session, and its final state."""
+    """What a demo run left: where, which session, its final state and its records."""
 
     workspace: Path
     log_path: Path
     session_id: str
     projection: Projection
     result: PromptResult
+    records: Sequence[Record] = ()
 
 
 async def run_demo(workdir: str | os.PathLike[str], approver: Approver, *,
-                   model: str | None = None, base_url: str | None = None) -> DemoRun:
+                   model: str | None = None, base_url: str | None = None,
+                   on_progress: ProgressWatcher | None = None) -> DemoRun:
     """Write the workspace, run the session on its JSONL log, and return the result: with the
     scripted model, or with the real one ``model`` names (``openai:MODEL``, ...), whose
-    client ``base_url`` may point at another server."""
+    client ``base_url`` may point at another server. ``on_progress`` is called with each
+    progress update as it is recorded (the tools stream their commands' output) and the name
+    of the tool whose call reported it, as the session's progress handler is
+    (``session.on_progress``)."""
     if model is None:
         faux = FauxModel(demo_script())
-        run = await _run(workdir, approver, faux, None)
+        run = await _run(workdir, approver, faux, None, on_progress)
         faux.assert_complete()
         return run
     async with open_model(model, base_url=base_url) as real:
-        return await _run(workdir, approver, real, SYSTEM_PROMPT)
+        return await _run(workdir, approver, real, SYSTEM_PROMPT, on_progress)
 
 
 async def _run(workdir: str | os.PathLike[str], approver: Approver, model: Model,
-               system_prompt: str | None) -> DemoRun:
+               system_prompt: str | None, on_progress: ProgressWatcher | None) -> DemoRun:
     workspace = prepare_workspace(workdir)
     log_path = workspace / LOG_NAME
     with JsonlStore(log_path) as store:
@@ -124,6 +137,10 @@ async def _run(workdir: str | os.PathLike[str], approver: Approver, model: Model
             metadata={"demo": "calc", "workspace": str(workspace)},
             system_prompt=system_prompt,
         ) as session:
+            if on_progress is not None:
+                watcher = on_progress
+                session.on_progress(
+                    lambda update: watcher(update, session.calls[update.call_id].name))
             result = await session.prompt(PROMPT)
         return DemoRun(workspace=workspace, log_path=log_path, session_id=session.session_id,
-                       projection=session.state, result=result)
+                       projection=session.state, result=result, records=session.records)

@@ -4,17 +4,14 @@
 read-only and run without asking. ``write_file`` declares ``destructive=True`` and
 ``run_command`` declares nothing about destruction (a command runner is dangerous by
 default), so the policy asks before either runs. ``review_diff`` runs ``run_checks`` and
-``failing_tests`` as nested calls. Every subprocess runs with the interpreter's directory
-first on ``PATH`` (so ``python`` is the Python running toolledger) and
-``PYTHONDONTWRITEBYTECODE=1``: the demo works wherever toolledger is installed and leaves no
-``__pycache__`` behind.
+``failing_tests`` as nested calls, and forwards their progress as its own. Each tool that
+starts a subprocess streams its output as progress while it runs
+(:func:`~engine.demo.process.run_streamed`); the model reads only the result.
 """
 
 from __future__ import annotations
 
 import difflib
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +23,7 @@ from events.types import Annotations
 
 from ..core.toolcontext import ToolContext
 from ..core.tools import ToolCall, ToolSpec, tool
+from .process import decoded, run_streamed
 from .workspace import DEMO_FILES, TEST_SCRIPT, inside
 
 __all__ = ["demo_tools"]
@@ -45,28 +43,6 @@ for path in sys.argv[1:]:
         print(f"{path}: ok")
 sys.exit(1 if bad else 0)
 """
-
-_MAX_OUTPUT = 20_000  # characters of a command's stdout or stderr kept in the log
-
-
-def _decode(data: bytes) -> str:
-    value = data.decode("utf-8", errors="replace")
-    if len(value) > _MAX_OUTPUT:
-        value = value[:_MAX_OUTPUT] + f"\n… ({len(value) - _MAX_OUTPUT} more characters)"
-    return value
-
-
-async def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[bytes]:
-    # the interpreter's own bin directory first, as in an activated virtual environment:
-    # "python" in a command is the Python running toolledger, and a recorded command means
-    # the same thing on every machine (so the demo's log replays anywhere)
-    bindir = os.path.dirname(sys.executable)
-    path = os.pathsep.join(p for p in (bindir, os.environ.get("PATH", "")) if p)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PATH": path}
-    return await trio.run_process(
-        argv, capture_stdout=True, capture_stderr=True, check=False, cwd=cwd, env=env
-    )
-
 
 _STRING = {"type": "string"}
 _PATH_INPUT = {
@@ -114,9 +90,10 @@ def demo_tools(workspace: Path) -> list[ToolSpec]:
     )
     async def run_command(call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Run a command (an argv list, no shell) in the workspace. A non-zero exit is
-        reported with the output, not as an error."""
-        done = await _run(list(call.arguments["argv"]), workspace)
-        stdout, stderr = _decode(done.stdout), _decode(done.stderr)
+        reported with the output, not as an error. The output streams as progress while the
+        command runs."""
+        done = await run_streamed(list(call.arguments["argv"]), workspace, ctx)
+        stdout, stderr = decoded(done.stdout), decoded(done.stderr)
         parts = [f"exit code {done.returncode}"]
         if stdout:
             parts.append(f"stdout:\n{stdout.rstrip()}")
@@ -177,11 +154,11 @@ def demo_tools(workspace: Path) -> list[ToolSpec]:
     async def run_checks(call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Compile every .py file of the workspace (in a subprocess) and report syntax errors."""
         files = sorted(p.name for p in workspace.glob("*.py"))
-        done = await _run([sys.executable, "-c", _CHECK_SCRIPT, *files], workspace)
-        lines = _decode(done.stdout).splitlines()
+        done = await run_streamed([sys.executable, "-c", _CHECK_SCRIPT, *files], workspace, ctx)
+        lines = decoded(done.stdout).splitlines()
         problems = [line for line in lines if not line.endswith(": ok")]
         if done.returncode != 0 and not problems:
-            why = _decode(done.stderr).strip()
+            why = decoded(done.stderr).strip()
             raise RuntimeError(f"the checker exited {done.returncode}: {why}")
         summary = f"{len(files)} files compiled, {len(problems)} with errors"
         return ToolResult(
@@ -196,13 +173,13 @@ def demo_tools(workspace: Path) -> list[ToolSpec]:
     )
     async def failing_tests(call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Run the project's test script and name the tests that fail."""
-        done = await _run([sys.executable, TEST_SCRIPT], workspace)
-        lines = _decode(done.stdout).splitlines()
+        done = await run_streamed([sys.executable, TEST_SCRIPT], workspace, ctx)
+        lines = decoded(done.stdout).splitlines()
         failing = [line.split()[1].rstrip(":") for line in lines if line.startswith("FAIL ")]
         passed = sum(1 for line in lines if line.startswith("PASS "))
         if done.returncode != 0 and not failing:
             # The script died before it could say which test failed: no data to return.
-            last = (_decode(done.stderr).strip().splitlines() or ["no output"])[-1]
+            last = (decoded(done.stderr).strip().splitlines() or ["no output"])[-1]
             raise RuntimeError(f"{TEST_SCRIPT} exited {done.returncode} without a report: {last}")
         report = [line for line in lines if line.startswith("FAIL ")]
         summary = f"{passed} passed, {len(failing)} failed"
@@ -227,10 +204,11 @@ def demo_tools(workspace: Path) -> list[ToolSpec]:
     )
     async def review_diff(call: ToolCall, ctx: ToolContext) -> ToolResult:
         """Show how the workspace differs from the original project, run the checks and the
-        tests (as nested calls), and say whether the change is ready."""
+        tests (as nested calls, whose output streams on as this call's progress), and say
+        whether the change is ready."""
         diff = await _diff(workspace)
-        checks = await ctx.execute_tool("run_checks", {})
-        tests = await ctx.execute_tool("failing_tests", {})
+        checks = await ctx.execute_tool("run_checks", {}, on_progress=ctx.forward_progress)
+        tests = await ctx.execute_tool("failing_tests", {}, on_progress=ctx.forward_progress)
         ready = bool(diff) and not checks.is_error and not tests.is_error
         status = "ready" if ready else ("no change yet" if not diff else "not ready")
         lines = [

@@ -48,9 +48,10 @@ def streamed_lines(update: ToolProgress) -> list[str]:
     return result_lines(ToolResult(content=update.content))
 
 
-def update_head(update: ToolProgress) -> str:
+def update_head(update: ToolProgress, *, data: bool = True) -> str:
     """What ``update`` says besides its output, on one line: where a forwarded one came from,
-    its message, how far (``2/3``, or ``2``) and its data; empty if it says none of these."""
+    its message, how far (``2/3``, or ``2``) and (unless ``data`` is false) its data; empty
+    if it says none of these."""
     parts = []
     if update.source is not None:
         parts.append(f"from {visible(update.source, newlines=False)}:")
@@ -59,7 +60,7 @@ def update_head(update: ToolProgress) -> str:
     if update.progress is not None:
         parts.append(f"({_number(update.progress)}"
                      + (f"/{_number(update.total)})" if update.total is not None else ")"))
-    if update.data is not None:
+    if data and update.data is not None:
         parts.append(short_json(update.data))
     return " ".join(parts)
 
@@ -111,12 +112,13 @@ def render_progress(projection: Projection, updates: Sequence[ToolProgress]) -> 
 
 def live_line(update: ToolProgress, name: str) -> Text:
     """``update`` as a console prints it while the session runs (the demo does): marked as
-    progress, with its call's id and tool name, then its head and its output's lines."""
+    progress, with its call's id and tool name, then its head (without its data, for
+    programs) and its output's lines."""
     line = Text("  progress ", style="dim cyan")
     line.append(visible(update.call_id, newlines=False), style="dim")
     line.append(" ")
     line.append(visible(name, newlines=False), style="bold")
-    head = update_head(update)
+    head = update_head(update, data=False)
     if head:
         line.append(" " + head, style="dim")
     for text in streamed_lines(update) if update.source is None else []:

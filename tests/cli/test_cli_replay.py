@@ -7,10 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
+import trio
 from rich.console import Console
 
+from engine import approve_all
 from engine.cli import build_parser, main
 from engine.cli import replay as replay_cli
+from engine.demo import run_demo
 from tests.replay.replaying import CORPUS, CORPUS_LOGS
 
 
@@ -73,7 +76,9 @@ def test_replay_command_runs_live_tools_from_a_setup_function(
         "def setup():\n"
         f"    workspace = prepare_workspace({str(tmp_path / 'ws')!r})\n"
         "    return ReplaySetup(tools=demo_tools(workspace))\n"))
-    status, out, err = cli(capsys, "replay", str(CORPUS / "demo-approve-all.jsonl"),
+    # a fresh demo's log: its tools stream their output, which an older demo's log lacks
+    run = trio.run(run_demo, tmp_path / "recorded", approve_all)
+    status, out, err = cli(capsys, "replay", str(run.log_path),
                            "--tools", "live", "--setup", "demo_live_setup:setup", "--unverified")
     assert (status, err) == (0, ""), out
     assert "live tools" in out and "no divergence" in out

@@ -1,7 +1,8 @@
 """Re-drive replay: run a logged session again, answered from its log, and compare.
 
 The corpus logs (checked in, written by an older toolledger) replay without divergence with
-recorded tools, and with their real tools; a changed tool, policy or handler shows up at
+recorded tools, and with their real tools (a fresh demo's log with the demo's, which stream
+now); a changed tool, policy or handler shows up at
 exactly the calls it changes; random scripted sessions replay exactly, and so does every
 prefix of their logs that a stopped process could leave; and the report says so.
 """
@@ -17,6 +18,7 @@ from typing import Any
 import attrs
 import pytest
 import trio
+from conftest import events_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
@@ -29,10 +31,12 @@ from engine import (
     PolicyRules,
     ToolCallDraft,
     ToolResult,
+    approve_all,
+    deny_all,
     text,
     tool,
 )
-from engine.demo import demo_tools, prepare_workspace
+from engine.demo import demo_tools, prepare_workspace, run_demo
 from engine.models import faux_text, faux_tool_call
 from engine.replay import Divergence, ReplayError, ReplayReport, redrive
 from events import MemoryStore, Record
@@ -45,6 +49,7 @@ from events.types import (
     SessionSettings,
     SessionStarted,
     ToolCallRequested,
+    ToolProgress,
     UserMessage,
 )
 from tests.corpus.scenarios import SCENARIOS, grant_docs_only
@@ -123,15 +128,19 @@ async def test_a_scenario_log_replays_with_its_live_tools_without_divergence(nam
     assert report.tool_mode == "live"
 
 
-@pytest.mark.parametrize("name", ["demo-approve-all", "demo-approve-none"])
+@pytest.mark.parametrize("approver", [approve_all, deny_all])
 async def test_a_demo_log_replays_with_the_demo_tools_without_divergence(
-    name: str, tmp_path: Path
+    approver: Any, tmp_path: Path
 ) -> None:
+    # a fresh one: the tools stream their commands' output, which an older demo's log lacks
+    run = await run_demo(tmp_path / "recorded", approver)
+    streamed = events_of(run.records, ToolProgress)
+    assert streamed and all(u.content or u.source for u in streamed)
     workspace = prepare_workspace(tmp_path / "workspace")
-    report = await redrive(corpus(name), tools=demo_tools(workspace), tool_mode="live",
+    report = await redrive(list(run.records), tools=demo_tools(workspace), tool_mode="live",
                            unverified=True)
     assert report.ok, explain(report)
-    if name == "demo-approve-all":  # the live write_file really wrote the fix
+    if approver is approve_all:  # the live write_file really wrote the fix
         assert "len(values)\n" in (workspace / "calc.py").read_text()
 
 
