@@ -129,6 +129,27 @@ def test_demo_with_every_approval_fixes_the_project(
     assert f"Log: {workdir.resolve() / LOG_NAME}" in out
 
 
+def test_the_demo_prints_the_commands_output_live_marked_as_progress(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out, state = demo(capsys, tmp_path, "all")
+    live = out[:out.index("Session ")]  # printed while the session ran, before the summary
+    assert [line.strip() for line in live.splitlines() if "│" in line] == [
+        "│ PASS test_add", "│ FAIL test_mean: AssertionError: 3.0",  # run_command, unfixed
+        "│ calc.py: ok", "│ test_calc.py: ok",                       # review_diff's checks
+        "│ PASS test_add", "│ PASS test_mean"]                        # and its tests, fixed
+    heads = [line.split() for line in live.splitlines() if line.strip().startswith("progress")]
+    assert heads == [["progress", "2.0", "run_command"]] * 2 + [
+        ["progress", "4.0/0", "run_checks"]] * 2 + [["progress", "4.0/1", "failing_tests"]] * 2
+    # the model read the results alone; review_diff forwarded its children's output
+    transcript = out[out.index("Transcript"):out.index("Calls (")]
+    assert "calc.py: ok" not in transcript
+    review = by_name(state)["review_diff"]
+    assert review.progress_count == 4
+    section = out[out.index("Progress ("):out.index("Log: ")]
+    assert "4.0    review_diff    from 4.0/1: (its output, above)" in section
+
+
 def test_demo_with_no_approval_runs_nothing_dangerous_and_still_finishes(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
