@@ -14,8 +14,8 @@ Both are plain functions, called synchronously: an update reaches them in the or
 log, before the tool goes on, and a caller that forwards an update records its own in turn,
 which goes the same way (so a grandparent hears what its child forwarded, and the handlers
 see the child's record, then the forwarded one). Each is handed its own copy of the update: a
-listener that changes its ``data`` changes nothing in the log. A listener that wants to do
-I/O hands the update on (a memory channel, a queue) and does it in a task of its own.
+listener that changes its ``data`` (or a resource its ``content`` embeds) changes nothing in
+the log. A listener that wants to do I/O hands the update on (a memory channel, a queue) and does it in a task of its own.
 
 What a listener raises is not the reporting tool's failure: the tool goes on, and its log
 does not change.
@@ -36,9 +36,10 @@ from typing import Any
 
 import attrs
 
+from events.results import EmbeddedResource, ToolResult
 from events.types import ToolProgress
 
-from ..core.jsonvalues import copy_json
+from ..core.jsonvalues import copy_json, own_result
 
 __all__ = ["ProgressListener", "ProgressRoutes", "listener_checked"]
 
@@ -69,10 +70,14 @@ def listener_checked(listener: Any, given: str) -> ProgressListener | None:
 
 
 def _copy(update: ToolProgress) -> ToolProgress:
-    """A listener's own copy: the log's data is not handed out."""
-    if update.data is None:
+    """A listener's own copy: the log's data, and the resources its content embeds, are not
+    handed out."""
+    embedded = any(isinstance(block, EmbeddedResource) for block in update.content)
+    if update.data is None and not embedded:
         return update  # frozen, and nothing in it can change
-    return attrs.evolve(update, data=copy_json(update.data))
+    content = own_result(ToolResult(content=update.content)).content if embedded else (
+        update.content)
+    return attrs.evolve(update, data=copy_json(update.data), content=content)
 
 
 class _Listening:

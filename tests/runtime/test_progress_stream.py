@@ -221,3 +221,25 @@ async def test_no_content_is_an_update_without_any(content: Any) -> None:
 
     records, _, _ = await run_one(run)
     assert [u.content for u in events_of(records, ToolProgress)] == [()]
+
+
+async def test_a_listener_that_changes_an_embedded_resource_changes_nothing_in_the_log() -> None:
+    @tool(annotations=SAFE)
+    async def run(call: Any, ctx: Any) -> ToolResult:
+        ctx.report_progress(content=[EmbeddedResource(resource={"uri": "file:///a", "text": "a"})])
+        return ToolResult(content=[text("ok")])
+
+    def meddle(update: ToolProgress) -> None:
+        for block in update.content:
+            assert isinstance(block, EmbeddedResource)
+            block.resource["text"] = "changed by a listener"
+
+    store = MemoryStore()
+    async with Session.open(store, tools=[run], approver=approve_all, session_id=SESSION_ID,
+                            create=True) as session:
+        session.on_progress(meddle)
+        await session.call_tool("run", {}, on_progress=meddle)
+        [kept] = events_of(session.records, ToolProgress)
+    [stored] = events_of(await store.read(SESSION_ID), ToolProgress)
+    for update in (kept, stored):
+        assert update.content == (EmbeddedResource(resource={"uri": "file:///a", "text": "a"}),)
