@@ -118,18 +118,19 @@ async def test_content_takes_a_string_for_one_text_block_and_any_content_block()
         resource["text"] = "changed after it was reported"
         return ToolResult(content=[text("ok")])
 
-    records, _, _ = await run_one(run)
+    records, _ = await run_one(run)
     assert [(u.message, u.content) for u in events_of(records, ToolProgress)] == [
         ("shot", (image,)), (None, (text("plain\n"),)), ("nothing streamed", ()),
         (None, (EmbeddedResource(resource={"uri": "file:///out.txt", "text": "whole"}),))]
 
 
-async def run_one(body: Any, **session: Any) -> tuple[list[Record], list[str], Any]:
+async def run_one(body: Any, **session: Any) -> tuple[list[Record], Any]:
+    """``body`` called once by the host; the records, and the call's outcome."""
     store = MemoryStore()
     async with Session.open(store, tools=[body], approver=approve_all, session_id=SESSION_ID,
                             create=True, **session) as opened:
         outcome = await opened.call_tool(body.name, {})
-    return await store.read(SESSION_ID), [], outcome
+    return await store.read(SESSION_ID), outcome
 
 
 async def test_bad_content_is_refused_with_what_to_write_and_nothing_is_recorded() -> None:
@@ -146,7 +147,7 @@ async def test_bad_content_is_refused_with_what_to_write_and_nothing_is_recorded
         ctx.report_progress(content="z" * 100)  # within the limit
         return ToolResult(content=[text("ok")])
 
-    records, _, outcome = await run_one(run, limits=Limits(max_result_bytes=200))
+    records, outcome = await run_one(run, limits=Limits(max_result_bytes=200))
     assert not outcome.is_error
     assert refused == [
         "TypeError: content[0] is a str, not a content block: use text('...'), ImageContent, "
@@ -219,7 +220,7 @@ async def test_no_content_is_an_update_without_any(content: Any) -> None:
         ctx.report_progress("half", content=content)
         return ToolResult(content=[text("ok")])
 
-    records, _, _ = await run_one(run)
+    records, _ = await run_one(run)
     assert [u.content for u in events_of(records, ToolProgress)] == [()]
 
 
