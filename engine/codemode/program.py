@@ -61,22 +61,26 @@ async def run_program(source: str, ctx: ToolContext, functions: Mapping[str, Pro
     printed = Printed(limits.output)
     async with Sandbox(limits) as box:
         m = box.module
-        try:
-            async with trio.open_nursery() as nursery:
-                try:
-                    value = await _drive(box, source, ctx, functions, printed, nursery)
-                finally:
-                    nursery.cancel_scope.cancel()  # calls the program did not wait for
-        except m.MontySyntaxError as exc:
-            return ProgramEnd(printed=printed.text, error="syntax", message=exc.display())
-        except m.MontyCrashedError as exc:
-            why = "it ran out of time" if exc.timed_out else f"its worker stopped ({exc})"
-            return ProgramEnd(printed=printed.text, error="crashed",
-                              message=f"the program was stopped: {why}")
-        except m.MontyError as exc:
-            shown = exc.display() if hasattr(exc, "display") else str(exc)
-            return ProgramEnd(printed=printed.text, error="raised", message=shown)
+        async with trio.open_nursery() as nursery:
+            try:
+                value = await _drive(box, source, ctx, functions, printed, nursery)
+            except m.MontyError as exc:
+                return _failed(m, exc, printed.text)
+            finally:
+                nursery.cancel_scope.cancel()  # calls the program did not wait for
     return ProgramEnd(printed=printed.text, value=_shown(value, limits.result))
+
+
+def _failed(m: Any, exc: Exception, printed: str) -> ProgramEnd:
+    """How a program that did not end by itself ended, from the sandbox's error."""
+    if isinstance(exc, m.MontySyntaxError):
+        return ProgramEnd(printed=printed, error="syntax", message=exc.display())
+    if isinstance(exc, m.MontyCrashedError):
+        why = "it ran out of time" if exc.timed_out else f"its worker stopped ({exc})"
+        return ProgramEnd(printed=printed, error="crashed",
+                          message=f"the program was stopped: {why}")
+    shown = exc.display() if isinstance(exc, m.MontyRuntimeError) else str(exc)
+    return ProgramEnd(printed=printed, error="raised", message=shown)
 
 
 async def _drive(box: Sandbox, source: str, ctx: ToolContext,
