@@ -1,5 +1,6 @@
 """Generated programs over faux tools (sequential, parallel, failing, denied): the log folds
-to what ran, each call ran once, and the program saw what the tools answered."""
+to what ran, each call ran once, the program saw what the tools answered, and a replay runs
+the program again to the same calls."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from engine import ApprovalRequest, Session, fold
 from engine.codemode import CODE_TOOL, code_tool
 from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.replay import redrive
 from engine.testing.invariants import check_log
 from events import MemoryStore
 from tests.strategies import PROPERTY
@@ -117,5 +119,9 @@ def test_a_generated_program_runs_each_call_once_and_the_log_folds_to_it(
         # each body that was allowed ran exactly once; none that was denied ran
         ran = sum(RAN.values())
         assert ran == sum(1 for c in flat if expected(c) != "denied")
+        # re-driven, the program runs again against the recorded calls, and does the same
+        report = await redrive(records, tools=[*CODEMODE, code_tool()])
+        assert report.ok, [d.describe() for d in report.divergences]
+        assert sum(RAN.values()) == ran  # no tool body ran in the replay
 
     trio.run(main)
