@@ -13,6 +13,7 @@ from rich.text import Text
 from events.types import ToolProgress
 
 from ..core.approvals import Approver, approve_all, deny_all
+from ..core.errors import CodeModeUnavailable
 from ..core.visible import visible_json
 from ..demo import DemoRun, ProgressWatcher, run_demo
 from ..models import ModelError
@@ -70,6 +71,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="the API's address, for an OpenAI-compatible server (vLLM, llama.cpp, Ollama)",
     )
+    demo.add_argument(
+        "--code",
+        action="store_true",
+        help=("the code-mode scene: the model writes one program that reads, tests, writes the "
+              "fix (asking for approval) and reviews it, each tool call a nested call of "
+              "run_code (needs the codemode extra; scripted model only)"),
+    )
     demo.add_argument("--json", action="store_true",
                       help="print the session as `show --json` does, plus the log's path")
     demo.set_defaults(run=run)
@@ -77,6 +85,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Run the demo and print it."""
+    if args.code and args.model is not None:
+        raise UsageError("--code runs the scripted program: leave out --model")
     if args.base_url is not None and args.model is None:
         raise UsageError("--base-url needs --model: the scripted model calls no server")
     if args.model is not None:
@@ -85,7 +95,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from exc
     return _demo(console, args.approve, args.workdir, as_json=args.json,
-                 model=args.model, base_url=args.base_url)
+                 model=args.model, base_url=args.base_url, code=args.code)
 
 
 def _approver(choice: str) -> Approver:
@@ -100,7 +110,7 @@ def _approver(choice: str) -> Approver:
 
 
 def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool = False,
-          model: str | None = None, base_url: str | None = None) -> int:
+          model: str | None = None, base_url: str | None = None, code: bool = False) -> int:
     note = ""
     if approve is None:
         approve = "ask" if sys.stdin.isatty() else "none"
@@ -111,7 +121,7 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
     if as_json:
         if approve == "ask":
             raise UsageError("--json needs --approve all or none: the terminal is for the JSON")
-        run = _run(workdir, approver, model, base_url)
+        run = _run(workdir, approver, model, base_url, code=code)
         print(visible_json({"log": str(run.log_path), "approve": approve,
                             **session_json(run.projection)}))
         return 0
@@ -128,7 +138,7 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
             console.print(live_line(update, name), soft_wrap=True)
             shown.append(update)
 
-    run = _run(workdir, approver, model, base_url, show_progress)
+    run = _run(workdir, approver, model, base_url, show_progress, code)
     if shown:
         console.print()
     renderers = Renderers()
@@ -144,8 +154,15 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
 
 
 def _run(workdir: str, approver: Approver, model: str | None, base_url: str | None,
-         on_progress: ProgressWatcher | None = None) -> DemoRun:
+         on_progress: ProgressWatcher | None = None, code: bool = False) -> DemoRun:
     """Run the demo; a bad ``--model`` or a model's error is a usage error with its reason."""
+    if code:
+        try:
+            from ..demo.codescene import run_code_demo
+
+            return trio.run(run_code_demo, workdir, approver, on_progress)
+        except CodeModeUnavailable as exc:
+            raise UsageError(f"--code: {exc}") from exc
     try:
         return trio.run(partial(run_demo, workdir, approver, model=model, base_url=base_url,
                                 on_progress=on_progress))

@@ -14,6 +14,7 @@ __all__ = [
     "ApprovalNotPending",
     "CallError",
     "CallNotFound",
+    "CodeModeUnavailable",
     "NoModel",
     "SessionBroken",
     "SessionClosed",
@@ -70,3 +71,9 @@ class ToolSignatureError(ToolledgerError, TypeError):
     context parameter on a sync function, … Raised where the function is decorated; the
     message names the tool and the parameter, and says what to write instead
     (docs/tools.md, "When @tool refuses a function")."""
+
+
+class CodeModeUnavailable(ToolledgerError, ImportError):
+    """Code mode used where its sandbox is not installed: ``code_tool()`` without the
+    ``codemode`` extra. Install it (``pip install 'toolledger[codemode]'``), which pins the
+    Monty releases code mode is tested with (docs/codemode.md)."""

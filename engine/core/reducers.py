@@ -52,6 +52,7 @@ from events.types import (
 )
 
 from .callids import host_call_id
+from .codemode import declared
 from .lifecycle import CallStage, LifecycleError, next_stage
 from .tools import active_on_registration
 from .views import (
@@ -146,7 +147,8 @@ class Projection:
 
     @property
     def declared_tools(self) -> tuple[ToolSnapshot, ...]:
-        """The active tools' snapshots, in registration order: what the model is told."""
+        """The active tools' snapshots, in registration order: what the model is told (with
+        the code tool, the codemode tools as its functions: :mod:`engine.core.codemode`)."""
         return self._declared
 
     @property
@@ -304,7 +306,8 @@ class Projection:
 
     def _tools_changed(self) -> None:
         self._active_set = frozenset(self._active)
-        self._declared = tuple(spec for name, spec in self._tools.items() if name in self._active)
+        self._declared = declared([spec for name, spec in self._tools.items()
+                                   if name in self._active])
 
     def _system_prompt_set(self, event: SystemPromptSet) -> None:
         self.system_prompt = event.text

@@ -25,10 +25,13 @@ T = TypeVar("T")
 @fast_init
 @attrs.frozen(kw_only=True)
 class CallOutcome:
-    """What ``ctx.execute_tool`` gives back: the nested call's id and its result."""
+    """What ``ctx.execute_tool`` gives back: the nested call's id, its result, and how it
+    ended (``status``: ``completed``, ``failed``, ``blocked``, ``denied`` or ``cancelled``, as
+    the call's view says it; empty when whoever made the outcome did not say)."""
 
     call_id: str
     result: ToolResult
+    status: str = ""
 
     @property
     def is_error(self) -> bool:

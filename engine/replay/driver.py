@@ -33,6 +33,7 @@ from events.types import (
 
 from ..core.approvals import ApprovalRequest
 from ..core.callids import from_host
+from ..core.codemode import is_code_tool
 from ..core.handlers import ToolCallHandler, ToolResultHandler
 from ..core.policy import PolicyRules
 from ..core.registry import Registry
@@ -209,7 +210,10 @@ class _Replay:
             self.found.append(Divergence(scope="tool", kind="not_given", subject=name,
                                          recorded=converter.unstructure(snapshot)))
         try:
-            if self.tool_mode == "live":
+            if self.tool_mode == "live" or (today is not None and
+                                            is_code_tool(today.snapshot())):
+                # live tools run; so does a given code tool in a recorded replay: it runs the
+                # recorded program again, its calls answered from the log (docs/codemode.md)
                 assert today is not None  # checked when the replay began
                 spec = today
             else:

@@ -158,11 +158,10 @@ class CallContext(ToolContext):
             recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
                                               origin="nested", parent_id=self._call.call_id))
             if problem is not None:
-                return CallOutcome(call_id=call_id,
-                                   result=refuse_unreadable(recorder, call_id, name, problem))
+                return self._outcome(call_id, refuse_unreadable(recorder, call_id, name, problem))
             if match.differs_from is not None:
-                return CallOutcome(call_id=call_id,
-                                   result=self._mismatch(call_id, match.differs_from, arguments))
+                return self._outcome(call_id,
+                                     self._mismatch(call_id, match.differs_from, arguments))
         # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
         inflight.begin(call_id)
         inflight.progress.listen(call_id, on_progress)
@@ -174,7 +173,11 @@ class CallContext(ToolContext):
         if heard is not None:
             raise heard  # the listener's own failure, now that the call has ended
         assert ended is not None
-        return CallOutcome(call_id=call_id, result=own_result(ended))
+        return self._outcome(call_id, own_result(ended))
+
+    def _outcome(self, call_id: str, result: ToolResult) -> CallOutcome:
+        return CallOutcome(call_id=call_id, result=result,
+                           status=self._recorder.projection.live_calls[call_id].status)
 
     def _mismatch(self, call_id: str, recorded_id: str, arguments: Any) -> ToolResult:
         """End a request of a body that runs again, which differs from what its first run

@@ -44,7 +44,7 @@ async def call_tool(env: Environment, recorder: Recorder, inflight: InFlight, na
     if problem is not None:
         result = refuse_unreadable(recorder, call_id, name, problem)
         await recorder.flush()
-        return CallOutcome(call_id=call_id, result=own_result(result))
+        return CallOutcome(call_id=call_id, result=own_result(result), status="failed")
     inflight.progress.listen(call_id, on_progress)
     try:
         outcome = await _carry(env, recorder, inflight, call_id)
@@ -95,4 +95,5 @@ async def _carry(env: Environment, recorder: Recorder, inflight: InFlight,
             await recorder.flush_finally()
         finally:
             inflight.unhost(call_id)
-    return CallOutcome(call_id=call_id, result=own_result(ended))
+    return CallOutcome(call_id=call_id, result=own_result(ended),
+                       status=recorder.projection.live_calls[call_id].status)

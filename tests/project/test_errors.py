@@ -69,6 +69,7 @@ BUILT_IN = {
     "ListingError": RuntimeError,
     "ServerChanged": RuntimeError,
     "ToolSignatureError": TypeError,
+    "CodeModeUnavailable": ImportError,
 }
 
 
@@ -120,7 +121,7 @@ def doc_tree() -> set[str]:
     text_ = DOC.read_text()
     block = text_.split("## The tree", 1)[1].split("```text", 1)[1].split("```", 1)[0]
     return set(re.findall(r"\b[A-Z]\w+", block)) - {"RuntimeError", "ValueError", "LookupError",
-                                                       "TypeError"}
+                                                       "TypeError", "ImportError"}
 
 
 # -- the tree --------------------------------------------------------------------------------
