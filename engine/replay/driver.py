@@ -218,6 +218,7 @@ class _Replay:
                     input_schema=snapshot.input_schema, output_schema=snapshot.output_schema,
                     annotations=snapshot.annotations, exposure=snapshot.exposure,
                     execution_mode=snapshot.execution_mode, timeout=snapshot.timeout,
+                    model_view=snapshot.model_view,
                     execute=self.stubs.execute,
                 ))
             Registry().check(spec)
