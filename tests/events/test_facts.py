@@ -82,7 +82,8 @@ def test_a_session_records_the_settings_it_was_opened_with() -> None:
         first = records[0].event
         assert isinstance(first, SessionStarted)
         assert first.settings == SessionSettings(max_turns=7, max_depth=3,
-                                                 max_argument_bytes=50, max_result_bytes=60)
+                                                 max_argument_bytes=50, max_result_bytes=60,
+                                                 max_artifact_bytes=Limits().max_artifact_bytes)
 
     virtual(main)
 
