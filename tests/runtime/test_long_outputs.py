@@ -13,7 +13,7 @@ import pytest
 from conftest import SESSION_ID, run_session
 
 from engine import (Annotations, Limits, ModelView, Session, ToolContext, approve_all,
-                    read_output, text, tool)
+                    read_output, tool)
 from engine.core.views import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.models.faux import faux_message
