@@ -21,6 +21,7 @@ from events.results import (
     AudioContent,
     EmbeddedResource,
     ImageContent,
+    ModelView,
     ResourceLink,
     TextContent,
     ToolResult,
@@ -54,6 +55,7 @@ from .core.limits import Limits
 from .core.policy import PolicyRules, needs_approval
 from .core.reducers import CallView, LogInconsistency, Projection, fold
 from .core.schemas.checking import SchemaError
+from .core.readoutput import read_output
 from .core.toolcontext import CallOutcome, ToolContext
 from .core.tools import ToolCall, ToolSpec, tool
 from .core.typed import Param
@@ -79,6 +81,7 @@ __all__ = [
     "LifecycleError",
     "Limits",
     "LogError",
+    "ModelView",
     "LogInconsistency",
     "NoModel",
     "Param",
@@ -110,6 +113,7 @@ __all__ = [
     "deny_all",
     "fold",
     "needs_approval",
+    "read_output",
     "terminal_approver",
     "text",
     "tool",

@@ -5,6 +5,7 @@ This package never imports ``engine``: the facts do not depend on what produces 
 
 from .codec import decode_line, decode_record, encode_line, encode_record
 from .errors import (
+    ArtifactError,
     CodecError,
     ConflictError,
     CorruptLogError,
@@ -36,6 +37,7 @@ __all__ = [
     "GENESIS",
     "SCHEMA_VERSION",
     "Anchor",
+    "ArtifactError",
     "CodecError",
     "ConflictError",
     "CorruptLogError",

@@ -15,7 +15,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from .fast.fastinit import fast_init
-from .results import ContentBlock, ErrorInfo, FailureDetail, ToolResult
+from .results import ContentBlock, ErrorInfo, FailureDetail, KeptResult, ToolResult
 
 __all__ = [
     "TERMINAL_EVENTS",
@@ -168,11 +168,17 @@ class ResultHandlerFailed:
 @attrs.frozen(kw_only=True, weakref_slot=False)
 class ToolCallCompleted:
     """The body returned. ``result`` is what the model sees (after result handlers);
-    ``returned`` is what the tool returned, when a handler changed it."""
+    ``returned`` is what the tool returned, when a handler changed it.
+
+    ``kept``: the model read a cut of the result (its head and tail, a :class:`ModelView`'s
+    worth, or the result was too large for the log): ``result`` is that cut, and ``kept``
+    says where the whole is, in this record or in an artifact the store holds
+    (:class:`~events.results.KeptResult`). ``None`` when the model read it whole."""
 
     call_id: str
     result: ToolResult
     returned: ToolResult | None = None
+    kept: KeptResult | None = None
 
 
 @fast_init

@@ -68,11 +68,15 @@ from .types import (
     Event,
     FailureDetail,
     JsonPath,
+    KeptResult,
     ModelToolCall,
+    ModelView,
     PolicyDecided,
     Record,
+    SessionSettings,
     SessionStarted,
     ToolCallBlocked,
+    ToolCallCompleted,
     ToolCallDenied,
     ToolCallFailed,
     ToolProgress,
@@ -133,11 +137,15 @@ ADDED_FIELDS: dict[type[Any], tuple[str, ...]] = {  # (a nested class before its
     PolicyDecided: ("rule",),                # the rule that decided
     ToolCallBlocked: ("error",),             # a handler that failed
     ToolCallDenied: ("rule", "error"),       # the deny rule that matched; an approver that failed
+    ModelView: ("max_bytes", "max_lines"),   # how much of a result the model reads
+    SessionSettings: ("max_artifact_bytes", "model_view"),  # long outputs: kept, and cut
     SessionStarted: ("settings",),
+    KeptResult: ("whole",),                  # the whole result, when the log holds it
+    ToolCallCompleted: ("kept",),            # the model read a cut; where the whole is
     ApprovalResolved: ("later",),
     ToolCallFailed: ("detail",),
     ToolSource: ("hints", "hints_trusted"),  # what the server said, and if the host took it
-    ToolSnapshot: ("source",),              # a mounted MCP server's tool
+    ToolSnapshot: ("source", "model_view"),  # a mounted MCP server's tool; a cut for the model
     ModelToolCall: ("model_name",),          # the name the tool had at the provider
     AssistantMessage: ("provider_content",),  # blocks the engine does not interpret
     ToolProgress: ("source", "progress", "total", "content"),  # a forwarded update's call;

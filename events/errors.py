@@ -11,6 +11,7 @@ clause written against that still catches it. docs/errors.md draws the whole tre
 from __future__ import annotations
 
 __all__ = [
+    "ArtifactError",
     "CodecError",
     "ConflictError",
     "CorruptLogError",
@@ -130,6 +131,23 @@ class SessionRowError(CorruptLogError):
             f"is appended to the session until they agree. `toolledger verify` names the row; "
             f"restore the database from a copy."))
         self.session_id = session_id
+
+
+class ArtifactError(LogError):
+    """The whole of a long result, kept as an artifact beside the log, is missing or is not
+    what its record's hash says (changed, or cut short). Names the session, the call and the
+    hash. The record (what the model read) is intact: restore the artifact from a copy of the
+    store, or read the cut the record holds."""
+
+    def __init__(self, session_id: str, call_id: str, sha256: str, problem: str) -> None:
+        super().__init__(
+            f"session {session_id!r}, call {call_id}: the artifact {sha256[:16]}… {problem}. "
+            f"Its record holds what the model read; restore the artifact from a copy of the "
+            f"store (`toolledger verify` checks every artifact a log names)")
+        self.session_id = session_id
+        self.call_id = call_id
+        self.sha256 = sha256
+        self.problem = problem
 
 
 class ConflictError(LogError):

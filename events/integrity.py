@@ -27,9 +27,10 @@ file through :func:`verify_lines`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .artifacts import artifact_of, artifact_problem
 from .chainreport import Anchor, Break, SessionChain, VerifyReport
 from .codec import decode_record, loads_strict
 from .errors import CodecError
@@ -40,6 +41,7 @@ __all__ = [
     "GENESIS",
     "HASH_FIELD",
     "Anchor",
+    "ArtifactLoader",
     "Break",
     "ChainVerifier",
     "SEALED_TAIL",
@@ -58,6 +60,10 @@ __all__ = [
 
 
 _CHANGED = "the record was changed"
+
+#: How a verifier reads an artifact a record names: ``(session_id, call_id, sha256)`` to its
+#: bytes as the store holds them, or ``None`` if it holds none (:mod:`events.artifacts`).
+ArtifactLoader = Callable[[str, str, str], "bytes | None"]
 _KEY_HINT = (
     "no record has verified yet: if the log was written with an HMAC key, verify it with "
     "--key-file or --key-env (plain SHA-256 cannot check an HMAC chain)"
@@ -194,6 +200,10 @@ class ChainVerifier:
     its id), which takes part in the chain: the report checks that every session with a row
     or records ends where its row says (:func:`row_problem`), and names the first row that
     does not (its break has no line and no seq: it is not a record).
+
+    ``artifacts`` reads the artifacts records name (the whole of a result too large for the
+    log): each must be there with the bytes its record's hash names, else the record that
+    names it is the broken link. Without it, artifacts are not checked.
     """
 
     def __init__(
@@ -203,8 +213,10 @@ class ChainVerifier:
         session: str | None = None,
         anchors: Iterable[Anchor] = (),
         rows: Mapping[str, tuple[int, str]] | None = None,
+        artifacts: ArtifactLoader | None = None,
     ) -> None:
         self._key = key
+        self._artifacts = artifacts
         self._session = session
         self._anchors = {(a.session_id, a.seq): a.hash for a in anchors}
         self._rows = rows
@@ -314,6 +326,15 @@ class ChainVerifier:
                 f"the session was rewritten since the anchor was taken",
                 "or the anchor belongs to another log",
             )
+        if self._artifacts is not None and (named := artifact_of(record)) is not None:
+            call_id, sha256 = named
+            problem = artifact_problem(self._artifacts(record.session_id, call_id, sha256),
+                                       sha256)
+            if problem is not None:
+                raise LinkError(
+                    f"the artifact of call {call_id} ({sha256}) {problem}",
+                    "restore the artifact from a copy of the store; the record holds what "
+                    "the model read")
         if digest is None:
             chain.unchained += 1
         else:

@@ -21,6 +21,8 @@ __all__ = [
     "FailureDetail",
     "ImageContent",
     "JsonPath",
+    "KeptResult",
+    "ModelView",
     "NotJsonProblem",
     "ResourceLink",
     "TextContent",
@@ -176,3 +178,56 @@ class FailureDetail:
     path: JsonPath | None = None
     problem: NotJsonProblem | None = None
     value: str | None = None
+
+
+def _optional_positive(_: Any, attribute: Any, value: Any) -> None:
+    if value is not None and (type(value) is not int or value < 1):
+        raise ValueError(f"{attribute.name} must be a positive int or None, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class ModelView:
+    """How much of a result the model reads: at most ``max_bytes`` bytes (UTF-8) and at most
+    ``max_lines`` lines of its text, as its head and its tail with a marked gap between them.
+    A result within both is read whole; the whole result is kept either way (docs/tools.md,
+    "Long outputs"). Give a tool one (``@tool(model_view=...)``) or the session
+    (``Session.open(model_view=...)``)::
+
+        ModelView(max_bytes=8_000)            # 4 000 bytes from each end, about
+        ModelView(max_lines=200)              # 100 lines from each end, about
+    """
+
+    max_bytes: int | None = attrs.field(default=None, validator=_optional_positive)
+    max_lines: int | None = attrs.field(default=None, validator=_optional_positive)
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_bytes is None and self.max_lines is None:
+            raise ValueError("a ModelView needs max_bytes or max_lines (or both): how much of "
+                             "a result the model reads")
+
+
+def _size(_: Any, attribute: Any, value: Any) -> None:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"{attribute.name} must be an int >= 0, not {value!r}")
+
+
+def _sha256(_: Any, attribute: Any, value: Any) -> None:
+    if type(value) is not str or len(value) != 64 or value.strip("0123456789abcdef"):
+        raise ValueError(f"{attribute.name} must be 64 lowercase hex digits, not {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class KeptResult:
+    """Where the whole of a result is kept, when the model read a cut of it
+    (:attr:`~events.types.ToolCallCompleted.kept`).
+
+    ``size``: the whole result's bytes as a record would hold it; ``sha256``: the SHA-256 of
+    its artifact bytes (:func:`events.artifacts.encode_artifact`), 64 lowercase hex digits;
+    ``whole``: the whole result itself when it fits in the log (within the session's
+    ``max_result_bytes``), else ``None`` and the store keeps it as an artifact named by the
+    call and ``sha256`` (docs/stores.md, "Artifacts"). The record carries the hash, so the
+    chain that covers the record covers the artifact: ``verify`` checks it."""
+
+    size: int = attrs.field(validator=_size)
+    sha256: str = attrs.field(validator=_sha256)
+    whole: ToolResult | None = None

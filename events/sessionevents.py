@@ -16,6 +16,7 @@ import attrs
 
 from .fast.fastinit import fast_init
 from .modelturns import ProviderContent
+from .results import ModelView
 
 __all__ = [
     "ActiveToolsSet",
@@ -92,6 +93,8 @@ class ToolSnapshot:
     timeout: float | None = None
     #: a mounted MCP server's tool: which server, and its name there (None: a local tool)
     source: ToolSource | None = None
+    #: how much of the tool's result the model reads (None: the session's, or all of it)
+    model_view: ModelView | None = None
 
 
 @fast_init
@@ -113,12 +116,18 @@ class ModelToolCall:
 @attrs.frozen(kw_only=True)
 class SessionSettings:
     """What a session was opened with that decides what it does: its limits. A replay opens
-    the session again with them; nothing reads them out of a message."""
+    the session again with them; nothing reads them out of a message.
+
+    ``max_artifact_bytes`` (the largest result kept as an artifact) and ``model_view`` (how
+    much of a result the model reads) are ``None`` in logs written before they were recorded:
+    those sessions kept no artifacts and cut nothing."""
 
     max_turns: int
     max_depth: int
     max_argument_bytes: int
     max_result_bytes: int
+    max_artifact_bytes: int | None = None
+    model_view: ModelView | None = None
 
 
 # -- the events ----------------------------------------------------------------------------

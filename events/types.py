@@ -56,7 +56,7 @@ from .modelturns import (
     ProviderContent,
     SystemPromptSet,
 )
-from .results import FailureDetail, JsonPath, NotJsonProblem
+from .results import FailureDetail, JsonPath, KeptResult, ModelView, NotJsonProblem
 from .sessionevents import (
     ActiveToolsSet,
     Annotations,
@@ -88,6 +88,8 @@ __all__ = [
     "FailureDetail",
     "FailureKind",
     "JsonPath",
+    "KeptResult",
+    "ModelView",
     "NotJsonProblem",
     "ModelEvent",
     "ModelFailed",

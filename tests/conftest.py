@@ -22,7 +22,7 @@ from engine import Session, ToolSpec, fold
 from engine.core.handlers import ToolCallHandler, ToolResultHandler
 from engine.core.reducers import Projection
 from engine.models import FauxModel, FauxStep
-from events import MemoryStore, Record
+from events import EventStore, MemoryStore, Record
 from tests.pgserver import URL_VARIABLE as POSTGRES_URL_VARIABLE
 
 # -- Hypothesis profiles ---------------------------------------------------------------------
@@ -79,7 +79,7 @@ async def run_session(
     prompt: str = "go",
     on_tool_call: Iterable[ToolCallHandler] = (),
     on_tool_result: Iterable[ToolResultHandler] = (),
-    store: MemoryStore | None = None,
+    store: EventStore | None = None,
     **session_kwargs: Any,
 ) -> tuple[Projection, list[Record], FauxModel]:
     """One prompt through a fresh session; ``session_kwargs`` go to :meth:`Session.open`."""

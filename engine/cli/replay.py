@@ -17,6 +17,8 @@ import importlib
 import os
 import sys
 from collections.abc import Callable
+from typing import cast
+from contextlib import closing
 from functools import partial
 
 import trio
@@ -26,12 +28,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from events.errors import UnverifiedRecordError
+from events.stores.base import ArtifactStore, keeps_artifacts
 from events.types import Record
 
 from ..core.visible import visible, visible_json
 from ..replay import ReplayError, ReplayReport, ReplaySetup, ToolMode, VerifiedRecords, redrive
 from ..replay.trust import UnverifiedLogError, check_live
-from ._common import LOG_HELP, UsageError, load_key, read_sessions
+from ._common import LOG_HELP, UsageError, load_key, open_log, read_sessions
 
 __all__ = ["add_parser", "load_setup", "run"]
 
@@ -127,7 +130,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
     long = len(sessions) >= LONG_REPLAY_SESSIONS or total >= LONG_REPLAY_RECORDS
     clock = None if mode == "live" else trio.testing.MockClock(autojump_threshold=AUTOJUMP_AFTER)
     replay_all = partial(_replay_all, sessions, mode, setup,
-                         verified=key is not None, unverified=args.unverified)
+                         verified=key is not None, unverified=args.unverified,
+                         log=args.log, key=key)
     try:
         if long and console.is_terminal and not args.json:
             with Progress(TextColumn("replaying"), BarColumn(), MofNCompleteColumn(),
@@ -164,8 +168,29 @@ async def _replay_all(
     *,
     verified: bool,
     unverified: bool,
+    log: str,
+    key: bytes | None,
 ) -> list[ReplayReport]:
-    """Each session replayed; ``verified``: a store given the key read (and so verified) them."""
+    """Each session replayed; ``verified``: a store given the key read (and so verified) them.
+    The log's store is open while they are, for the artifacts it keeps (the whole of long
+    results, which the recorded tools give back)."""
+    with closing(open_log(log, key=key)) as store:
+        return await _replay_sessions(sessions, mode, setup, progress, verified=verified,
+                                      unverified=unverified,
+                                      artifacts=cast(ArtifactStore, store)
+                                      if keeps_artifacts(store) else None)
+
+
+async def _replay_sessions(
+    sessions: dict[str, list[Record]],
+    mode: ToolMode,
+    setup: ReplaySetup,
+    progress: Callable[[int], None] | None,
+    *,
+    verified: bool,
+    unverified: bool,
+    artifacts: ArtifactStore | None,
+) -> list[ReplayReport]:
     reports = []
     done = 0
     for sid, records in sessions.items():
@@ -177,7 +202,7 @@ async def _replay_all(
             VerifiedRecords(session_id=sid, records=records) if verified else records,
             tools=setup.tools, tool_mode=mode, unverified=unverified, handlers=setup.handlers,
             result_handlers=setup.result_handlers, rules=setup.rules,
-            max_depth=setup.max_depth, progress=report,
+            max_depth=setup.max_depth, progress=report, artifacts=artifacts,
         ))
         done += len(records)
     return reports

@@ -12,6 +12,7 @@ from ..present.export import session_json, transcript_json
 from ..present.progress import progress_section
 from ..present.render import Renderers, print_session, render_transcript
 from ._common import LOG_HELP, UsageError, fold_sessions, read_sessions
+from .output import print_output
 
 __all__ = ["add_parser", "run", "run_transcript"]
 
@@ -42,6 +43,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--plugin", metavar="MODULE", action="append", default=[],
         help="import MODULE first (it may register renderers for its tools); repeatable",
     )
+    show.add_argument(
+        "--output", metavar="CALL",
+        help=("print the whole result of call CALL (of the one session, or of --session): "
+              "also of a long one the model read cut, from the log or the artifact the store "
+              "keeps; with --json, the result as JSON"),
+    )
     show.set_defaults(run=run)
     transcript = commands.add_parser(
         "transcript",
@@ -62,6 +69,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
         renderers.load(tuple(args.plugin))
     except ImportError as exc:
         raise UsageError(f"--plugin: {exc}") from exc
+    if args.output is not None:
+        return print_output(args.log, args.session, args.output, as_json=args.json)
     sessions = read_sessions(args.log, args.session)
     projections = fold_sessions(args.log, sessions)
     if args.json:

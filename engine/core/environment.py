@@ -20,8 +20,11 @@ from typing import Any
 
 import attrs
 
+from events.results import ModelView
+
 from .approvals import Approver, answers_at_once, deny_all
 from .handlers import ToolCallHandler, ToolResultHandler
+from .cutting import check_view
 from .limits import MAX_CALL_DEPTH, Limits
 from .policy import PolicyRules
 from .registry import Registry
@@ -49,6 +52,9 @@ class Environment:
     approver: Approver = deny_all
     max_depth: int = 8
     max_turns: int = 50
+    #: how much of a result the model reads, for a tool that sets none (docs/tools.md, "Long
+    #: outputs"); ``None``: all of it, unless it is too large for the log
+    model_view: ModelView | None = None
     #: the wall clock a record's time comes from: the runtime's choice, so the core reads none
     clock: Callable[[], float] = attrs.field(kw_only=True)
     call_handlers: tuple[ToolCallHandler, ...] = ()
@@ -67,6 +73,7 @@ class Environment:
     def __attrs_post_init__(self) -> None:
         if self.max_depth < 0 or self.max_turns < 1:
             raise ValueError("max_depth must be >= 0 and max_turns >= 1")
+        check_view(self.model_view, "model_view")
         if self.max_depth > MAX_CALL_DEPTH:
             raise ValueError(f"max_depth={self.max_depth} is deeper than nested calls can go: "
                              f"use at most {MAX_CALL_DEPTH} (engine.core.limits.MAX_CALL_DEPTH)")

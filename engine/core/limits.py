@@ -4,7 +4,10 @@ A model, a handler or a tool can hand the engine arbitrarily large values, and e
 engine is handed goes into the log. The limits keep one call from filling it: arguments over
 ``max_argument_bytes`` are not recorded (a small marker stands in their place, naming their
 size) and the call fails with kind ``too_large`` before any handler sees it; a result over
-``max_result_bytes`` fails the call the same way and is not kept. A model's arguments that
+``max_result_bytes`` is kept whole as an artifact the store holds, up to
+``max_artifact_bytes``, while the model reads a cut of it (docs/tools.md, "Long outputs");
+past that, or where the store keeps no artifacts, or for a call the model did not make, it
+fails the call the same way and is not kept. A model's arguments that
 are not JSON at all (a NaN, a set, a value nested too deep) are not recorded either: a marker
 stands in their place, naming the problem, and the call fails ``invalid_arguments`` saying so.
 Sizes are measured as compact, ASCII-escaped JSON: an upper bound of the bytes a record spends
@@ -72,10 +75,16 @@ def _positive(_: Any, attribute: Any, value: int) -> None:
 
 @attrs.frozen(kw_only=True)
 class Limits:
-    """How large the arguments and the result of one call may be (bytes of JSON)."""
+    """How large the arguments and the result of one call may be (bytes of JSON).
+
+    ``max_result_bytes``: the most a result may bring into the log. ``max_artifact_bytes``:
+    the most a result of the model's call may have at all; one between the two is kept whole
+    as an artifact the store holds, and the model reads a cut of it. Set it to
+    ``max_result_bytes`` (or less) to keep no artifacts."""
 
     max_argument_bytes: int = attrs.field(default=1_000_000, validator=_positive)
     max_result_bytes: int = attrs.field(default=4_000_000, validator=_positive)
+    max_artifact_bytes: int = attrs.field(default=64_000_000, validator=_positive)
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"))

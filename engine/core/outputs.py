@@ -23,8 +23,8 @@ from .limits import Limits, result_size
 from .registry import Registry
 from .tools import ToolSpec
 
-__all__ = ["Failure", "InvalidOutput", "check_output", "checked_patch", "describe", "error_info",
-           "text_limit"]
+__all__ = ["Failure", "InvalidOutput", "check_output", "check_sized_output", "checked_patch",
+           "describe", "error_info", "text_limit"]
 
 #: why a call failed: its kind, the message, and the exception if one was raised
 Failure = tuple[FailureKind, str, "ErrorInfo | None", "FailureDetail | None"]
@@ -80,32 +80,44 @@ def check_output(
 ) -> tuple[ToolResult | None, Failure | None]:
     """The body's return as the result to record, or why the call fails (with the result, if
     it was one, to keep as ``returned``)."""
+    result, failure, _ = check_sized_output(registry, limits, spec, returned)
+    return result, failure
+
+
+def check_sized_output(
+    registry: Registry, limits: Limits, spec: ToolSpec, returned: Any, *,
+    upper: int | None = None,
+) -> tuple[ToolResult | None, Failure | None, int]:
+    """:func:`check_output`, and the result's size (:func:`result_size`; 0 when it is not
+    one). ``upper``: the largest result the call may keep (as an artifact, past
+    ``max_result_bytes``: docs/tools.md, "Long outputs"); ``max_result_bytes`` by default."""
     if not isinstance(returned, ToolResult):
         return None, ("invalid_output", f"{spec.name} returned {type(returned).__name__}, "
-                      f"not a ToolResult", None, FailureDetail(type=type(returned).__name__))
+                      f"not a ToolResult", None, FailureDetail(type=type(returned).__name__)), 0
     try:
         result = own_result(returned)
     except ValueError as exc:
         return None, ("not_serialisable", f"{spec.name} returned a result that is not JSON: {exc}",
-                      None, exc.detail if isinstance(exc, NotJson) else None)
+                      None, exc.detail if isinstance(exc, NotJson) else None), 0
     recorded = result
     if result.structured_content is not None and not result.content:
         # MCP's rule: the text block it gets is recorded too, so it is measured with the rest
         recorded = attrs.evolve(result, content=(_json_block(result.structured_content),))
-    if (size := result_size(recorded)) > limits.max_result_bytes:
+    limit = limits.max_result_bytes if upper is None else max(upper, limits.max_result_bytes)
+    if (size := result_size(recorded)) > limit:
         return None, ("too_large", f"{spec.name} returned {size} bytes, over the limit of "
-                      f"{limits.max_result_bytes}; the result was not kept", None,
-                      FailureDetail(limit=limits.max_result_bytes, size=size))
+                      f"{limit}; the result was not kept", None,
+                      FailureDetail(limit=limit, size=size)), size
     validator = registry.outputs.get(spec.name)
     if validator is not None and not result.is_error:
         if result.structured_content is None:
             return result, ("invalid_output", f"{spec.name} declares an output schema but "
-                            "returned no structured content", None, None)
+                            "returned no structured content", None, None), size
         problem = validator.violation(result.structured_content)
         if problem is not None:
             return result, ("invalid_output", f"{spec.name} returned output that violates "
-                            f"its output schema: {problem}", None, None)
-    return recorded, None
+                            f"its output schema: {problem}", None, None), size
+    return recorded, None, size
 
 
 def _json_block(structured: Any) -> TextContent:

@@ -99,6 +99,12 @@ class ToolContext(Protocol):
         """Record a nested call's progress update as the running call's own."""
         ...
 
+    async def whole_result(self, call_id: str) -> ToolResult:
+        """The whole result of an earlier call of this session that completed, also one the
+        model read cut (docs/tools.md, "Long outputs"): from its record, or from the
+        artifact the store keeps."""
+        ...
+
     async def run_in_thread(self, function: Callable[..., T], *args: Any) -> T:
         """``function(*args)`` in a worker thread, for blocking code: the call's timeout or
         cancellation stops the wait at once (the thread runs on, and what it returns then is

@@ -22,9 +22,10 @@ from typing import Any, Final, overload
 import attrs
 
 from events.fast.fastinit import fast_init
-from events.results import ToolResult
+from events.results import ModelView, ToolResult
 from events.types import Annotations, ExecutionMode, Exposure, Origin, ToolSnapshot, ToolSource
 
+from .cutting import check_view
 from .errors import ToolSignatureError
 from .jsonvalues import copy_json
 from .memo import Memo
@@ -71,6 +72,10 @@ def _check_name(_: Any, __: Any, value: str) -> None:
         )
 
 
+def _check_view(_: Any, __: Any, value: ModelView | None) -> None:
+    check_view(value, "model_view")
+
+
 def _check_positive(_: Any, __: Any, value: float | None) -> None:
     if value is not None and not value > 0:
         raise ValueError(f"timeout must be a positive number of seconds, not {value!r}")
@@ -101,6 +106,9 @@ class ToolSpec:
     timeout: float | None = attrs.field(default=None, validator=_check_positive)
     #: where the code runs when it is not in this process (a mounted MCP server's tool)
     source: ToolSource | None = None
+    #: how much of a result the model reads (docs/tools.md, "Long outputs"); ``None``: the
+    #: session's view, or all of it
+    model_view: ModelView | None = attrs.field(default=None, validator=_check_view)
     #: what ``@tool`` read from a typed function (``None`` for the ``(call, ctx)`` form): the
     #: registry's input check holds the arguments to its parameters' types too
     #: (:class:`~engine.core.registry.TypedInputs`), as part of input validation
@@ -140,6 +148,7 @@ class ToolSpec:
             execution_mode=self.execution_mode,
             timeout=self.timeout,
             source=self.source,
+            model_view=self.model_view,
         )
 
 
@@ -196,6 +205,7 @@ def tool(
     exposure: Exposure = "direct",
     execution_mode: ExecutionMode = "parallel",
     timeout: float | None = None,
+    model_view: ModelView | None = None,
 ) -> Callable[[Callable[..., Any]], ToolSpec]: ...
 
 
@@ -211,6 +221,7 @@ def tool(
     exposure: Exposure = "direct",
     execution_mode: ExecutionMode = "parallel",
     timeout: float | None = None,
+    model_view: ModelView | None = None,
 ) -> ToolSpec | Callable[[Callable[..., Any]], ToolSpec]:
     """Make a :class:`ToolSpec` of a typed function, or of an ``async def execute(call,
     ctx)`` with schemas written by hand. Example::
@@ -230,7 +241,9 @@ def tool(
     from its return annotation; a parameter annotated ``ToolContext`` receives the call's
     context; a sync function runs in a worker thread. docs/tools.md lists the types, and
     what the decorator refuses (:class:`~engine.core.errors.ToolSignatureError`, raised
-    here, saying what to write instead).
+    here, saying what to write instead). ``model_view=ModelView(max_lines=200)`` lets the
+    model read only the head and tail of a long result, which is kept whole (docs/tools.md,
+    "Long outputs").
 
     The ``(call, ctx)`` form (:func:`is_call_form`) is for a schema that is given (an MCP
     server's, an OpenAPI operation's): the name defaults to the function's name, the
@@ -274,6 +287,7 @@ def tool(
             exposure=exposure,
             execution_mode=execution_mode,
             timeout=timeout,
+            model_view=model_view,
             execute=execute,
         )
 
@@ -297,6 +311,7 @@ def tool(
             exposure=exposure,
             execution_mode=execution_mode,
             timeout=timeout,
+            model_view=model_view,
             execute=TypedBody(signature),
             signature=signature,
         )

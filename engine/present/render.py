@@ -29,6 +29,7 @@ from events.results import (
     AudioContent,
     EmbeddedResource,
     ImageContent,
+    KeptResult,
     ResourceLink,
     TextContent,
     ToolResult,
@@ -152,7 +153,10 @@ def render_transcript(projection: Projection) -> RenderableType:
         elif isinstance(entry, AssistantMessage):
             table.add_row(Text("assistant", style="bold magenta"), _assistant(entry))
         elif isinstance(entry, ToolResultEntry):
-            table.add_row(Text("tool", style="bold blue"), _tool_result(entry))
+            call = projection.calls.get(entry.call_id)
+            terminal = call.terminal if call is not None else None
+            kept = terminal.kept if isinstance(terminal, ToolCallCompleted) else None
+            table.add_row(Text("tool", style="bold blue"), _tool_result(entry, kept))
     if not table.rows:
         return Text("(empty transcript)", style="dim")
     return Visible(table)
@@ -176,7 +180,7 @@ def _assistant(message: AssistantMessage) -> Text:
     return body
 
 
-def _tool_result(entry: ToolResultEntry) -> Text:
+def _tool_result(entry: ToolResultEntry, kept: KeptResult | None = None) -> Text:
     body = Text()
     body.append(f"{visible(entry.call_id, newlines=False)} ", style="dim")
     body.append(visible(entry.name, newlines=False), style="bold")
@@ -188,6 +192,12 @@ def _tool_result(entry: ToolResultEntry) -> Text:
     if len(lines) > TRANSCRIPT_RESULT_LINES:
         left = len(lines) - TRANSCRIPT_RESULT_LINES
         body.append(f"\n… ({left} more line{'s' if left != 1 else ''})", style="dim")
+    if kept is not None:  # what the model read is a cut: say where the whole is
+        where = ("in the log" if kept.whole is not None
+                 else f"in the store, as the artifact {kept.sha256[:16]}…")
+        body.append(f"\n(the model read a cut of this result; the whole, {kept.size} bytes, is "
+                    f"kept {where}: `toolledger show LOG --output "
+                    f"{visible(entry.call_id, newlines=False)}` prints it)", style="dim")
     return body
 
 

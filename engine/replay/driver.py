@@ -22,6 +22,7 @@ import trio
 from events.codec import converter
 from events.modelturns import SystemPromptSet
 from events.stores import MemoryStore
+from events.stores.base import ArtifactStore
 from events.types import (
     ActiveToolsSet,
     ExecutionMode,
@@ -114,6 +115,7 @@ async def redrive(
     max_depth: int | None = None,
     clock: Callable[[], float] | None = None,
     progress: Progress | None = None,
+    artifacts: ArtifactStore | None = None,
 ) -> ReplayReport:
     """Run the session ``records`` hold again and report the first divergence per call.
 
@@ -127,7 +129,9 @@ async def redrive(
     ``handlers``, ``result_handlers``, ``rules`` and ``max_depth`` are today's; ``None``
     replays what the log shows (the handlers' recorded verdicts, the rules its decisions
     record, the settings its start records). ``clock`` stamps the replay's records (default ``time.time``); record times are
-    never compared. Runs in the caller's trio loop; raises :class:`ReplayError` if the
+    never compared. ``artifacts``: the store the records were read from, for a recorded call
+    whose whole result it keeps as an artifact (docs/tools.md, "Long outputs"): the replay
+    gives the tool back the whole, as the tool gave it. Runs in the caller's trio loop; raises :class:`ReplayError` if the
     records are not one consistent session or a live tool is missing. Example::
 
         report = await redrive(records, rules=PolicyRules(deny=["delete_file"]))
@@ -147,6 +151,7 @@ async def redrive(
         handlers=None if handlers is None else list(handlers),
         result_handlers=None if result_handlers is None else list(result_handlers),
         rules=rules, max_depth=max_depth, clock=clock, progress=progress, verified=verified,
+        artifacts=artifacts,
     )
     return await replay.run()
 
@@ -167,6 +172,7 @@ class _Replay:
         clock: Callable[[], float] | None,
         progress: Progress | None,
         verified: bool,
+        artifacts: ArtifactStore | None = None,
     ) -> None:
         self.book = book
         self.verified = verified
@@ -190,7 +196,7 @@ class _Replay:
         self.watch = Watch(book, self.concurrent)
         self.timeouts: dict[str, float | None] = {}
         self.modes: dict[str, ExecutionMode] = {}
-        self.stubs = RecordedTools(book, self.watch, self.timeouts)
+        self.stubs = RecordedTools(book, self.watch, self.timeouts, artifacts)
         self.found: list[Divergence] = []
         self.notes: list[str] = [] if verified else [unverified_note(tool_mode)]
         self.reported_missing: set[str] = set()
@@ -222,6 +228,7 @@ class _Replay:
                     input_schema=snapshot.input_schema, output_schema=snapshot.output_schema,
                     annotations=snapshot.annotations, exposure=snapshot.exposure,
                     execution_mode=snapshot.execution_mode, timeout=snapshot.timeout,
+                    model_view=snapshot.model_view,
                     execute=self.stubs.execute,
                 ))
             Registry().check(spec)
@@ -293,6 +300,7 @@ class _Replay:
                 rules=self.rules, session_id=book.session_id, create=True,
                 max_turns=book.max_turns, max_depth=self.max_depth, limits=book.limits,
                 clock=self.clock, metadata=book.metadata, system_prompt=book.system_prompt,
+                model_view=book.model_view,
             ) as session:
                 self.session = session
                 self.hosts.attach(session, hosts)

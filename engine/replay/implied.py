@@ -200,11 +200,15 @@ def infer_max_turns(settings: SessionSettings | None, prompts: Sequence[Recorded
 
 def infer_limits(settings: SessionSettings | None) -> Limits:
     """The size limits the settings record; in a log without them, ``Session.open``'s
-    defaults."""
+    defaults. A log that does not record ``max_artifact_bytes`` was written before results
+    were kept as artifacts: it kept none, and neither does its replay."""
     if settings is None:
-        return Limits()
+        return Limits(max_artifact_bytes=Limits().max_result_bytes)  # no artifacts then
+    result_bytes = max(settings.max_result_bytes, 1)
+    # a log written before artifacts were recorded kept none
+    artifact_bytes = settings.max_artifact_bytes or result_bytes
     return Limits(max_argument_bytes=max(settings.max_argument_bytes, 1),
-                  max_result_bytes=max(settings.max_result_bytes, 1))
+                  max_result_bytes=result_bytes, max_artifact_bytes=max(artifact_bytes, 1))
 
 
 def order_names(sequences: Iterable[Sequence[str]], *, unique: bool = False) -> tuple[str, ...]:

@@ -102,6 +102,7 @@ def read_log(records: Iterable[Record]) -> RecordedSession:
         max_depth=infer_max_depth(first.settings, calls),
         max_turns=infer_max_turns(first.settings, prompts),
         limits=infer_limits(first.settings),
+        model_view=first.settings.model_view if first.settings is not None else None,
         handler_names=order_names([[v.by for v in c.verdicts] for c in calls.values()]),
         result_handler_names=order_names(
             [[f.handler for f in c.result_failures] for c in calls.values()]),

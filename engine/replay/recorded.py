@@ -14,7 +14,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from events.modelturns import ModelRequested, ModelResponded, SystemPromptSet
-from events.results import ErrorInfo
+from events.results import ErrorInfo, ModelView
 from events.types import (
     ActiveToolsSet,
     AssistantMessage,
@@ -192,6 +192,8 @@ class RecordedSession:
     max_depth: int
     max_turns: int
     limits: Limits
+    #: how much of a result the model read, for a tool that set none (the settings')
+    model_view: ModelView | None = None
     handler_names: tuple[str, ...]
     result_handler_names: tuple[str, ...]
     waiters: dict[str, Waiter]

@@ -32,7 +32,9 @@ from typing import Any
 import attrs
 import trio
 
+from events.artifacts import decode_artifact
 from events.results import ToolResult
+from events.stores.base import ArtifactStore
 from events.types import (
     FailureDetail,
     ToolCallCompleted,
@@ -143,9 +145,12 @@ class _NotAToolResult:
 class RecordedTools:
     """The bodies of recorded tools, for one replay."""
 
-    def __init__(self, book: RecordedSession, watch: Watch, timeouts: dict[str, float | None]) -> None:
+    def __init__(self, book: RecordedSession, watch: Watch, timeouts: dict[str, float | None],
+                 artifacts: ArtifactStore | None = None) -> None:
         self.book = book
         self.watch = watch
+        #: the store that keeps the log's artifacts (the whole of results too large for it)
+        self.artifacts = artifacts
         #: each tool's timeout in the replay, by name (a recorded timeout needs one)
         self.timeouts = timeouts
 
@@ -207,6 +212,23 @@ class RecordedTools:
                 await self.watch.until(lambda: finished or self.watch.reached(waiter))
             scope.cancel()
 
+    async def _whole(self, call: ToolCall, terminal: ToolCallCompleted) -> ToolResult:
+        """What the tool returned, when the model read it whole or cut: the whole result, from
+        the record or from the artifact the log's store keeps."""
+        kept = terminal.kept
+        if kept is None:
+            return terminal.result
+        if kept.whole is not None:
+            return kept.whole
+        if self.artifacts is None:
+            raise NoRecordedResult(
+                f"the whole result of call {call.call_id} ({call.name}) is an artifact of the "
+                f"log's store, and the replay was not given the store (redrive(..., "
+                f"artifacts=store))")
+        data = await self.artifacts.get_artifact(self.book.session_id, call.call_id,
+                                                 kept.sha256)
+        return decode_artifact(data, self.book.session_id, call.call_id, kept.sha256)
+
     async def _end(self, call: ToolCall, recorded: RecordedCall) -> ToolResult:
         terminal = recorded.terminal
         if recorded.call_id in self.book.waiters:
@@ -216,7 +238,9 @@ class RecordedTools:
             raise NoRecordedResult(
                 f"the log ends while call {call.call_id} ({call.name}) ran: it has no result")
         if isinstance(terminal, ToolCallCompleted):
-            return terminal.returned if terminal.returned is not None else terminal.result
+            if terminal.returned is not None:
+                return terminal.returned
+            return await self._whole(call, terminal)
         if isinstance(terminal, ToolCallFailed):
             kind = terminal.kind
             if kind == "raised" and terminal.error is not None:

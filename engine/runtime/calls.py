@@ -54,7 +54,7 @@ from ..core.limits import result_size
 from ..core.outputs import (
     Failure,
     InvalidOutput,
-    check_output,
+    check_sized_output,
     checked_patch,
     describe,
     error_info,
@@ -69,6 +69,7 @@ from .copied import in_copy
 from .endings import close_open, deny, fail
 from .gate import ask, gate, resolve
 from .inflight import InFlight
+from .keeping import artifact_limit, keep
 from .recorder import Recorder
 
 __all__ = ["advance", "ask", "execute", "gate", "resolve"]
@@ -178,20 +179,30 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
         close_open(recorder, child, f"{spec.name} ran again and did not ask for it")
 
     raw: ToolResult | None = None
+    size = 0
+    upper = artifact_limit(env, recorder, view)  # a long result kept whole, if it may be
     if failure is None:
-        raw, failure = check_output(env.registry, env.limits, spec, returned)
-    # 7. the tool_result handlers; 8. the terminal event
+        raw, failure, size = check_sized_output(env.registry, env.limits, spec, returned,
+                                                upper=upper)
+    # a result past max_result_bytes (kept as an artifact, if at all) is never in the log
+    fits = raw if size <= env.limits.max_result_bytes else None
+    # 7. the tool_result handlers; 8. the terminal event, with what the model reads of a
+    # long result and where the whole is kept (engine.runtime.keeping)
     if failure is None:
         assert raw is not None
-        result = await _result_handlers(env, recorder, view, raw) if env.result_handlers else raw
-        recorder.record(ToolCallCompleted(
-            call_id=call_id, result=result,
-            returned=None if result is raw or result == raw else raw))
-    else:
-        kind, message, info, detail = failure
-        result = await _result_handlers(env, recorder, view, error_result(message))
-        fail(recorder, call_id, kind, message, error=info, returned=raw, result=result,
-             detail=detail)
+        final = await _result_handlers(env, recorder, view, raw,
+                                       upper) if env.result_handlers else raw
+        result, kept, failure = await keep(env, recorder, view, final,
+                                           size if final is raw else None)
+        if failure is None:
+            changed = final is not raw and final != raw
+            recorder.record(ToolCallCompleted(call_id=call_id, result=result, kept=kept,
+                                              returned=fits if changed else None))
+            return result
+    kind, message, info, detail = failure
+    result = await _result_handlers(env, recorder, view, error_result(message))
+    fail(recorder, call_id, kind, message, error=info, returned=fits, result=result,
+         detail=detail)
     return result
 
 
@@ -222,8 +233,11 @@ def _may_run(env: Environment, recorder: Recorder, view: LiveCall) -> bool:
 
 
 async def _result_handlers(env: Environment, recorder: Recorder, view: LiveCall,
-                           result: ToolResult) -> ToolResult:
-    """Step 7: the ``tool_result`` handlers, chained; one that raises is recorded and skipped."""
+                           result: ToolResult, upper: int | None = None) -> ToolResult:
+    """Step 7: the ``tool_result`` handlers, chained; one that raises is recorded and skipped.
+    A patched result may be as large as the call's result may be (``upper``: as an artifact,
+    past ``max_result_bytes``)."""
+    limit = max(upper or 0, env.limits.max_result_bytes)
     for handler in env.result_handlers:
         draft = ToolResultDraft(call_id=view.call_id, name=view.name,
                                 arguments=copy_json(view.arguments),
@@ -241,7 +255,7 @@ async def _result_handlers(env: Environment, recorder: Recorder, view: LiveCall,
                 raise TypeError(f"returned {patch!r}; return None or a ResultPatch")
             patched = checked_patch(env.registry, view.name, result, patch,
                                     own_result(patch.apply(result)))
-            if result_size(patched) > env.limits.max_result_bytes:
+            if result_size(patched) > limit:
                 raise ValueError("the patched result is over the size limit")
         except Exception as exc:
             recorder.record(ResultHandlerFailed(

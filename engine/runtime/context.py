@@ -18,6 +18,7 @@ from events.results import ContentBlock, ToolResult, text
 from events.types import ToolCallRequested, ToolProgress, ToolSnapshot, ToolsActivated
 
 from ..core.environment import Environment
+from ..core.errors import CallNotFound
 from ..core.jsonvalues import NotJson, copy_json, ensure_json, own_json, own_result
 from ..core.limits import Limits, admit, json_size, result_size
 from ..core.nested import NestedCalls, first_difference
@@ -26,6 +27,7 @@ from ..core.tools import ToolCall
 from .bodytasks import BodyTasks
 from .endings import fail
 from .inflight import InFlight
+from .keeping import whole_result
 from .progress import ProgressListener, listener_checked
 from .recorder import Recorder
 
@@ -286,6 +288,17 @@ class CallContext(ToolContext):
                                   content=blocks)
             self._recorder.record(update)
             self._inflight.progress.reported(update)
+
+    async def whole_result(self, call_id: str) -> ToolResult:
+        """The whole result of a call of this session that completed, also one the model
+        read cut: its record's, or the artifact the store keeps
+        (:class:`~events.errors.ArtifactError` if that is missing or changed).
+        :class:`~engine.core.errors.CallNotFound` for a call that has no completed result."""
+        whole = await whole_result(self._recorder, str(call_id))
+        if whole is None:
+            raise CallNotFound(f"no call {call_id!r} of this session has completed: give the "
+                               f"id a cut's marker names")
+        return own_result(whole)
 
     async def run_in_thread(self, function: Callable[..., T], *args: Any) -> T:
         """``function(*args)`` in one of trio's worker threads (in a copy of this task's

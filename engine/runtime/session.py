@@ -32,6 +32,7 @@ import trio
 from events.errors import SessionNotFound
 from events.modelturns import SystemPromptSet
 from events.renamed import renamed_attribute, warn_renamed
+from events.results import ModelView
 from events.stores import EventStore
 from events.types import (
     ActiveToolsSet,
@@ -132,6 +133,7 @@ class Session:
         new_session_id: Callable[[], str] = _new_session_id,
         metadata: Mapping[str, Any] | None = None,
         system_prompt: str | None = None,
+        model_view: ModelView | None = None,
     ) -> AsyncIterator[Session]:
         """Open a session on ``store``: a new one, or the one ``session_id`` names.
 
@@ -160,6 +162,10 @@ class Session:
         ``system_prompt`` is the instructions the model gets with every request, recorded
         (:class:`~events.modelturns.SystemPromptSet`) when it differs from what the log holds;
         ``None`` keeps what the log holds (none, for a new session).
+
+        ``model_view`` (a :class:`~events.results.ModelView`) is how much of a result the model
+        reads, for the tools that set none: the head and tail of a longer one, with a marked
+        gap; the whole is kept (docs/tools.md, "Long outputs").
         """
         registry = Registry()
         specs = list(tools)
@@ -170,12 +176,15 @@ class Session:
             duplicated = next(name for name, count in Counter(names).items() if count > 1)
             raise ValueError(f"two tools are named {duplicated!r}: tool names must be unique")
         env = Environment(registry=registry, rules=rules, limits=limits, approver=approver,
-                          max_depth=max_depth, max_turns=max_turns, clock=clock)  # or ValueError
+                          max_depth=max_depth, max_turns=max_turns, clock=clock,
+                          model_view=model_view)  # or ValueError
         started = SessionStarted(  # or ValueError
             metadata=own_json(dict(metadata)) if metadata else {},
             settings=SessionSettings(max_turns=max_turns, max_depth=max_depth,
                                      max_argument_bytes=limits.max_argument_bytes,
-                                     max_result_bytes=limits.max_result_bytes))
+                                     max_result_bytes=limits.max_result_bytes,
+                                     max_artifact_bytes=limits.max_artifact_bytes,
+                                     model_view=model_view))
 
         sid = session_id if session_id is not None else new_session_id()
         # one owner at a time: SessionInUse if another block (or process) has it open

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from ..results import ErrorInfo, TextContent, ToolResult
+from ..results import ErrorInfo, KeptResult, TextContent, ToolResult
 from ..types import (
     ApprovalRequested,
     ApprovalResolved,
@@ -132,14 +132,32 @@ def started(data: Any) -> ToolExecutionStarted:
     return _ToolExecutionStarted(call_id=strict_str(data["call_id"]))
 
 
-COMPLETED = frozenset({"call_id", "result", "returned"})
+COMPLETED = frozenset({"call_id", "result", "returned", "kept"})
+_COMPLETED_WHOLE = COMPLETED - {"kept"}
+_KEPT, _KEPT_CUT = NESTED[KeptResult], NESTED[KeptResult] - {"whole"}
+
+
+def _kept(data: Any) -> KeptResult | None:
+    if data is None:
+        return None
+    if type(data) is not dict or (data.keys() != _KEPT and data.keys() != _KEPT_CUT):
+        raise FALLBACK
+    size, sha256 = data["size"], data["sha256"]
+    if type(size) is not int or type(sha256) is not str:
+        raise FALLBACK
+    try:
+        return KeptResult(size=size, sha256=sha256, whole=_opt_result(data.get("whole")))
+    except ValueError:
+        raise FALLBACK from None  # the converter refuses it, in its words
 
 
 def completed(data: Any) -> ToolCallCompleted:
     """A record's data as ``ToolCallCompleted``; :data:`FALLBACK` for any other shape."""
-    exact_fields(data, COMPLETED)
+    # ``kept`` is written only for a result the model read cut
+    if type(data) is not dict or (data.keys() != _COMPLETED_WHOLE and data.keys() != COMPLETED):
+        raise FALLBACK
     return _ToolCallCompleted(call_id=strict_str(data["call_id"]), result=_result(data["result"]),
-                              returned=_opt_result(data["returned"]))
+                              returned=_opt_result(data["returned"]), kept=_kept(data.get("kept")))
 
 
 def _error(data: Any) -> ErrorInfo | None:

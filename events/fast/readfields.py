@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..modelturns import Usage
-from ..results import ErrorInfo, TextContent, ToolResult
+from ..results import ErrorInfo, KeptResult, ModelView, TextContent, ToolResult
 from ..types import (
     Annotations,
     FailureDetail,
@@ -36,6 +36,7 @@ __all__ = [
     "strict_opt_int",
     "strict_opt_str",
     "strict_str",
+    "view",
 ]
 
 
@@ -110,11 +111,30 @@ NESTED: dict[type[Any], frozenset[str]] = {
     ErrorInfo: frozenset({"type", "message", "traceback"}),
     FailureDetail: frozenset({"limit", "size", "type", "path", "problem", "value"}),
     SessionSettings: frozenset({"max_turns", "max_depth", "max_argument_bytes",
-                                "max_result_bytes"}),
+                                "max_result_bytes", "max_artifact_bytes", "model_view"}),
     ToolSnapshot: frozenset({"name", "description", "input_schema", "output_schema",
-                             "annotations", "exposure", "execution_mode", "timeout", "source"}),
+                             "annotations", "exposure", "execution_mode", "timeout", "source",
+                             "model_view"}),
     Annotations: frozenset({"title", "read_only", "destructive", "idempotent", "open_world"}),
+    ModelView: frozenset({"max_bytes", "max_lines"}),
+    KeptResult: frozenset({"size", "sha256", "whole"}),
     ToolSource: frozenset({"server", "version", "tool", "hints", "hints_trusted"}),
     ProviderContent: frozenset({"api", "items"}),
     Usage: frozenset({"input_tokens", "output_tokens", "cached_tokens"}),
 }
+
+
+_VIEW = frozenset({"max_bytes", "max_lines"})
+
+
+def view(value: Any) -> ModelView | None:
+    """A :class:`~events.results.ModelView` as the codec writes it (only the limits it has)."""
+    if value is None:
+        return None
+    if type(value) is not dict or not value.keys() <= _VIEW:
+        raise FALLBACK
+    try:
+        return ModelView(max_bytes=strict_opt_int(value.get("max_bytes")),
+                         max_lines=strict_opt_int(value.get("max_lines")))
+    except ValueError:
+        raise FALLBACK from None  # the converter refuses it, in its words

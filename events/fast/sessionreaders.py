@@ -29,8 +29,10 @@ from .readfields import (
     strict_object,
     strict_one_of,
     strict_opt_bool,
+    strict_opt_int,
     strict_opt_str,
     strict_str,
+    view,
 )
 
 __all__ = [
@@ -52,6 +54,7 @@ _MODES = frozenset(get_args(ExecutionMode))
 SESSION = frozenset({"metadata", "settings"})
 _SESSION_BARE = SESSION - {"settings"}
 _SETTINGS = NESTED[SessionSettings]
+_SETTINGS_BARE = _SETTINGS - {"max_artifact_bytes", "model_view"}
 
 
 def session_started(data: Any) -> SessionStarted:
@@ -61,18 +64,22 @@ def session_started(data: Any) -> SessionStarted:
         raise FALLBACK
     settings = data.get("settings")
     if settings is not None:
-        exact_fields(settings, _SETTINGS)
+        # the two limits of long outputs are absent from older logs
+        if type(settings) is not dict or not _SETTINGS_BARE <= settings.keys() <= _SETTINGS:
+            raise FALLBACK
         settings = SessionSettings(
             max_turns=strict_int(settings["max_turns"]),
             max_depth=strict_int(settings["max_depth"]),
             max_argument_bytes=strict_int(settings["max_argument_bytes"]),
-            max_result_bytes=strict_int(settings["max_result_bytes"]))
+            max_result_bytes=strict_int(settings["max_result_bytes"]),
+            max_artifact_bytes=strict_opt_int(settings.get("max_artifact_bytes")),
+            model_view=view(settings.get("model_view")))
     return SessionStarted(metadata=strict_object(data["metadata"]), settings=settings)
 
 
 REGISTERED = frozenset({"spec"})
 _SNAPSHOT, _ANNOTATIONS = NESTED[ToolSnapshot], NESTED[Annotations]
-_SNAPSHOT_LOCAL, _SOURCE = _SNAPSHOT - {"source"}, NESTED[ToolSource]
+_SNAPSHOT_LOCAL, _SOURCE = _SNAPSHOT - {"source", "model_view"}, NESTED[ToolSource]
 _SOURCE_BARE = _SOURCE - {"hints", "hints_trusted"}
 
 
@@ -100,8 +107,9 @@ def registered(data: Any) -> ToolRegistered:
     """A record's data as ``ToolRegistered``; :data:`FALLBACK` for any other shape."""
     exact_fields(data, REGISTERED)
     spec = data["spec"]
-    # ``source`` is written only for a tool that runs elsewhere (a mounted MCP server's)
-    if type(spec) is not dict or (spec.keys() != _SNAPSHOT_LOCAL and spec.keys() != _SNAPSHOT):
+    # ``source`` is written only for a tool that runs elsewhere (a mounted MCP server's), a
+    # ``model_view`` only for a tool that has one
+    if type(spec) is not dict or not _SNAPSHOT_LOCAL <= spec.keys() <= _SNAPSHOT:
         raise FALLBACK
     source = spec.get("source")
     if source is not None:
@@ -116,7 +124,7 @@ def registered(data: Any) -> ToolRegistered:
         annotations=_annotations(spec["annotations"]),
         exposure=strict_one_of(spec["exposure"], _EXPOSURES),
         execution_mode=strict_one_of(spec["execution_mode"], _MODES), timeout=timeout,
-        source=source))
+        source=source, model_view=view(spec.get("model_view"))))
 
 
 USER = frozenset({"text"})

@@ -15,6 +15,7 @@ stores lines chains them the same way and one verifier checks them all.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
@@ -28,17 +29,20 @@ from ..integrity import GENESIS, seal_bytes
 from ..types import SCHEMA_VERSION, Record
 
 __all__ = [
+    "ArtifactStore",
     "Claim",
     "Claims",
     "ClosingStore",
     "EventStore",
     "InlineStore",
     "append_nowait",
+    "check_artifact",
     "check_batch",
     "check_conflict",
     "encode_batch",
     "encode_bodies",
     "is_keyed",
+    "keeps_artifacts",
     "seal_lines",
 ]
 
@@ -99,6 +103,46 @@ class EventStore(Protocol):
     def close(self) -> None:
         """Release the store's resources. Idempotent; the store is unusable afterwards."""
         ...
+
+
+@runtime_checkable
+class ArtifactStore(Protocol):
+    """What a store that keeps artifacts adds to :class:`EventStore`: the whole of a result
+    too large for the log, named by its session, its call and the SHA-256 of its bytes
+    (:mod:`events.artifacts`; docs/stores.md, "Artifacts"). A store without these methods
+    keeps no artifacts: a result over the session's ``max_result_bytes`` fails its call as
+    ``too_large`` there, as it always did.
+
+    The record that names an artifact is appended after :meth:`put_artifact` returned, so a
+    log never names an artifact its store was not given; an artifact no record names (its
+    call was cancelled in between) is harmless, and nothing reads it."""
+
+    async def put_artifact(self, session_id: str, call_id: str, sha256: str,
+                           data: bytes) -> None:
+        """Keep ``data`` under its name, durably as the store keeps a batch. Keeping the same
+        name again is a no-op. ``ValueError`` if ``sha256`` is not the hash of ``data``."""
+        ...
+
+    async def get_artifact(self, session_id: str, call_id: str, sha256: str) -> bytes | None:
+        """The bytes kept under the name, as they are now (the caller checks them against the
+        hash: :func:`events.artifacts.decode_artifact`); ``None`` if there are none."""
+        ...
+
+
+def keeps_artifacts(store: object) -> bool:
+    """Whether ``store`` keeps artifacts (:class:`ArtifactStore`)."""
+    return callable(getattr(store, "put_artifact", None)) and callable(
+        getattr(store, "get_artifact", None))
+
+
+def check_artifact(sha256: str, data: bytes) -> None:
+    """Refuse (``ValueError``) an artifact whose bytes are not the ones its name's hash says:
+    what every store checks before keeping one."""
+    if not isinstance(data, bytes):
+        raise TypeError(f"an artifact is bytes, not {type(data).__name__}")
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise ValueError(f"the artifact's bytes do not have the SHA-256 {sha256!r} it is named "
+                         f"by: make the name with events.artifacts.encode_artifact")
 
 
 class Claim:

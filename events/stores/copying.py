@@ -8,11 +8,14 @@ whole with the one verifier every store shares:
 1. the source's chain is verified (a copy never seals again what a broken link shows
    changed), which gives the session's head: the hash of its last record;
 2. the target must not know the session (a copy never overwrites or extends one);
-3. the records go into the target in **one** batch, so the session arrives whole or not at
-   all, and the store's conflict check stops a writer that started it meanwhile;
+3. the artifacts its records name (the whole of results too large for the log) go into the
+   target first, then the records in **one** batch, so the session arrives whole or not at
+   all, never naming an artifact the target lacks, and the store's conflict check stops a
+   writer that started it meanwhile;
 4. the target's chain is verified with the source's head as an anchor
    (:class:`~events.integrity.Anchor`): the copy ends at the same seq with the same hash, so
-   every record arrived, in order, byte for byte.
+   every record arrived, in order, byte for byte, and every artifact with the bytes its
+   record's hash names.
 
 Both stores must keep a chain: a ``verify(session=..., anchors=...)`` method returning a
 :class:`~events.integrity.VerifyReport`, as :class:`~events.stores.JsonlStore` and
@@ -24,10 +27,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import cast
 
+from ..artifacts import artifact_of, artifact_problem
 from ..errors import LogError
 from ..integrity import Anchor, SessionChain, VerifyReport
-from ..types import SCHEMA_VERSION
-from .base import EventStore, is_keyed
+from ..types import SCHEMA_VERSION, Record
+from .base import ArtifactStore, EventStore, is_keyed, keeps_artifacts
 
 __all__ = ["CopyError", "copy_session", "verified_chain"]
 
@@ -107,6 +111,7 @@ async def copy_session(source: EventStore, target: EventStore, session_id: str) 
             f"{_name(source)}: session {session_id!r} holds records of schema version "
             f"{old.version} (seq {old.seq}), written by an older toolledger: stores write "
             f"version {SCHEMA_VERSION} only, so their lines cannot be copied byte for byte")
+    await _copy_artifacts(source, target, session_id, records)
     await target.append(session_id, records, expected_seq=0)
     assert chain.head is not None  # a verified session of the current version is chained
     anchor = Anchor(session_id=session_id, seq=chain.last_seq, hash=chain.head)
@@ -114,3 +119,25 @@ async def copy_session(source: EventStore, target: EventStore, session_id: str) 
         return await verified_chain(target, session_id, [anchor])
     except CopyError as exc:
         raise CopyError(f"the copy did not arrive as it left: {exc}") from exc
+
+
+async def _copy_artifacts(source: EventStore, target: EventStore, session_id: str,
+                          records: list[Record]) -> None:
+    """Put every artifact the records name into ``target``, checked against its hash on the
+    way (the source's ``verify`` checked them too, but they may have changed since)."""
+    named = [name for record in records if (name := artifact_of(record)) is not None]
+    if not named:
+        return
+    if not keeps_artifacts(target):
+        raise CopyError(
+            f"{_name(target)} keeps no artifacts, and session {session_id!r} has "
+            f"{len(named)}: copy it into a store that keeps them (all of toolledger's do)")
+    given, taken = cast(ArtifactStore, source), cast(ArtifactStore, target)
+    for call_id, sha256 in named:
+        data = await given.get_artifact(session_id, call_id, sha256)
+        problem = artifact_problem(data, sha256)
+        if problem is not None:
+            raise CopyError(f"{_name(source)}: session {session_id!r}, call {call_id}: the "
+                            f"artifact {sha256} {problem}; nothing was copied")
+        assert data is not None
+        await taken.put_artifact(session_id, call_id, sha256, data)

@@ -55,6 +55,7 @@ from ..errors import CorruptLogError
 from ..integrity import GENESIS, Anchor, VerifyReport
 from ..types import Record
 from ..fast.prepared import Encodings
+from .artifactfiles import ArtifactFiles
 from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
 from .following import POLL_INTERVAL, Appended, follow_session
 from .jsonlindex import JsonlIndex, SessionIndex, file_size, write_all
@@ -123,6 +124,8 @@ class JsonlStore(JsonlIndex, InlineStore):
         self.poll_interval = poll_interval
         self._appended = Appended()
         self.encodings = Encodings()
+        #: the whole of results too large for the log, in ``<path>.artifacts/``
+        self.artifacts = ArtifactFiles(self.path, durable=durable)
         if read_only:
             fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
         else:  # a new log is owner-only (see events.stores.modes)
@@ -307,7 +310,23 @@ class JsonlStore(JsonlIndex, InlineStore):
         """Check the hash chain of every session (or of ``session``) in the file, with the
         store's key if it has one: :func:`verify_jsonl`, for what the store holds."""
         self._ensure_open()
-        return verify_jsonl(self.path, self._key, session=session, anchors=tuple(anchors))
+        return verify_jsonl(self.path, self._key, session=session, anchors=tuple(anchors),
+                            artifacts=self.artifacts.get)
+
+    async def put_artifact(self, session_id: str, call_id: str, sha256: str,
+                           data: bytes) -> None:
+        """Keep the whole of a long result in a file beside the log (in a worker thread: it
+        may be large); see :class:`~events.stores.base.ArtifactStore`."""
+        self._ensure_open()
+        if self.read_only:
+            raise ValueError(f"the JsonlStore for {self.path} is read-only: it keeps no "
+                             f"artifacts")
+        await trio.to_thread.run_sync(self.artifacts.put, session_id, call_id, sha256, data)
+
+    async def get_artifact(self, session_id: str, call_id: str, sha256: str) -> bytes | None:
+        """The bytes of an artifact beside the log; ``None`` if there are none."""
+        self._ensure_open()
+        return await trio.to_thread.run_sync(self.artifacts.get, session_id, call_id, sha256)
 
     @property
     def keyed(self) -> bool:

@@ -16,8 +16,9 @@ from typing import BinaryIO
 
 from ..codec import decode_stored_line, loads_strict
 from ..errors import CodecError, CorruptLogError
-from ..integrity import Anchor, ChainVerifier, VerifyReport
+from ..integrity import Anchor, ArtifactLoader, ChainVerifier, VerifyReport
 from ..types import Record
+from .artifactfiles import ArtifactFiles
 
 __all__ = [
     "check_seq",
@@ -62,15 +63,20 @@ def verify_jsonl(
     *,
     session: str | None = None,
     anchors: Sequence[Anchor] = (),
+    artifacts: ArtifactLoader | None = None,
 ) -> VerifyReport:
-    """Check the hash chain of every session (or of ``session``) in the file at ``path``.
+    """Check the hash chain of every session (or of ``session``) in the file at ``path``,
+    and every artifact its records name: in the folder beside it, or through ``artifacts``
+    (``(session_id, call_id, sha256) -> bytes or None``).
 
     Streams the file: memory grows with the number of sessions, not of records. The lock is
     held only to learn the file's size; what is appended afterwards is not checked. A torn
     last line counts as a broken link (see :class:`~events.integrity.ChainVerifier`); a whole
     last record that lacks only its newline is checked like any other (a store keeps it).
     """
-    verifier = ChainVerifier(key, session=session, anchors=anchors)
+    if artifacts is None:
+        artifacts = ArtifactFiles(os.fspath(path)).get
+    verifier = ChainVerifier(key, session=session, anchors=anchors, artifacts=artifacts)
     with open(os.fspath(path), "rb") as file:
         fcntl.flock(file.fileno(), fcntl.LOCK_SH)  # a batch being written is not half-read
         try:

@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator, Sequence
 
 from ..types import Record
 from ..fast.prepared import Encodings
-from .base import Claim, Claims, InlineStore, check_batch, check_conflict, encode_bodies
+from .base import (Claim, Claims, InlineStore, check_artifact, check_batch, check_conflict,
+                   encode_bodies)
 from .following import Appended, follow_session
 
 __all__ = ["MemoryStore"]
@@ -34,6 +35,7 @@ class MemoryStore(InlineStore):
     def __init__(self, *, check_encodable: bool = True) -> None:
         self._check_encodable = check_encodable
         self._sessions: dict[str, list[Record]] = {}
+        self._artifacts: dict[tuple[str, str, str], bytes] = {}
         self._claims = Claims("MemoryStore")
         self.encodings = Encodings()
         self._closed = False
@@ -74,6 +76,19 @@ class MemoryStore(InlineStore):
         self._ensure_open()
         return list(self._sessions)
 
+    async def put_artifact(self, session_id: str, call_id: str, sha256: str,
+                           data: bytes) -> None:
+        """Keep the whole of a long result in memory (see
+        :class:`~events.stores.base.ArtifactStore`)."""
+        self._ensure_open()
+        check_artifact(sha256, data)
+        self._artifacts.setdefault((session_id, call_id, sha256), data)
+
+    async def get_artifact(self, session_id: str, call_id: str, sha256: str) -> bytes | None:
+        """The bytes kept under the name; ``None`` if there are none."""
+        self._ensure_open()
+        return self._artifacts.get((session_id, call_id, sha256))
+
     def claim(self, session_id: str) -> Claim:
         """Own ``session_id`` until the claim is released; a second claim of it is
         :class:`~events.errors.SessionInUse` (see :meth:`EventStore.claim`)."""
@@ -84,6 +99,7 @@ class MemoryStore(InlineStore):
         """Forget every record. Idempotent; the store refuses to be used afterwards."""
         self._closed = True
         self._sessions = {}
+        self._artifacts = {}
         self._appended.notify()  # a waiting follower's next read says the store is closed
 
 

@@ -6,7 +6,8 @@ JSONL log would hold; and one row per session with its last seq and head (the ha
 line), numbered in order of first appearance. Session ids are stored as their UTF-8 bytes
 (``surrogatepass``), so any Python string names a session.
 
-Two more tables: ``toolledger_leases`` (the claims: who owns a session, until when: see
+``toolledger_artifacts`` keeps the whole of results too large for the log, by session, call
+and SHA-256 (:mod:`events.artifacts`). Two more tables: ``toolledger_leases`` (the claims: who owns a session, until when: see
 :mod:`events.stores.pgclaims`; the table keeps its older name, which existing databases have)
 and ``toolledger_schema`` (one row: the schema's version). A trigger on the sessions table
 sends a notification on the channel ``toolledger`` whenever a session's last seq moves, with
@@ -83,6 +84,16 @@ MIGRATIONS: list[str] = [
     CREATE TRIGGER toolledger_appended AFTER INSERT OR UPDATE OF last_seq
         ON toolledger_sessions FOR EACH ROW EXECUTE FUNCTION toolledger_appended();
     INSERT INTO toolledger_schema (version) VALUES (0);
+    """,
+    # 1 -> 2: the whole of results too large for the log (events.artifacts)
+    """
+    CREATE TABLE toolledger_artifacts (
+        session_id BYTEA NOT NULL,
+        call_id TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        data BYTEA NOT NULL,
+        PRIMARY KEY (session_id, call_id, sha256)
+    );
     """,
 ]
 

@@ -53,11 +53,11 @@ from ..renamed import warn_renamed
 from ..types import Record
 from . import pgschema
 from ..fast.prepared import Encodings
-from .base import Claim, Claims, ClosingStore, check_batch, encode_bodies
+from .base import Claim, Claims, ClosingStore, check_artifact, check_batch, encode_bodies
 from .pgappend import Appender, Connection, Pending, checked_head, last_seq, rows
 from .pgclaims import DatabaseClaims
 from .pgfollow import follow_session
-from .rows import check_rows, decode_row, session_of, verify_tables
+from .rows import check_rows, decode_row, session_of, sid_of, verify_tables
 
 __all__ = ["PostgresStore"]
 
@@ -71,6 +71,13 @@ _DURABLE = ("SELECT set_config('synchronous_commit', 'on', false) "
 
 #: the most batches one statement writes (group commit: :mod:`events.stores.pgappend`)
 GROUP_LIMIT = 64
+
+
+def _artifact(conn: Connection, session_id: str, call_id: str, sha256: str) -> bytes | None:
+    row = conn.execute("SELECT data FROM toolledger_artifacts WHERE session_id = %s AND "
+                       "call_id = %s AND sha256 = %s",
+                       (sid_of(session_id), call_id, sha256)).fetchone()
+    return None if row is None else bytes(row[0])
 
 
 def describe(conninfo: str) -> str:
@@ -310,9 +317,24 @@ class PostgresStore(ClosingStore):
                 "WHERE session_id NOT IN (SELECT session_id FROM toolledger_sessions)")]
             return verify_tables(self._key, table, orphans,
                                  lambda session_id: rows(conn, session_id, 1),
-                                 session=session, anchors=anchors)
+                                 session=session, anchors=anchors,
+                                 artifacts=lambda *name: _artifact(conn, *name))
 
         return await self._run(check)
+
+    async def put_artifact(self, session_id: str, call_id: str, sha256: str,
+                           data: bytes) -> None:
+        """Keep the whole of a long result in ``toolledger_artifacts``, committed before it
+        returns; see :class:`~events.stores.base.ArtifactStore`."""
+        check_artifact(sha256, data)
+        row = (sid_of(session_id), call_id, sha256, data)
+        await self._run(lambda conn: conn.execute(
+            "INSERT INTO toolledger_artifacts (session_id, call_id, sha256, data) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING", row))
+
+    async def get_artifact(self, session_id: str, call_id: str, sha256: str) -> bytes | None:
+        """The bytes of an artifact; ``None`` if the table holds none of that name."""
+        return await self._run(lambda conn: _artifact(conn, session_id, call_id, sha256))
 
     @property
     def keyed(self) -> bool:

@@ -23,8 +23,8 @@ from typing import Any
 import attrs
 
 from ..errors import CorruptLogError, SessionRowError, UnverifiedRecordError
-from ..integrity import (GENESIS, Anchor, ChainVerifier, LinkError, VerifyReport, check_link,
-                         row_problem, sealed_hash)
+from ..integrity import (GENESIS, Anchor, ArtifactLoader, ChainVerifier, LinkError, VerifyReport,
+                         check_link, row_problem, sealed_hash)
 from ..types import Record
 from .jsonlines import decode_stored
 
@@ -125,13 +125,17 @@ def verify_tables(
     *,
     session: str | None = None,
     anchors: Iterable[Anchor] = (),
+    artifacts: ArtifactLoader | None = None,
 ) -> VerifyReport:
     """A database store's ``verify``: the chain of every session (or of ``session``), its
     records read one session at a time (``records_of``: its ``(seq, line)`` rows in seq
     order), in the order of the table of sessions (``rows``: each session's last seq and
     head, checked against its records too) and then the sessions with records but no row
-    (``orphans``). A break has no line: rows have no line number."""
-    verifier = ChainVerifier(key, session=session, anchors=anchors, rows=rows)
+    (``orphans``), and the artifacts its records name (``artifacts``, as
+    :class:`~events.integrity.ChainVerifier` reads them). A break has no line: rows have no
+    line number."""
+    verifier = ChainVerifier(key, session=session, anchors=anchors, rows=rows,
+                             artifacts=artifacts)
     number = 0
     for session_id in [session] if session is not None else [*rows, *orphans]:
         for _, line in records_of(session_id):

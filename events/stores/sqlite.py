@@ -42,7 +42,8 @@ from ..errors import DatabaseSchemaError
 from ..integrity import SEALED_TAIL, Anchor, VerifyReport
 from ..types import Record
 from ..fast.prepared import Encodings
-from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies, seal_lines
+from .base import (Claim, InlineStore, check_artifact, check_batch, check_conflict, encode_bodies,
+                   seal_lines)
 from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
 from .locks import claim_file
@@ -269,6 +270,37 @@ class SqliteStore(InlineStore):
         self._ensure_open(self._read_conn)
         return claim_file(self.path, session_id)
 
+    async def put_artifact(self, session_id: str, call_id: str, sha256: str,
+                           data: bytes) -> None:
+        """Keep the whole of a long result in the table ``artifacts``, committed before it
+        returns (in a worker thread, on a connection of its own that waits up to
+        ``busy_timeout``); see :class:`~events.stores.base.ArtifactStore`."""
+        self._ensure_writable()
+        check_artifact(sha256, data)
+        row = (sid_of(session_id), call_id, sha256, data)
+
+        def put() -> None:
+            conn = connect(self.path, self.busy_timeout, durable=self.durable)
+            try:
+                with conn:
+                    conn.execute("INSERT OR IGNORE INTO artifacts (session_id, call_id, sha256, "
+                                 "data) VALUES (?, ?, ?, ?)", row)
+            finally:
+                conn.close()
+
+        await trio.to_thread.run_sync(put)
+
+    async def get_artifact(self, session_id: str, call_id: str, sha256: str) -> bytes | None:
+        """The bytes of an artifact; ``None`` if the table holds none of that name."""
+        return self._artifact(self._ensure_open(self._read_conn), session_id, call_id, sha256)
+
+    @staticmethod
+    def _artifact(conn: sqlite3.Connection, session_id: str, call_id: str,
+                  sha256: str) -> bytes | None:
+        row = conn.execute("SELECT data FROM artifacts WHERE session_id = ? AND call_id = ? AND "
+                           "sha256 = ?", (sid_of(session_id), call_id, sha256)).fetchone()
+        return None if row is None else bytes(row[0])
+
     async def init_schema(self) -> None:
         """Create the store's tables in the database, or upgrade them to the layout this
         code uses; a no-op when they are current (``toolledger db init`` runs it). Raises
@@ -309,7 +341,8 @@ class SqliteStore(InlineStore):
             self._key, rows, orphans,
             lambda session_id: conn.execute("SELECT seq, line FROM records WHERE session_id = ? "
                                             "ORDER BY seq", (sid_of(session_id),)),
-            session=session, anchors=anchors)
+            session=session, anchors=anchors,
+            artifacts=lambda *name: self._artifact(conn, *name))
 
     def close(self) -> None:
         """Close the database. Idempotent; the store refuses to be used afterwards."""

@@ -23,10 +23,10 @@ from ..errors import DatabaseSchemaError
 __all__ = ["DATABASE_VERSION", "check_schema", "init_schema"]
 
 #: The layout of the tables this code reads and writes.
-DATABASE_VERSION = 1
+DATABASE_VERSION = 2
 
 _VERSION_TABLE = "toolledger_schema"
-_TABLES = ("sessions", "records")
+_TABLES = ("sessions", "records", "artifacts")
 
 #: Version 1, from an empty database.
 _CREATE = (
@@ -46,10 +46,19 @@ _CREATE = (
     f"INSERT INTO {_VERSION_TABLE} (version) VALUES (1)",
 )
 
-#: The statements that take a database from version ``n`` to ``n + 1``, by ``n``. Version 1
-#: is the first layout, so there are none yet; each layout change adds one step here and
-#: raises :data:`DATABASE_VERSION`.
-_UPGRADES: dict[int, tuple[str, ...]] = {}
+#: The statements that take a database from version ``n`` to ``n + 1``, by ``n``. Each layout
+#: change adds one step here and raises :data:`DATABASE_VERSION`; a step that ran is never
+#: edited (databases hold what it made).
+_UPGRADES: dict[int, tuple[str, ...]] = {
+    # 1 -> 2: the whole of results too large for the log (events.artifacts)
+    1: ("""CREATE TABLE artifacts (
+        session_id BLOB NOT NULL,
+        call_id TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        data BLOB NOT NULL,
+        PRIMARY KEY (session_id, call_id, sha256)
+    ) WITHOUT ROWID""",),
+}
 
 
 def _version(conn: sqlite3.Connection, path: str) -> int | None:

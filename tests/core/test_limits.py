@@ -18,7 +18,8 @@ from events.results import AudioContent, EmbeddedResource, ImageContent, Resourc
 from events.types import Record, ToolCallCompleted, ToolCallFailed, ToolCallRequested
 
 SAFE = Annotations(read_only=True, open_world=False)
-LIMITS = Limits(max_argument_bytes=1_000, max_result_bytes=2_000)
+# no artifacts: a result past max_result_bytes is past every limit
+LIMITS = Limits(max_argument_bytes=1_000, max_result_bytes=2_000, max_artifact_bytes=2_000)
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
 

@@ -18,7 +18,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import Annotations, Session, ToolResult, approve_all, text, tool
+from engine import Annotations, ModelView, Session, ToolResult, approve_all, text, tool
 from engine.core.registry import Registry
 from engine.core.schemas.checking import SchemaError
 from engine.models import FauxModel
@@ -223,7 +223,7 @@ def test_every_field_a_snapshot_is_made_of_is_written_apart() -> None:
         ToolSnapshot: {"name": "probe2", "description": "Answers again.",
                        "input_schema": None, "output_schema": None, "annotations": None,
                        "exposure": "hidden", "execution_mode": "sequential", "timeout": 2.5,
-                       "source": None},
+                       "source": None, "model_view": ModelView(max_lines=5)},
         Annotations: {"title": "t", "read_only": False, "destructive": True,
                       "idempotent": True, "open_world": False},
         ToolSource: {"server": "t", "version": "2", "tool": "probe3",
@@ -258,7 +258,8 @@ def test_every_field_a_session_start_is_made_of_is_written_apart() -> None:
     base = SessionStarted(metadata={"a": 1}, settings=settings)
     assert {field.name for field in attrs.fields(SessionStarted)} == {"metadata", "settings"}
     variants = [attrs.evolve(base, metadata={"a": 1.0})]
-    variants += [attrs.evolve(base, settings=attrs.evolve(settings, **{field.name: 7}))
+    variants += [attrs.evolve(base, settings=attrs.evolve(settings, **{
+        field.name: ModelView(max_lines=7) if field.name == "model_view" else 7}))
                  for field in attrs.fields(SessionSettings)]
     encodings = Encodings()
     lines = []

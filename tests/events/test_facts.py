@@ -82,7 +82,8 @@ def test_a_session_records_the_settings_it_was_opened_with() -> None:
         first = records[0].event
         assert isinstance(first, SessionStarted)
         assert first.settings == SessionSettings(max_turns=7, max_depth=3,
-                                                 max_argument_bytes=50, max_result_bytes=60)
+                                                 max_argument_bytes=50, max_result_bytes=60,
+                                                 max_artifact_bytes=Limits().max_artifact_bytes)
 
     virtual(main)
 
@@ -120,7 +121,8 @@ def test_a_failure_records_the_limit_type_or_path_its_message_names() -> None:
         records = await session_log(
             [sloppy, dig], [[faux_tool_call("sloppy", {"kind": k}) for k in kinds],
                             faux_text("done")],
-            max_depth=2, limits=Limits(max_argument_bytes=200, max_result_bytes=400))
+            max_depth=2, limits=Limits(max_argument_bytes=200, max_result_bytes=400,
+                                                   max_artifact_bytes=400))
         failed = failures(records)
         assert failed["1.0"].detail == FailureDetail(path=("items", 1, "a.b"), problem="type",
                                                      type="set")

@@ -150,7 +150,7 @@ def call_of(records: list[Record], entry: str) -> str:
 def test_every_entry_point_takes_the_limit_and_refuses_a_byte_more(
     entry: str, limit: int, over: int
 ) -> None:
-    limits = Limits(max_argument_bytes=limit, max_result_bytes=limit)
+    limits = Limits(max_argument_bytes=limit, max_result_bytes=limit, max_artifact_bytes=limit)
     size = limit + over
     probe = Probe(entry, size, limits)
     records = trio.run(probe.run)
@@ -194,7 +194,8 @@ def test_every_entry_point_takes_the_limit_and_refuses_a_byte_more(
 
 # -- the ways in the limit does not guard yet --------------------------------------------------
 
-LIMITS = Limits(max_argument_bytes=1_000, max_result_bytes=2_000)
+# no artifacts: a result past max_result_bytes is past every limit
+LIMITS = Limits(max_argument_bytes=1_000, max_result_bytes=2_000, max_artifact_bytes=2_000)
 #: Generous: a few copies of each limit, and the envelope. Without a limit it is ~50 000+.
 BOUND = 4 * (LIMITS.max_argument_bytes + LIMITS.max_result_bytes)
 BIG = 50_000

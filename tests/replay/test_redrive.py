@@ -81,7 +81,8 @@ async def test_a_corpus_log_replays_with_recorded_tools_without_divergence(path:
     first = report.replayed[0].event
     assert isinstance(first, SessionStarted) and first.settings == SessionSettings(
         max_turns=max_turns_of(records), max_depth=8 if "v1" in str(path) else 2,
-        max_argument_bytes=1_000_000, max_result_bytes=4_000_000)
+        max_argument_bytes=1_000_000, max_result_bytes=4_000_000,
+        max_artifact_bytes=4_000_000)  # kept no artifacts, and its replay neither
     replayed = [attrs.evolve(first, settings=None), *report.replayed[1:]]
     # the replay records its model turns, which these logs were written before
     assert [r.event for r in records if not hasattr(r.event, "call_id")] == [

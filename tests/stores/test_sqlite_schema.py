@@ -4,6 +4,7 @@ opening; the chain of its rows verified as a file's lines are."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -37,7 +38,7 @@ async def test_a_new_database_gets_the_current_tables(tmp_path: Path) -> None:
         await store.init_schema()  # current already: nothing to do
         assert await store.read("s") == recs("s", 1, 2)
     assert version_of(path) == DATABASE_VERSION
-    assert tables_of(path) == {"toolledger_schema", "sessions", "records"}
+    assert tables_of(path) == {"toolledger_schema", "sessions", "records", "artifacts"}
 
 
 @pytest.mark.trio
@@ -55,7 +56,7 @@ async def test_another_database_is_changed_only_by_init_schema(tmp_path: Path) -
         await store.init_schema()
         await store.append("s", recs("s", 1, 1), expected_seq=0)
         assert await store.read("s") == recs("s", 1, 1)
-    assert tables_of(path) == {"users", "toolledger_schema", "sessions", "records"}
+    assert tables_of(path) == {"users", "toolledger_schema", "sessions", "records", "artifacts"}
 
 
 def test_tables_toolledger_did_not_make_are_refused(tmp_path: Path) -> None:
@@ -103,6 +104,25 @@ async def test_an_older_layout_is_upgraded_by_init_schema(
     with closing(sqlite3.connect(path)) as db:
         assert db.execute("SELECT name FROM sqlite_master WHERE name = 'records_by_line'") \
             .fetchone() is not None
+
+
+@pytest.mark.trio
+async def test_a_version_1_database_gets_the_table_of_artifacts_by_init_schema(
+    tmp_path: Path
+) -> None:
+    # laid out as the release before artifacts laid it out: version 1, no artifacts table
+    path = tmp_path / "runs.db"
+    with closing(sqlite3.connect(path, isolation_level=None)) as db:
+        for statement in sqlite_schema._CREATE:
+            db.execute(statement)
+    with SqliteStore(path) as store:
+        with pytest.raises(DatabaseSchemaError, match="version 1, older than.*db init"):
+            await store.sessions()
+        await store.init_schema()
+        await store.append("s", recs("s", 1, 2), expected_seq=0)
+        await store.put_artifact("s", "1.0", hashlib.sha256(b"{}").hexdigest(), b"{}")
+        assert await store.get_artifact("s", "1.0", hashlib.sha256(b"{}").hexdigest()) == b"{}"
+    assert version_of(path) == DATABASE_VERSION == 2
 
 
 @pytest.mark.trio
