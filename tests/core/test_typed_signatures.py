@@ -346,3 +346,23 @@ def test_a_tool_result_passes_through_whatever_the_annotation() -> None:
 def test_a_value_that_is_not_json_is_left_for_the_output_check() -> None:
     result = result_of(None, {"a": {1, 2}})
     assert result.content == () and result.structured_content == {"a": {1, 2}}
+
+
+class Shade(enum.Enum):
+    RED = "red"
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("", ""),                       # the constrained str fits
+    ("red", Shade.RED),             # too long for it: the enum member, not the str
+    (7, 7),                         # within ge=5
+    (3, 3.0),                       # below ge=5: the float member
+])
+def test_a_union_member_whose_constraints_the_value_breaks_does_not_take_it(
+        value: Any, expected: Any) -> None:
+    from engine.core.typed.conversion import structure_hook
+
+    text = structure_hook(Annotated[str, Param(max_length=0)] | Shade)
+    number = structure_hook(Annotated[int, Param(ge=5)] | float)
+    taken = (text if isinstance(value, str) else number)(value)
+    assert taken == expected and type(taken) is type(expected)

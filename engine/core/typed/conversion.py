@@ -14,7 +14,9 @@ too large for a ``float`` (``10**400``), a value an attrs validator refuses, a `
 and an ``int`` parameter takes it as ``3``.
 
 A union tries its members in the order written and takes the first that fits: ``float | int``
-makes ``3`` a ``3.0``, ``int | float`` keeps it ``3``.
+makes ``3`` a ``3.0``, ``int | float`` keeps it ``3``. A member does not fit a value that
+breaks its ``Param`` constraints: ``Annotated[str, Param(max_length=3)] | Color`` makes
+``"red"`` a ``str`` and ``"green"`` a ``Color``, as the schema's ``anyOf`` told them apart.
 
 Each class's hooks are registered when a tool that uses the class is decorated
 (:func:`learn_class`): its fields' types are resolved in the scope the tool was decorated in,
@@ -24,6 +26,8 @@ so a class defined inside a function works too. Pure: no I/O.
 from __future__ import annotations
 
 import enum
+import math
+import re
 import typing
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -32,6 +36,7 @@ import cattrs
 from cattrs.errors import AttributeValidationNote, ClassValidationError
 
 from .classes import Field, class_kind, fields_of
+from .params import Param
 
 __all__ = [
     "StructureError",
@@ -172,7 +177,50 @@ def _is_annotated(tp: Any) -> bool:
 def _annotated(tp: Any) -> Callable[[Any, Any], Any]:
     inner = tp.__origin__
     hook = CONVERTER.get_structure_hook(inner)
-    return lambda value, _: hook(value, inner)
+    params = [note for note in tp.__metadata__ if isinstance(note, Param)]
+    if not params:
+        return lambda value, _: hook(value, inner)
+
+    def structure(value: Any, _: Any) -> Any:
+        # the schema checked these already, except where a union chooses among its members:
+        # a member whose constraints the value breaks does not fit it
+        for param in params:
+            _within(param, value)
+        return hook(value, inner)
+
+    return structure
+
+
+def _within(param: Param, value: Any) -> None:
+    """Raise :class:`StructureError` if ``value`` breaks a constraint of ``param``, as its
+    schema's keywords would (:data:`~.params.KEYWORDS`)."""
+    broken: str | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if param.ge is not None and not value >= param.ge:
+            broken = f"less than {param.ge}"
+        elif param.le is not None and not value <= param.le:
+            broken = f"more than {param.le}"
+        elif param.gt is not None and not value > param.gt:
+            broken = f"not more than {param.gt}"
+        elif param.lt is not None and not value < param.lt:
+            broken = f"not less than {param.lt}"
+        elif param.multiple_of is not None and not _multiple(value, param.multiple_of):
+            broken = f"not a multiple of {param.multiple_of}"
+    elif isinstance(value, (str, list, dict)):
+        if param.min_length is not None and len(value) < param.min_length:
+            broken = f"shorter than {param.min_length}"
+        elif param.max_length is not None and len(value) > param.max_length:
+            broken = f"longer than {param.max_length}"
+        elif (isinstance(value, str) and param.pattern is not None
+              and re.search(param.pattern, value) is None):
+            broken = f"not matching {param.pattern!r}"
+    if broken is not None:
+        raise StructureError(f"{_shown(value)} is {broken}")
+
+
+def _multiple(value: float, step: float) -> bool:
+    quotient = value / step
+    return math.isfinite(quotient) and quotient == int(quotient)
 
 
 def _annotated_out(tp: Any) -> Callable[[Any], Any]:
