@@ -41,7 +41,9 @@ from .core.errors import (
     ApprovalNotPending,
     CallError,
     CallNotFound,
+    InvalidAnswer,
     NoModel,
+    QuestionNotPending,
     SessionBroken,
     SessionClosed,
     SessionPaused,
@@ -51,6 +53,7 @@ from .core.handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResul
 from .core.lifecycle import LifecycleError
 from .core.limits import Limits
 from .core.policy import PolicyRules, needs_approval
+from .core.questions import Answer, Question, decline_all
 from .core.reducers import CallView, LogInconsistency, Projection, fold
 from .core.schemas.checking import SchemaError
 from .core.toolcontext import CallOutcome, ToolContext
@@ -63,6 +66,7 @@ __all__ = [
     "LATER",
     "AlreadyRunning",
     "Annotations",
+    "Answer",
     "ApprovalAnswer",
     "ApprovalNotPending",
     "ApprovalRequest",
@@ -74,6 +78,7 @@ __all__ = [
     "CallView",
     "EmbeddedResource",
     "ImageContent",
+    "InvalidAnswer",
     "LifecycleError",
     "Limits",
     "LogError",
@@ -83,6 +88,8 @@ __all__ = [
     "PolicyRules",
     "Projection",
     "PromptResult",
+    "Question",
+    "QuestionNotPending",
     "ResourceLink",
     "ResultPatch",
     "Rewrite",
@@ -105,6 +112,7 @@ __all__ = [
     "ToolledgerError",
     "approve_all",
     "at_once",
+    "decline_all",
     "deny_all",
     "fold",
     "needs_approval",
