@@ -67,6 +67,7 @@ from events.types import Record, ToolSnapshot
 
 from ..core.approvals import ApprovalRequest
 from ..core.handlers import ToolCallHandler, ToolResultHandler
+from ..core.questions import Action, Question
 from ..core.reducers import CallView, Projection, TranscriptView
 from ..core.toolcontext import CallOutcome
 from ..core.tools import ToolSpec
@@ -243,6 +244,14 @@ class Session:
         """:meth:`engine.Session.wait_pending_approvals`, awaited from asyncio."""
         return await self._change(self._session.wait_pending_approvals)
 
+    def pending_questions(self) -> tuple[Question, ...]:
+        """The tools' questions waiting for an answer."""
+        return self._session.pending_questions()
+
+    async def wait_pending_questions(self) -> tuple[Question, ...]:
+        """:meth:`engine.Session.wait_pending_questions`, awaited from asyncio."""
+        return await self._change(self._session.wait_pending_questions)
+
     def declared_tools(self) -> tuple[ToolSnapshot, ...]:
         """The tools declared to the model now."""
         return self._session.declared_tools()
@@ -280,6 +289,12 @@ class Session:
         """:meth:`engine.Session.resolve_approval`, awaited from asyncio."""
         await self._change(lambda: self._session.resolve_approval(
             call_id, granted, scope, arguments=arguments, reason=reason))
+
+    async def answer_question(self, question_id: str, action: Action = "accept",
+                              content: Any = None, *, reason: str | None = None) -> None:
+        """:meth:`engine.Session.answer_question`, awaited from asyncio."""
+        await self._change(lambda: self._session.answer_question(
+            question_id, action, content, reason=reason))
 
     async def call_tool(self, name: str, arguments: Any = None, *,
                         on_progress: ProgressListener | None = None) -> CallOutcome:
