@@ -28,6 +28,8 @@ its own? A batch is settled when none can.
 
 from __future__ import annotations
 
+from typing import Any
+
 import trio
 
 from ..core.callids import from_host
@@ -53,6 +55,9 @@ class InFlight:
         self._change: trio.Event | None = None  # made when someone waits for a change
         #: the session's progress handlers, and the callers listening to their calls' updates
         self.progress = ProgressRoutes()
+        #: the askers host calls brought (``call_tool(..., asker=...)``), by the host call's
+        #: id: they answer the questions of that call and of its nested calls
+        self.askers: dict[str, Any] = {}
         self.suspending = False
         self.escaped = False
 

@@ -93,15 +93,18 @@ async def _put(env: Environment, recorder: Recorder, inflight: InFlight,
     if it said LATER (the question stays pending)."""
     qid = question.question_id
     error: ErrorInfo | None = None
+    # a host call that brought its own asker (a served MCP call: its client) answers the
+    # questions of its whole tree; a host call waits in the host's task, so it may wait
+    asker = inflight.askers.get(question.call_id.split("/", 1)[0], env.asker)
     inflight.ask(qid)  # not pending for the host while the asker decides
     try:
-        reply = env.asker(question)
+        reply = asker(question)
         if inspect.isawaitable(reply):  # a plain function answers as it returns
             reply = await reply
         if reply is LATER:
-            if env.may_defer:
+            if env.may_defer or asker is not env.asker:
                 return None
-            raise broken_asker_promise(env.asker)
+            raise broken_asker_promise(asker)
         given = as_reply(reply)
         if given.accepted and (problem := content_problem(question.schema,
                                                           own_json(dict(given.content or {})))):

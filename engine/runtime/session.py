@@ -458,7 +458,8 @@ class Session:
     # -- the host's own calls ----------------------------------------------------------------
 
     async def call_tool(self, name: str, arguments: Any = None, *,
-                        on_progress: ProgressListener | None = None) -> CallOutcome:
+                        on_progress: ProgressListener | None = None,
+                        asker: Asker | None = None) -> CallOutcome:
         """Run a tool for the host: a call of origin ``"host"``, in this task.
 
         It takes the path a model's call takes (availability for a host call, input
@@ -480,11 +481,16 @@ class Session:
         ``on_progress`` hears the call's progress updates as they are recorded, as
         ``ctx.execute_tool``'s does (what the tool reports, and what it forwards of its
         nested calls'); what it raises is raised here once the call has ended.
+
+        ``asker`` answers the questions the call and its nested calls ask (``ctx.ask``)
+        instead of the session's asker: the host that calls answers, as an MCP server's
+        client does for the calls it makes (docs/mcp.md). It may answer ``LATER``: the call
+        then waits until :meth:`answer_question` answers.
         """
         self._check_open("call its tools")
         listener = listener_checked(on_progress, "call_tool(on_progress=...)")
         return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
-                                         arguments, on_progress=listener)
+                                         arguments, on_progress=listener, asker=asker)
 
     async def resume_call(self, call_id: str) -> CallOutcome:
         """Carry a host call on from where the log says it is, and return its outcome: the
