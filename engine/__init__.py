@@ -60,6 +60,7 @@ from .core.toolcontext import CallOutcome, ToolContext
 from .core.tools import ToolCall, ToolSpec, tool
 from .core.typed import Param
 from .present.terminal import terminal_approver
+from .present.terminalform import terminal_asker
 from .runtime.session import PromptResult, Session
 
 __all__ = [
@@ -117,6 +118,7 @@ __all__ = [
     "fold",
     "needs_approval",
     "terminal_approver",
+    "terminal_asker",
     "text",
     "tool",
 ]
