@@ -267,3 +267,31 @@ async def test_an_asker_declared_at_once_that_says_later_cancels_the_question() 
     assert answer.action == "cancel" and answer.error is not None
     assert "declared to answer at once" in answer.error.message
     assert state.calls["1.0"].result.text == "not deployed: cancel"
+
+
+async def test_the_call_tree_and_the_export_show_each_question_and_its_answer() -> None:
+    from rich.console import Console
+
+    from engine.present.export import session_json
+    from engine.present.render import render_calls
+
+    tools = Asking()
+    store = MemoryStore()
+    model = FauxModel([[faux_tool_call("deploy"), faux_tool_call("outer")], faux_text("done")])
+    async with Session.open(store, model=model, tools=tools.specs, asker=later,
+                            session_id=SID, create=True) as session:
+        await session.prompt("go")
+        await session.answer_question("1.0#1", "accept", {"branch": "main"})
+        state = session.state
+    console = Console(width=200, record=True, color_system=None)
+    console.print(render_calls(state))
+    shown = console.export_text()
+    assert "Which branch? → accepted {\"branch\": \"main\"}" in shown
+    assert "Which branch? → waiting for an answer" in shown  # 1.1/0's
+    exported = session_json(state)
+    assert exported["pending_questions"] == ["1.1/0#1"]
+    [call] = [c for c in exported["calls"] if c["call_id"] == "1.0"]
+    assert call["questions"] == [{"question_id": "1.0#1", "message": "Which branch?",
+                                  "schema": BRANCH, "answer": {"action": "accept",
+                                                               "content": {"branch": "main"},
+                                                               "reason": None}}]
