@@ -43,7 +43,9 @@ from .core.errors import (
     CallError,
     CallNotFound,
     CodeModeUnavailable,
+    InvalidAnswer,
     NoModel,
+    QuestionNotPending,
     SessionBroken,
     SessionClosed,
     SessionPaused,
@@ -53,6 +55,7 @@ from .core.handlers import Block, ResultPatch, Rewrite, ToolCallDraft, ToolResul
 from .core.lifecycle import LifecycleError
 from .core.limits import Limits
 from .core.policy import PolicyRules, needs_approval
+from .core.questions import Answer, Question, decline_all
 from .core.reducers import CallView, LogInconsistency, Projection, fold
 from .core.schemas.checking import SchemaError
 from .core.readoutput import read_output
@@ -60,12 +63,14 @@ from .core.toolcontext import CallOutcome, ToolContext
 from .core.tools import ToolCall, ToolSpec, tool
 from .core.typed import Param
 from .present.terminal import terminal_approver
+from .present.terminalform import terminal_asker
 from .runtime.session import PromptResult, Session
 
 __all__ = [
     "LATER",
     "AlreadyRunning",
     "Annotations",
+    "Answer",
     "ApprovalAnswer",
     "ApprovalNotPending",
     "ApprovalRequest",
@@ -78,6 +83,7 @@ __all__ = [
     "CallView",
     "EmbeddedResource",
     "ImageContent",
+    "InvalidAnswer",
     "LifecycleError",
     "Limits",
     "LogError",
@@ -88,6 +94,8 @@ __all__ = [
     "PolicyRules",
     "Projection",
     "PromptResult",
+    "Question",
+    "QuestionNotPending",
     "ResourceLink",
     "ResultPatch",
     "Rewrite",
@@ -110,11 +118,13 @@ __all__ = [
     "ToolledgerError",
     "approve_all",
     "at_once",
+    "decline_all",
     "deny_all",
     "fold",
     "needs_approval",
     "read_output",
     "terminal_approver",
+    "terminal_asker",
     "text",
     "tool",
 ]

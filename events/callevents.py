@@ -26,6 +26,9 @@ __all__ = [
     "FailureKind",
     "Origin",
     "PolicyDecided",
+    "QuestionAction",
+    "QuestionAnswered",
+    "QuestionAsked",
     "ResultHandlerFailed",
     "Scope",
     "TerminalEvent",
@@ -44,6 +47,8 @@ __all__ = [
 #: (``ctx.execute_tool``), or the host (``session.call_tool``).
 Origin = Literal["model", "nested", "host"]
 Decision = Literal["allow", "deny", "ask"]
+#: What a person did with a question (MCP's elicitation actions).
+QuestionAction = Literal["accept", "decline", "cancel"]
 Scope = Literal["once", "session"]
 FailureKind = Literal[
     "unavailable",  # unknown tool, or one the caller may not call (exposure)
@@ -153,6 +158,36 @@ class ToolProgress:
 
 
 @attrs.frozen(kw_only=True, weakref_slot=False)
+class QuestionAsked:
+    """The running tool asked the person (``ctx.ask``): ``message`` for the person, and
+    ``schema``, the flat form an answer fills in. ``question_id`` is ``"{call_id}#{n}"``, the
+    call's ``n``-th question, counted from 1. Only a running call asks."""
+
+    call_id: str
+    question_id: str
+    message: str
+    schema: Any
+
+
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class QuestionAnswered:
+    """The question was answered: accepted with ``content`` (the form's fields, checked
+    against its schema), declined, or cancelled. ``reason``: why a question was declined or
+    cancelled, when the engine knows (no asker, a client that cannot show forms);
+    ``error``: the asker failed (raised, or answered what is not an answer), which cancels.
+    ``later``: the asker said "later" and the host answered at a pause
+    (``session.answer_question``)."""
+
+    call_id: str
+    question_id: str
+    action: QuestionAction
+    content: Any = None
+    reason: str | None = None
+    error: ErrorInfo | None = None
+    later: bool = False
+
+
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ResultHandlerFailed:
     """A ``tool_result`` handler raised; it was skipped and the chain went on."""
 
@@ -243,6 +278,8 @@ CallEvent = Union[
     ApprovalResolved,
     ToolExecutionStarted,
     ToolProgress,
+    QuestionAsked,
+    QuestionAnswered,
     ResultHandlerFailed,
     ToolCallCompleted,
     ToolCallFailed,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeVar, Union, cast
 
 import attrs
 from attrs.validators import in_, instance_of, optional
@@ -114,13 +114,13 @@ class AtOnce:
     (made by :func:`at_once`). It is the approver it wraps, called as is: the same answers,
     the same exceptions, in the same task and context."""
 
-    approver: Approver
+    approver: Callable[[Any], Any]
 
-    def __init__(self, approver: Approver) -> None:
+    def __init__(self, approver: Callable[[Any], Any]) -> None:
         functools.update_wrapper(self, approver, updated=())  # its name, docstring, __wrapped__
         self.approver = approver
 
-    def __call__(self, request: ApprovalRequest) -> Awaitable[Reply] | Reply:
+    def __call__(self, request: Any) -> Any:
         # the approver's own awaitable, not one of this wrapper's: what it answers or raises
         # reaches the gate exactly as it would undeclared (the log keeps the same traceback)
         return self.approver(request)
@@ -129,10 +129,14 @@ class AtOnce:
         return f"at_once({self.approver!r})"
 
 
-def at_once(approver: Approver) -> Approver:
+H = TypeVar("H", bound=Callable[..., Any])
+
+
+def at_once(approver: H) -> H:
     """Declare that ``approver`` answers every request when it is asked, never :data:`LATER`
     (a policy function that returns ``True``, ``False`` or an :class:`ApprovalAnswer`). Use
-    it as a decorator or around an approver::
+    it as a decorator or around an approver (an asker too: one that always answers a
+    question at once, :mod:`engine.core.questions`)::
 
         @at_once
         async def approver(request):
@@ -147,7 +151,7 @@ def at_once(approver: Approver) -> Approver:
     word: the call is refused as if the approver had raised (:func:`broken_promise`, recorded
     like any approver's error), and the session goes on. ``approve_all``, ``deny_all`` and an
     approver already declared come back as they are."""
-    return approver if answers_at_once(approver) else AtOnce(approver)
+    return approver if answers_at_once(approver) else cast(H, AtOnce(approver))
 
 
 def answers_at_once(approver: Approver) -> bool:

@@ -1,7 +1,7 @@
 """What is fixed for a session: the one value every step of a call consults.
 
 An :class:`Environment` holds the session's setup — its tools, policy rules, limits, handlers,
-approver, nesting depth and clock — as one frozen value that is passed, explicitly, to what
+approver, asker, nesting depth and clock — as one frozen value that is passed, explicitly, to what
 uses it. Nothing changes it in place: registering a tool or adding a handler makes a new
 environment (:meth:`Environment.evolve`). Each step of a call reads the session's setup as
 it is when the step begins (:attr:`Environment.newest`): a call is gated with the tools and
@@ -27,6 +27,7 @@ from .handlers import ToolCallHandler, ToolResultHandler
 from .cutting import check_view
 from .limits import MAX_CALL_DEPTH, Limits
 from .policy import PolicyRules
+from .questions import Asker, asks_at_once, decline_all
 from .registry import Registry
 
 __all__ = ["Environment"]
@@ -50,6 +51,8 @@ class Environment:
     rules: PolicyRules = PolicyRules()
     limits: Limits = Limits()
     approver: Approver = deny_all
+    #: who answers a running tool's questions (``ctx.ask``)
+    asker: Asker = decline_all
     max_depth: int = 8
     max_turns: int = 50
     #: how much of a result the model reads, for a tool that sets none (docs/tools.md, "Long
@@ -59,16 +62,17 @@ class Environment:
     clock: Callable[[], float] = attrs.field(kw_only=True)
     call_handlers: tuple[ToolCallHandler, ...] = ()
     result_handlers: tuple[ToolResultHandler, ...] = ()
-    #: whether a call of this session may wait for the host: its approver may answer
-    #: :data:`~engine.core.approvals.LATER` (:func:`~engine.core.approvals.answers_at_once`). Unlike
-    #: whether the policy asks about some tool, this holds for as long as the session is open:
-    #: nothing changes the approver, while a tool may be registered at any time.
+    #: whether a call of this session may wait for the host: its approver or its asker may
+    #: answer :data:`~engine.core.approvals.LATER` (:func:`~engine.core.approvals.answers_at_once`,
+    #: :func:`~engine.core.questions.asks_at_once`). Unlike whether the policy asks about some
+    #: tool, this holds for as long as the session is open: nothing changes the approver or
+    #: the asker, while a tool may be registered at any time.
     may_defer: bool = attrs.field(init=False)
     _newest: _Newest = attrs.field(factory=_Newest, alias="_newest", eq=False, repr=False)
 
     @may_defer.default
     def _may_defer(self) -> bool:
-        return not answers_at_once(self.approver)
+        return not (answers_at_once(self.approver) and asks_at_once(self.asker))
 
     def __attrs_post_init__(self) -> None:
         if self.max_depth < 0 or self.max_turns < 1:

@@ -15,7 +15,9 @@ __all__ = [
     "CallError",
     "CallNotFound",
     "CodeModeUnavailable",
+    "InvalidAnswer",
     "NoModel",
+    "QuestionNotPending",
     "SessionBroken",
     "SessionClosed",
     "SessionPaused",
@@ -63,6 +65,18 @@ class ApprovalNotPending(CallError, ValueError):
     """An answer to a call that is not waiting for one: it was answered already, it has
     ended, it never asked, or its approver is still deciding. Answer only the requests in
     ``session.pending_approvals()``."""
+
+
+class QuestionNotPending(CallError, ValueError):
+    """An answer to a question that is not waiting for one: no call asked it, it was answered
+    already, its call has ended, or its asker is still deciding. Answer only the questions in
+    ``session.pending_questions()``."""
+
+
+class InvalidAnswer(CallError, ValueError):
+    """An accepting answer whose content does not fit the question's form (a missing required
+    field, a value of the wrong kind or out of range, a field the form does not have): the
+    message names the field. Nothing is recorded; answer again, or decline or cancel."""
 
 
 class ToolSignatureError(ToolledgerError, TypeError):

@@ -22,7 +22,8 @@ session's *state* is everything derived from its log)::
         │ policy: deny ─────────────────────────────────▶ denying ──denied──▶ closed
         └ blocked | failed (unavailable, invalid arguments, …) ──▶ closed
     allowed ──denied | failed (unavailable)──▶ closed
-    running ──progress | tools activated | result handler failed──▶ running
+    running ──progress | question asked | question answered──▶ running
+    running ──tools activated | result handler failed──▶ running
     running ──started (the body runs again after a restart)──▶ running
     running ──completed | failed | denied──▶ closed
     any open stage ──cancelled──▶ closed
@@ -111,6 +112,8 @@ TRANSITIONS: Mapping[CallStage, Mapping[str, CallStage]] = {
     S.RUNNING: {
         "tool_execution_started": S.RUNNING,
         "tool_progress": S.RUNNING,
+        "question_asked": S.RUNNING,
+        "question_answered": S.RUNNING,
         "tools_activated": S.RUNNING,
         "result_handler_failed": S.RUNNING,
         "tool_call_completed": S.CLOSED,

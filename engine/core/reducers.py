@@ -37,6 +37,8 @@ from events.types import (
     ModelResponded,
     ModelToolCall,
     PolicyDecided,
+    QuestionAnswered,
+    QuestionAsked,
     Record,
     SessionStarted,
     SystemPromptSet,
@@ -53,9 +55,12 @@ from events.types import (
 
 from .callids import host_call_id
 from .codemode import declared
+from .forms import content_problem, form_schema
 from .lifecycle import CallStage, LifecycleError, next_stage
+from .questions import question_id
 from .tools import active_on_registration
 from .views import (
+    AskedQuestion,
     CallView,
     CallsView,
     LiveCall,
@@ -120,6 +125,7 @@ class Projection:
         self._sources: dict[str, ToolSource] = {}  # calls of mounted tools only
         self._open: dict[str, None] = {}
         self._pending: dict[str, None] = {}
+        self._questions: dict[str, str] = {}  # pending questions: their calls, by id
         self._transcript: list[TranscriptEntry] = []
         # the latest assistant message's calls, and the results waiting for their turn
         self._message: AssistantMessage | None = None
@@ -186,6 +192,20 @@ class Projection:
         return tuple(self._pending)
 
     @property
+    def pending_questions(self) -> tuple[str, ...]:
+        """Ids of the questions waiting for an answer, in the order they were asked."""
+        return tuple(self._questions)
+
+    def question(self, question_id: str) -> AskedQuestion | None:
+        """The question ``question_id`` names (``"{call_id}#{n}"``), with its answer if it
+        has one; ``None`` if no call asked it."""
+        call = self._calls.get(question_id.rpartition("#")[0])
+        for asked in call.questions if call is not None else ():
+            if asked.question_id == question_id:
+                return asked
+        return None
+
+    @property
     def host_calls(self) -> int:
         """How many calls the host asked for (``session.call_tool``): the next one is
         ``"h{host_calls}"``."""
@@ -243,6 +263,7 @@ class Projection:
             children={k: tuple(v) for k, v in self._children.items()},
             open_calls=tuple(self._open),
             pending_approvals=tuple(self._pending),
+            pending_questions=tuple(self._questions),
             transcript=tuple(self._transcript),
             system_prompt=self.system_prompt,
             usage=self._usage,
@@ -402,6 +423,9 @@ class Projection:
             call.terminal = event
             self._open.pop(call_id, None)
             self._pending.pop(call_id, None)
+            if call.questions:  # an ended call's questions no longer wait
+                for asked in call.questions:
+                    self._questions.pop(asked.question_id, None)
             if call.parent_id is None and call.origin != "host":
                 self._enter_result(call)
         elif isinstance(event, ToolProgress):
@@ -413,6 +437,10 @@ class Projection:
                                      f"which is not a call nested under it")
             call.progress_count += 1
             call.last_progress = event
+        elif isinstance(event, QuestionAsked):
+            self._question_asked(call, event)
+        elif isinstance(event, QuestionAnswered):
+            self._question_answered(call, event)
         elif isinstance(event, ToolCallRewritten):
             call.arguments = event.arguments
             call.rewrites = (*call.rewrites, event)
@@ -424,6 +452,42 @@ class Projection:
             if event.scope == "session":
                 self._grants[call.name] = event.granted
                 self._answers[call.name] = event
+
+    # the table let these through (the call runs): its stage is as it was if they are refused
+    def _question_asked(self, call: LiveCall, event: QuestionAsked) -> None:
+        expected = question_id(call.call_id, len(call.questions) + 1)
+        if event.question_id != expected:
+            raise LifecycleError(f"call {call.call_id} asked question {event.question_id!r}; "
+                                 f"its next question is {expected!r}")
+        if not isinstance(event.message, str):
+            raise LifecycleError(f"question {expected}: its message is not text")
+        try:
+            form_schema(event.schema)
+        except ValueError as exc:
+            raise LifecycleError(f"question {expected}: {exc}") from None
+        call.questions = (*call.questions, AskedQuestion(asked=event))
+        self._questions[expected] = call.call_id
+
+    def _question_answered(self, call: LiveCall, event: QuestionAnswered) -> None:
+        asked_id = event.question_id
+        for index, asked in enumerate(call.questions):
+            if asked.question_id == asked_id:
+                break
+        else:
+            raise LifecycleError(f"an answer to question {asked_id!r}, which call "
+                                 f"{call.call_id} did not ask")
+        if asked.answer is not None:
+            raise LifecycleError(f"question {asked_id} was answered already")
+        if event.action == "accept":
+            problem = content_problem(asked.asked.schema, event.content)
+            if problem is not None:
+                raise LifecycleError(f"question {asked_id}: {problem}")
+        elif event.content is not None:
+            raise LifecycleError(f"question {asked_id}: a {event.action} has no content")
+        questions = list(call.questions)
+        questions[index] = AskedQuestion(asked=asked.asked, answer=event)
+        call.questions = tuple(questions)
+        self._questions.pop(asked_id, None)
 
     def _enter_result(self, call: LiveCall) -> None:
         assert call.terminal is not None

@@ -17,6 +17,8 @@ from events.fast.fastinit import fast_init
 from events.results import ContentBlock, ToolResult
 from events.types import ToolProgress, ToolSnapshot
 
+from .questions import Answer
+
 __all__ = ["CallOutcome", "ToolContext"]
 
 T = TypeVar("T")
@@ -103,6 +105,12 @@ class ToolContext(Protocol):
         """The whole result of an earlier call of this session that completed, also one the
         model read cut (docs/tools.md, "Long outputs"): from its record, or from the
         artifact the store keeps."""
+        ...
+
+    async def ask(self, message: str, schema: Any) -> Answer:
+        """Ask the person ``message``, with ``schema`` the flat form an answer fills in (see
+        :mod:`engine.core.forms`), and return their answer: accept with content, decline or
+        cancel. The session's asker answers, now or later (docs/tools.md)."""
         ...
 
     async def run_in_thread(self, function: Callable[..., T], *args: Any) -> T:

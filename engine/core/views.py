@@ -20,6 +20,8 @@ from events.types import (
     AssistantMessage,
     Origin,
     PolicyDecided,
+    QuestionAnswered,
+    QuestionAsked,
     TerminalEvent,
     ToolCallRewritten,
     ToolProgress,
@@ -30,6 +32,7 @@ from events.types import (
 from .lifecycle import CallStage
 
 __all__ = [
+    "AskedQuestion",
     "CallView",
     "CallsView",
     "LiveCall",
@@ -97,6 +100,25 @@ class _CallStatus:
         return self.policy
 
 
+@attrs.frozen(kw_only=True, weakref_slot=False)
+class AskedQuestion:
+    """A question a call asked (``ctx.ask``), and its answer once it has one: what
+    :attr:`CallView.questions` lists, in the order the call asked them."""
+
+    asked: QuestionAsked
+    answer: QuestionAnswered | None = None
+
+    @property
+    def question_id(self) -> str:
+        """``"{call_id}#{n}"``: the call's ``n``-th question."""
+        return self.asked.question_id
+
+    @property
+    def pending(self) -> bool:
+        """Whether it waits for an answer (a call that ended leaves none waiting)."""
+        return self.answer is None
+
+
 # One of each per call, kept for the session's life: no ``__weakref__`` slot (8 bytes each).
 @fast_init
 @attrs.frozen(kw_only=True, weakref_slot=False)
@@ -119,6 +141,7 @@ class CallView(_CallStatus):
     progress_count: int = 0
     last_progress: ToolProgress | None = None
     terminal: TerminalEvent | None = None
+    questions: tuple[AskedQuestion, ...] = ()
 
 
 _CALL_FIELDS = tuple(field.name for field in attrs.fields(CallView))
@@ -159,6 +182,7 @@ class LiveCall(_CallStatus):
         self.progress_count = 0
         self.last_progress: ToolProgress | None = None
         self.terminal: TerminalEvent | None = None
+        self.questions: tuple[AskedQuestion, ...] = ()
 
     def view(self) -> CallView:
         """The call as it is now, as a new frozen value."""
@@ -271,3 +295,5 @@ class StateSnapshot:
     usage: Usage = Usage(input_tokens=0, output_tokens=0, cached_tokens=0)
     #: the "for the session" answers as recorded, by tool name
     session_answers: Mapping[str, ApprovalResolved] = attrs.field(factory=dict)
+    #: the questions waiting for an answer, by id, in the order they were asked
+    pending_questions: tuple[str, ...] = ()

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -67,6 +68,7 @@ from events.types import Record, ToolSnapshot
 
 from ..core.approvals import ApprovalRequest
 from ..core.handlers import ToolCallHandler, ToolResultHandler
+from ..core.questions import Action, Answer, Asker, Question
 from ..core.reducers import CallView, Projection, TranscriptView
 from ..core.toolcontext import CallOutcome
 from ..core.tools import ToolSpec
@@ -243,6 +245,14 @@ class Session:
         """:meth:`engine.Session.wait_pending_approvals`, awaited from asyncio."""
         return await self._change(self._session.wait_pending_approvals)
 
+    def pending_questions(self) -> tuple[Question, ...]:
+        """The tools' questions waiting for an answer."""
+        return self._session.pending_questions()
+
+    async def wait_pending_questions(self) -> tuple[Question, ...]:
+        """:meth:`engine.Session.wait_pending_questions`, awaited from asyncio."""
+        return await self._change(self._session.wait_pending_questions)
+
     def declared_tools(self) -> tuple[ToolSnapshot, ...]:
         """The tools declared to the model now."""
         return self._session.declared_tools()
@@ -281,14 +291,23 @@ class Session:
         await self._change(lambda: self._session.resolve_approval(
             call_id, granted, scope, arguments=arguments, reason=reason))
 
+    async def answer_question(self, question_id: str, action: Action = "accept",
+                              content: Any = None, *, reason: str | None = None) -> None:
+        """:meth:`engine.Session.answer_question`, awaited from asyncio."""
+        await self._change(lambda: self._session.answer_question(
+            question_id, action, content, reason=reason))
+
     async def call_tool(self, name: str, arguments: Any = None, *,
-                        on_progress: ProgressListener | None = None) -> CallOutcome:
+                        on_progress: ProgressListener | None = None,
+                        asker: Asker | None = None) -> CallOutcome:
         """:meth:`engine.Session.call_tool`, awaited from asyncio: a host call, governed and
         recorded like a model's. Cancelling the awaiting task ends the call as cancelled.
         ``on_progress`` is called as :meth:`on_progress`'s handler is, with this call's
-        updates."""
+        updates. ``asker`` answers the call's questions, an asyncio coroutine function (or a
+        plain one): it runs as an asyncio task (:func:`from_asyncio`)."""
+        hop = None if asker is None else _on_asyncio(asker)
         return await self._change(lambda: self._session.call_tool(
-            name, arguments, on_progress=on_progress))
+            name, arguments, on_progress=on_progress, asker=hop))
 
     async def resume_call(self, call_id: str) -> CallOutcome:
         """:meth:`engine.Session.resume_call`, awaited from asyncio."""
@@ -389,3 +408,17 @@ def _names(names: Iterable[str]) -> Iterable[str]:
 async def _drained(queue: asyncio.Queue[ModelDelta | None]) -> AsyncIterator[ModelDelta]:
     while (delta := await queue.get()) is not None:
         yield delta
+
+
+def _on_asyncio(asker: Asker) -> Asker:
+    """``asker`` (asyncio code) as an asker the trio side awaits: each question is answered
+    in an asyncio task on the host's loop."""
+
+    async def answer(question: Question) -> Any:
+        reply = asker(question)
+        return await reply if inspect.isawaitable(reply) else reply
+
+    async def hop(question: Question) -> Answer | Any:
+        return await from_asyncio(answer, question)
+
+    return hop

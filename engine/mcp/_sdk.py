@@ -8,10 +8,11 @@ from __future__ import annotations
 try:
     import mcp
     import mcp_types
+    from mcp.shared.exceptions import NoBackChannelError
 except ImportError as exc:  # pragma: no cover - the test extra installs it
     raise ImportError(
         "engine.mcp needs the official MCP SDK: install toolledger with its 'mcp' extra "
         "(pip install 'toolledger[mcp]')"
     ) from exc
 
-__all__ = ["mcp", "mcp_types"]
+__all__ = ["NoBackChannelError", "mcp", "mcp_types"]

@@ -65,6 +65,7 @@ from .errors import ServerChanged
 from .formats import result_from_mcp
 from .listing import ListingLimits, list_tools
 from .names import MountedBody, check_names
+from .questions import Elicited
 from .progress import reported_to
 
 __all__ = ["Hosted", "Mount", "ServerChanged", "mount"]
@@ -82,7 +83,9 @@ class Mount:
         self._session = session
         self._server = server
         self._choices = choices
-        self._options = dict(client_options)
+        #: the server's elicitation requests go to the running call's question
+        self._elicited = Elicited(name or "mcp server")
+        self._options = {"elicitation_callback": self._elicited, **client_options}
         self._nursery = nursery
         self._client: mcp.Client | None = None
         self._stop = trio.Event()
@@ -171,7 +174,9 @@ class Mount:
                    ctx: ToolContext | None = None) -> ToolResult:
         """Call the server's tool ``tool`` (its name on the server) and return its result.
         With ``ctx`` (the running call's), the server is asked for progress, and each update
-        it sends becomes a ``tool_progress`` of the call (:func:`engine.mcp.progress.reported_to`).
+        it sends becomes a ``tool_progress`` of the call (:func:`engine.mcp.progress.reported_to`);
+        an elicitation request the server sends meanwhile becomes the call's question
+        (:class:`engine.mcp.questions.Elicited`).
 
         This is the body of every mounted tool (``body``, the one the session runs: the call
         is made only if the server still declares the tool as it did when ``body`` was
@@ -185,6 +190,7 @@ class Mount:
             if spec is None or spec.execute is not body:
                 raise ServerChanged(self._changed.get(
                     tool, f"the MCP server {self.server!r}'s tool {tool!r} is not mounted"))
+        token = None if ctx is None else self._elicited.running(ctx)
         try:
             result = await client.call_tool(
                 tool, arguments, progress_callback=None if ctx is None else reported_to(ctx))
@@ -195,6 +201,9 @@ class Mount:
             raise ConnectionError(
                 f"the MCP server {self.server!r} closed the connection during the call "
                 f"({exc.error.message}); the next call connects again") from exc
+        finally:
+            if token is not None:
+                self._elicited.ended(token)
         return result_from_mcp(result)
 
     async def _declared(self, client: mcp.Client, *, strict: bool) -> list[ToolSpec]:

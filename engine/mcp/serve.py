@@ -19,7 +19,10 @@ MCP client sees what the log holds:
   through :mod:`engine.hosts.approvalsocket`, ``toolledger serve --approvals``); cancelling
   the request (the client gave up) ends the call as cancelled.
 - a client that sends a progress token gets the call's progress updates as
-  ``notifications/progress`` (:mod:`engine.mcp.progress` says how an update maps to one).
+  ``notifications/progress`` (:mod:`engine.mcp.progress` says how an update maps to one);
+- a question the call's tool (or one of its nested calls) asks (``ctx.ask``) is put to the
+  client that made the call as an elicitation request, if it declared the capability, else
+  declined saying so (:mod:`engine.mcp.questions`); the answer is recorded as any answer.
 
 Calls run concurrently, each in the server's task for its request. The session is a trio
 :class:`engine.Session`, or an :class:`engine.hosts.aio.Session` when the server runs on an asyncio
@@ -36,6 +39,7 @@ import anyio
 
 from events.types import ToolSnapshot
 
+from ..core.questions import Asker
 from ..core.reducers import Projection
 from ..core.toolcontext import CallOutcome
 from ..core.tools import may_call
@@ -43,6 +47,7 @@ from ..runtime.progress import ProgressListener
 from ._sdk import mcp, mcp_types
 from .formats import result_to_mcp, tool_to_mcp
 from .progress import ProgressNotifier
+from .questions import ClientAsker
 
 __all__ = ["Served", "listed_tools", "mcp_server", "serve_stdio"]
 
@@ -55,7 +60,8 @@ class Served(Protocol):
     def state(self) -> Projection: ...
 
     async def call_tool(self, name: str, arguments: Any = None, *,
-                        on_progress: ProgressListener | None = None) -> CallOutcome: ...
+                        on_progress: ProgressListener | None = None,
+                        asker: Asker | None = None) -> CallOutcome: ...
 
 
 def listed_tools(session: Served) -> tuple[ToolSnapshot, ...]:
@@ -101,7 +107,8 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
             notifier = ProgressNotifier(ctx, sending)
             try:
                 outcome = await session.call_tool(params.name, params.arguments or {},
-                                                  on_progress=notifier.heard)
+                                                  on_progress=notifier.heard,
+                                                  asker=ClientAsker(ctx))
             finally:
                 notifier.close()
         return result_to_mcp(outcome.result)

@@ -53,6 +53,12 @@ def call_json(view: CallView, source: ToolSource | None = None) -> dict[str, Any
                                                     "scope": approval.scope,
                                                     "reason": approval.reason},
         "progress": view.progress_count,
+        "questions": [{"question_id": q.question_id, "message": q.asked.message,
+                       "schema": q.asked.schema,
+                       "answer": None if q.answer is None else {
+                           "action": q.answer.action, "content": q.answer.content,
+                           "reason": q.answer.reason}}
+                      for q in view.questions],
         "outcome": None if terminal is None else converter.unstructure(terminal),
         "source": None if source is None else converter.unstructure(source),
     }
@@ -66,6 +72,7 @@ def session_json(projection: Projection) -> dict[str, Any]:
         "turns": projection.turn,
         "open_calls": list(projection.open_calls),
         "pending_approvals": list(projection.pending_approvals),
+        "pending_questions": list(projection.pending_questions),
         "usage": converter.unstructure(projection.usage),
         "transcript": transcript_json(projection),
         "calls": [call_json(view, projection.source(call_id))

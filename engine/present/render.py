@@ -281,6 +281,15 @@ def call_label(view: CallView, source: ToolSource | None = None,
              "green" if granted else "yellow")
     elif view.stage is CallStage.AWAITING:
         fact("approval", "asked → waiting for the approver", "cyan")
+    for asked in view.questions:  # what the tool asked the person, and the answer
+        answer = asked.answer
+        said = "waiting for an answer" if answer is None else {
+            "accept": "accepted", "decline": "declined", "cancel": "cancelled"}[answer.action]
+        if answer is not None and answer.content is not None:
+            said += f" {short_json(answer.content)}"
+        elif answer is not None and answer.reason:
+            said += f": {answer.reason}"
+        fact("question", f"{asked.asked.message} → {said}", "cyan" if answer is None else "")
     if view.progress_count:
         last = view.last_progress
         message = last.message if last is not None and last.message else ""

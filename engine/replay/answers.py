@@ -13,6 +13,11 @@ are given, the handlers.
   gave at a pause is "later" again (about a host call, which no prompt pauses for, the
   replay's host answers it once the call waits); one the log never got waits. An approver that raised
   raises again (the recorded type and message).
+- :class:`RecordedAsker` answers a tool's question by its id with the recorded answer, if the
+  call asked the same question then (message and form); an answer the host gave at a pause is
+  "later" again (the driver gives it at the pause), one the log never got waits, an asker that
+  failed fails again. A question the log does not have is cancelled: the divergence shows in
+  the call's events.
 - :func:`recorded_call_handlers` and :func:`recorded_result_handlers` stand in for the
   handlers the session had: each gives, call by call, the verdict the log holds under its
   name (a rewrite, a block, a handler that raised: it raises again), so the replay asks
@@ -27,10 +32,13 @@ from typing import Any
 import trio
 
 from events.results import error_result
-from events.types import ToolCallCompleted, ToolCallFailed
+from events.types import QuestionAsked, ToolCallCompleted, ToolCallFailed
 
 from ..core.approvals import LATER, ApprovalAnswer, ApprovalRequest
 from ..core.callids import from_host
+from ..core.nested import canonical
+from ..core.questions import Answer as QuestionAnswer
+from ..core.questions import Question
 from ..core.handlers import (
     Block,
     ResultPatch,
@@ -47,6 +55,7 @@ from .watch import Watch
 
 __all__ = [
     "RecordedApprover",
+    "RecordedAsker",
     "RecordedModel",
     "RecordedTurnsEnded",
     "recorded_call_handlers",
@@ -135,6 +144,30 @@ class RecordedApprover:
             await self._watch.until(lambda: self._watch.before_grant(request.call_id))
         return ApprovalAnswer(granted=answer.granted, scope=answer.scope,
                               arguments=answer.arguments if answer.granted else None,
+                              reason=answer.reason)
+
+
+class RecordedAsker:
+    """Answers the tools' questions from the log (see the module docstring)."""
+
+    def __init__(self, book: RecordedSession) -> None:
+        self._book = book
+
+    async def __call__(self, question: Question) -> QuestionAnswer | Any:
+        call = self._book.calls.get(question.call_id)
+        asked = [step for step in call.body if isinstance(step, QuestionAsked)
+                 and step.question_id == question.question_id] if call is not None else []
+        if not asked or canonical([asked[0].message, asked[0].schema]) != canonical(
+                [question.message, dict(question.schema)]):
+            return QuestionAnswer(action="cancel", reason=f"replay: call {question.call_id} "
+                                  f"did not ask this question in the log")
+        assert call is not None
+        answer = call.answers.get(question.question_id)
+        if answer is None or answer.later:
+            return LATER  # pending where the log ends, or answered by the host at a pause
+        if answer.error is not None:  # the asker failed then: it fails again
+            raise recorded_exception(answer.error.type, answer.error.message)
+        return QuestionAnswer(action=answer.action, content=answer.content,
                               reason=answer.reason)
 
 

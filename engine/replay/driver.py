@@ -37,11 +37,13 @@ from ..core.callids import from_host
 from ..core.codemode import is_code_tool
 from ..core.handlers import ToolCallHandler, ToolResultHandler
 from ..core.policy import PolicyRules
+from ..core.questions import Question
 from ..core.registry import Registry
 from ..core.tools import ToolSpec, runs_in_order
 from ..runtime.session import PromptResult, Session
 from .answers import (
     RecordedApprover,
+    RecordedAsker,
     RecordedModel,
     RecordedTurnsEnded,
     recorded_call_handlers,
@@ -294,9 +296,10 @@ class _Replay:
         initial = [s for s in (self.spec_for(snap) for snap in book.initial_tools) if s]
         model = RecordedModel(self.before_turn)
         approver = RecordedApprover(book, self.watch, answer_later=self.hosts.answer_later)
+        asker = RecordedAsker(book)
         try:
             async with trio.open_nursery() as hosts, Session.open(
-                store, model=model, tools=initial, approver=approver,
+                store, model=model, tools=initial, approver=approver, asker=asker,
                 rules=self.rules, session_id=book.session_id, create=True,
                 max_turns=book.max_turns, max_depth=self.max_depth, limits=book.limits,
                 clock=self.clock, metadata=book.metadata, system_prompt=book.system_prompt,
@@ -344,10 +347,14 @@ class _Replay:
             result = await self._step(session, lambda: session.prompt(prompt.text))
             while result is not None and result.stop == "paused":
                 answers = self._answers_at_pause(result.pending)
+                if await self._answer_questions(session, result.questions) and not answers:
+                    result = await self._step(session, session.resume)
+                    continue
                 if not answers:
-                    pending = ", ".join(r.call_id for r in result.pending)
-                    self.notes.append(f"the replay ends paused, waiting for approvals the log "
-                                      f"never answered: {pending}")
+                    pending = ", ".join([*(r.call_id for r in result.pending),
+                                         *(q.question_id for q in result.questions)])
+                    self.notes.append(f"the replay ends paused, waiting for approvals or "
+                                      f"questions the log never answered: {pending}")
                     await self.apply(self.book.trailing)  # the host may have gone on
                     return
                 for call_id in answers:
@@ -358,6 +365,20 @@ class _Replay:
                         arguments=answer.arguments if answer.granted else None)
                 result = await self._step(session, session.resume)
         await self.apply(self.book.trailing)
+
+    async def _answer_questions(self, session: Session,
+                                pending: Sequence[Question]) -> bool:
+        """Give the answers the host gave at a pause to the questions pending now; whether
+        there were any."""
+        given = False
+        for question in pending:
+            call = self.book.calls.get(question.call_id)
+            answer = call.answers.get(question.question_id) if call is not None else None
+            if answer is not None and answer.later:
+                await session.answer_question(question.question_id, answer.action,
+                                              answer.content, reason=answer.reason)
+                given = True
+        return given
 
     def _answers_at_pause(self, pending: Sequence[ApprovalRequest]) -> list[str]:
         """The pending calls the host answered together at the next recorded pause."""

@@ -21,6 +21,8 @@ from events.types import (
     ApprovalResolved,
     AssistantMessage,
     PolicyDecided,
+    QuestionAnswered,
+    QuestionAsked,
     Record,
     ResultHandlerFailed,
     SessionStarted,
@@ -232,8 +234,10 @@ def _calls(records: Sequence[Record]) -> dict[str, RecordedCall]:
                                  arguments=edit[-1].arguments if edit else None, seq=record.seq)
         elif isinstance(event, ToolExecutionStarted):
             call.started = True
-        elif isinstance(event, (ToolProgress, ToolsActivated)):
+        elif isinstance(event, (ToolProgress, ToolsActivated, QuestionAsked)):
             call.body.append(event)
+        elif isinstance(event, QuestionAnswered):
+            call.answers[event.question_id] = event
         elif isinstance(event, ResultHandlerFailed):
             call.result_failures.append(event)
         if isinstance(event, TERMINAL_EVENTS):

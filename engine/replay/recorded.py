@@ -18,6 +18,8 @@ from events.results import ErrorInfo, ModelView
 from events.types import (
     ActiveToolsSet,
     AssistantMessage,
+    QuestionAnswered,
+    QuestionAsked,
     Record,
     ResultHandlerFailed,
     TerminalEvent,
@@ -152,9 +154,12 @@ class RecordedCall:
     parent_id: str | None
     requested: ToolCallRequested
     events: list[Any] = attrs.field(factory=list)
-    #: the body's own doings in order: progress reports, tools it activated and nested calls'
-    #: requests
-    body: list[ToolProgress | ToolsActivated | ToolCallRequested] = attrs.field(factory=list)
+    #: the body's own doings in order: progress reports, tools it activated, questions it
+    #: asked and nested calls' requests
+    body: list[ToolProgress | ToolsActivated | QuestionAsked | ToolCallRequested] = attrs.field(
+        factory=list)
+    #: the answers its questions got, by question id
+    answers: dict[str, QuestionAnswered] = attrs.field(factory=dict)
     started: bool = False
     asked_seq: int | None = None
     decided_seq: int | None = None

@@ -37,6 +37,7 @@ from events.results import ToolResult
 from events.stores.base import ArtifactStore
 from events.types import (
     FailureDetail,
+    QuestionAsked,
     ToolCallCompleted,
     ToolCallFailed,
     ToolCallRequested,
@@ -159,7 +160,8 @@ class RecordedTools:
         return attrs.evolve(spec, execute=self.execute)
 
     async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
-        """Redo the recorded call's nested calls and progress, then end as it ended."""
+        """Redo the recorded call's nested calls, progress and questions, then end as it
+        ended."""
         recorded = self.book.calls.get(call.call_id)
         if recorded is None or recorded.name != call.name or not recorded.started:
             raise NoRecordedResult(
@@ -181,6 +183,10 @@ class RecordedTools:
                     ctx.activate(step.names)
                 except ValueError:
                     pass  # not a tool it may activate now: the missing event is the divergence
+            elif isinstance(step, QuestionAsked):
+                # answered from the log (RecordedAsker); what the tool did with the answer is
+                # in what it did next, which this body redoes as recorded
+                await ctx.ask(step.message, step.schema)
             else:
                 await self._nested(ctx, recorded, step)
         return await self._end(call, recorded)

@@ -22,8 +22,10 @@ from ..core.errors import CallNotFound
 from ..core.jsonvalues import NotJson, copy_json, ensure_json, own_json, own_result
 from ..core.limits import Limits, admit, json_size, result_size
 from ..core.nested import NestedCalls, first_difference
+from ..core.questions import Answer, AskedBefore
 from ..core.toolcontext import CallOutcome, ToolContext
 from ..core.tools import ToolCall
+from . import questions
 from .bodytasks import BodyTasks
 from .endings import fail
 from .inflight import InFlight
@@ -101,6 +103,7 @@ class CallContext(ToolContext):
         self._inflight = inflight
         self._advance = advance
         self._nested: NestedCalls | None = None  # made at the first nested call
+        self._asked: AskedBefore | None = None  # made at the first question
         self._tasks = BodyTasks()
         self._open = True
 
@@ -299,6 +302,34 @@ class CallContext(ToolContext):
             raise CallNotFound(f"no call {call_id!r} of this session has completed: give the "
                                f"id a cut's marker names")
         return own_result(whole)
+
+    async def ask(self, message: str, schema: Any) -> Answer:
+        """Ask the person something, and wait for the answer (docs/tools.md, "Asking the
+        person").
+
+        ``message`` is what the person reads; ``schema`` the form an answer fills in: a flat
+        object schema, as MCP's elicitation allows (:mod:`engine.core.forms`; anything else is
+        a :class:`~engine.core.schemas.SchemaError` saying what is allowed). The session's
+        asker answers (``Session.open(..., asker=...)``): an :class:`~engine.core.questions.Answer`
+        that accepts with ``content`` (checked against the form), declines or cancels. The
+        question and its answer are recorded (``question_asked``, ``question_answered``);
+        the model never sees them. With no asker every question is declined at once.
+
+        An asker that answers ``LATER`` leaves the question pending: this waits, the prompt
+        returns ``paused`` (``session.pending_questions()``), and the host answers with
+        ``session.answer_question``. A body that runs again after a restart gets the
+        recorded answer of the same question (same message and form) without asking
+        again."""
+        if not self._open:
+            raise RuntimeError(f"call {self.call_id} has ended: a tool's ctx can only be used "
+                               f"while the tool runs")
+        if self._asked is None:
+            # what the log holds of this call's questions (a body that runs again), taken
+            # before this run asks anything
+            self._asked = AskedBefore(
+                self._recorder.projection.live_calls[self.call_id].questions)
+        return await questions.ask(self._env, self._recorder, self._inflight, self._call,
+                                   self._asked, message, schema)
 
     async def run_in_thread(self, function: Callable[..., T], *args: Any) -> T:
         """``function(*args)`` in one of trio's worker threads (in a copy of this task's

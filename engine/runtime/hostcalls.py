@@ -21,6 +21,7 @@ from ..core.environment import Environment
 from ..core.errors import AlreadyRunning, CallNotFound, SessionClosed
 from ..core.jsonvalues import own_result
 from ..core.limits import clip_name
+from ..core.questions import Asker
 from ..core.toolcontext import CallOutcome
 from .calls import advance
 from .context import admitted, refuse_unreadable
@@ -32,10 +33,11 @@ __all__ = ["call_tool", "resume_call"]
 
 
 async def call_tool(env: Environment, recorder: Recorder, inflight: InFlight, name: str,
-                    arguments: Any, *,
-                    on_progress: ProgressListener | None = None) -> CallOutcome:
+                    arguments: Any, *, on_progress: ProgressListener | None = None,
+                    asker: Asker | None = None) -> CallOutcome:
     """Record the host's request for ``name`` and carry it to its end (see
-    ``Session.call_tool``); ``on_progress`` hears its updates meanwhile."""
+    ``Session.call_tool``); ``on_progress`` hears its updates meanwhile, and ``asker``, if
+    given, answers its questions instead of the session's."""
     arguments, problem = admitted(arguments, env.limits)
     name = clip_name(str(name))
     call_id = host_call_id(recorder.projection.host_calls)
@@ -46,9 +48,12 @@ async def call_tool(env: Environment, recorder: Recorder, inflight: InFlight, na
         await recorder.flush()
         return CallOutcome(call_id=call_id, result=own_result(result), status="failed")
     inflight.progress.listen(call_id, on_progress)
+    if asker is not None:
+        inflight.askers[call_id] = asker
     try:
         outcome = await _carry(env, recorder, inflight, call_id)
     finally:
+        inflight.askers.pop(call_id, None)
         heard = inflight.progress.unlisten(call_id)
     if heard is not None:
         raise heard  # the host's listener failed: its own error, now that the call has ended

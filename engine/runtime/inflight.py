@@ -10,7 +10,9 @@ now. :class:`InFlight` holds that, and is the only code that changes it:
   closing the session stops it, as it stops the host's calls;
 - which of them, and which nested calls, are being carried forward right now;
 - the calls parked until the host answers their approval (a ``trio.Event`` each), and the calls
-  whose approver is deciding now (not pending for the host yet);
+  whose approver is deciding now (not pending for the host yet); likewise the questions a
+  body waits on (parked under the question's id, counted for its call) and those whose asker
+  is deciding now;
 - the host's calls (``session.call_tool``) running in the host's tasks, each with the cancel
   scope that stops it when the session closes (which waits for them to leave it); a batch
   never waits for them, nor they for it;
@@ -25,6 +27,8 @@ its own? A batch is settled when none can.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import trio
 
@@ -44,11 +48,16 @@ class InFlight:
         self._prompt: trio.CancelScope | None = None  # the running prompt's, in its task
         self._active: dict[str, None] = {}  # calls whose step a task is carrying now
         self._parked: dict[str, trio.Event] = {}  # waiting for the host's answer
+        self._questioned: dict[str, int] = {}  # calls whose body waits on parked questions
+        self._asked_by: dict[str, str] = {}  # the parked questions' calls, by question id
         self._asking: dict[str, None] = {}  # their approver is deciding now
         self._hosted: dict[str, trio.CancelScope] = {}  # the host's calls, in the host's tasks
         self._change: trio.Event | None = None  # made when someone waits for a change
         #: the session's progress handlers, and the callers listening to their calls' updates
         self.progress = ProgressRoutes()
+        #: the askers host calls brought (``call_tool(..., asker=...)``), by the host call's
+        #: id: they answer the questions of that call and of its nested calls
+        self.askers: dict[str, Any] = {}
         self.suspending = False
         self.escaped = False
 
@@ -111,7 +120,8 @@ class InFlight:
             self.changed()
 
     def ask(self, call_id: str) -> None:
-        """The approver of ``call_id`` decides from now."""
+        """The approver of ``call_id`` (or the asker of the question of that id) decides
+        from now."""
         self._asking[call_id] = None
 
     def asked(self, call_id: str) -> None:
@@ -119,22 +129,33 @@ class InFlight:
         del self._asking[call_id]
         self.changed()
 
-    async def park(self, call_id: str) -> None:
-        """Wait here until the host answers ``call_id``'s approval (:meth:`unpark`)."""
+    async def park(self, call_id: str, *, question: str | None = None) -> None:
+        """Wait here until the host answers ``call_id``'s approval (:meth:`unpark`), or, with
+        ``question``, that question of its body's (``unpark(question)``): the call counts as
+        waiting meanwhile."""
+        key = call_id if question is None else question
         waiter = trio.Event()
-        self._parked[call_id] = waiter
+        self._parked[key] = waiter
+        if question is not None:
+            self._asked_by[question] = call_id
+            self._questioned[call_id] = self._questioned.get(call_id, 0) + 1
         self.changed()
         try:
             await waiter.wait()
         finally:
-            if self._parked.get(call_id) is waiter:  # cancelled, not answered
-                self.unpark(call_id)
+            if self._parked.get(key) is waiter:  # cancelled, not answered
+                self.unpark(key)
 
     def unpark(self, call_id: str) -> None:
-        """The host answered ``call_id``: its task goes on. It counts as moving at once, not
-        when its task next runs, so whoever waits for the batch to settle never sees it as
-        still waiting in between."""
+        """The host answered ``call_id`` (or the question of that id): its task goes on. It
+        counts as moving at once, not when its task next runs, so whoever waits for the batch
+        to settle never sees it as still waiting in between."""
         waiter = self._parked.pop(call_id, None)
+        asker = self._asked_by.pop(call_id, None)
+        if asker is not None:  # a question: its call moves again once none waits
+            left = self._questioned.pop(asker) - 1
+            if left:
+                self._questioned[asker] = left
         self.changed()
         if waiter is not None:
             waiter.set()
@@ -199,7 +220,7 @@ class InFlight:
         for call_id in self._active:
             if from_host(call_id):
                 continue  # the host's: its caller waits for it
-            if call_id in self._parked:
+            if call_id in self._parked or call_id in self._questioned:
                 continue  # waits for an answer
             below = call_id + "/"
             if any(other.startswith(below) for other in self._active):

@@ -22,6 +22,7 @@ import trio
 from events.types import AssistantMessage, ModelToolCall, UserMessage
 
 from ..core.approvals import ApprovalRequest
+from ..core.questions import Question
 from ..core.environment import Environment
 from ..core.errors import AlreadyRunning, NoModel, SessionClosed, SessionPaused
 from ..core.jsonvalues import own_json
@@ -39,12 +40,14 @@ __all__ = ["AgentLoop", "PromptResult"]
 @attrs.frozen(kw_only=True)
 class PromptResult:
     """How a prompt (or a resume) ended: ``"end_turn"`` (a message without calls),
-    ``"max_turns"``, or ``"paused"`` with the approval requests that wait for an answer."""
+    ``"max_turns"``, or ``"paused"`` with the approval requests (``pending``) and the
+    tools' questions (``questions``) that wait for an answer."""
 
     stop: Literal["end_turn", "max_turns", "paused"]
     turns: int
     text: str
     pending: tuple[ApprovalRequest, ...] = ()
+    questions: tuple[Question, ...] = ()
 
 
 def _admissible(arguments: Any, limits: Limits) -> Any:
@@ -79,7 +82,8 @@ class AgentLoop:
         self.paused = False
 
     async def prompt(self, text: str, *, env: Callable[[], Environment],
-                     pending: Callable[[], tuple[ApprovalRequest, ...]]) -> PromptResult:
+                     pending: Callable[[], tuple[ApprovalRequest, ...]],
+                     questions: Callable[[], tuple[Question, ...]] = tuple) -> PromptResult:
         """Record the user's ``text`` and run the loop (see ``Session.prompt``); refused while
         the session is paused."""
         self._enter()
@@ -87,16 +91,17 @@ class AgentLoop:
             if self.paused or self._batch.open():
                 raise SessionPaused(self._why_paused())
             self._recorder.record(UserMessage(text=text))
-            return await self._loop_while_open(env, pending)
+            return await self._loop_while_open(env, pending, questions)
         finally:
             self._prompting = False
 
     async def resume(self, *, env: Callable[[], Environment],
-                     pending: Callable[[], tuple[ApprovalRequest, ...]]) -> PromptResult:
+                     pending: Callable[[], tuple[ApprovalRequest, ...]],
+                     questions: Callable[[], tuple[Question, ...]] = tuple) -> PromptResult:
         """Run the loop from where the log stands (see ``Session.resume``)."""
         self._enter()
         try:
-            return await self._loop_while_open(env, pending)
+            return await self._loop_while_open(env, pending, questions)
         finally:
             self._prompting = False
 
@@ -105,6 +110,11 @@ class AgentLoop:
         if pending:
             return (f"the session is paused: its last batch waits for approvals "
                     f"({', '.join(pending)}); answer them with resolve_approval(), then call "
+                    f"resume() to finish the batch before a new prompt")
+        asked = self._recorder.projection.pending_questions
+        if asked:
+            return (f"the session is paused: its last batch waits for answers to questions "
+                    f"({', '.join(asked)}); answer them with answer_question(), then call "
                     f"resume() to finish the batch before a new prompt")
         return ("the session is paused: its last batch has not been finished since it paused "
                 "(answered calls may still run, or a stopped process left calls open); call "
@@ -119,7 +129,8 @@ class AgentLoop:
         self._prompting = True
 
     async def _loop_while_open(
-        self, env: Callable[[], Environment], pending: Callable[[], tuple[ApprovalRequest, ...]]
+        self, env: Callable[[], Environment], pending: Callable[[], tuple[ApprovalRequest, ...]],
+        questions: Callable[[], tuple[Question, ...]],
     ) -> PromptResult:
         """:meth:`_loop` under a scope the session's closing cancels, as it does a host
         call's: a prompt from a task outside ``Session.open``'s block stops when the block
@@ -130,7 +141,7 @@ class AgentLoop:
         self._inflight.prompting(scope)
         try:
             with scope:
-                return await self._loop(env, pending)
+                return await self._loop(env, pending, questions)
         finally:
             try:
                 # what it recorded is written before the session's closing goes on (which
@@ -144,7 +155,8 @@ class AgentLoop:
             "again and call resume() to go on")
 
     async def _loop(self, setup: Callable[[], Environment],
-                    pending: Callable[[], tuple[ApprovalRequest, ...]]) -> PromptResult:
+                    pending: Callable[[], tuple[ApprovalRequest, ...]],
+                    questions: Callable[[], tuple[Question, ...]]) -> PromptResult:
         """The agent loop, in the caller's task: settle the batch, ask the model, record its
         answer, repeat."""
         self.paused = False
@@ -155,7 +167,7 @@ class AgentLoop:
             if await self._batch.settle(env) == "paused":
                 self.paused = True
                 return PromptResult(stop="paused", turns=turns, text="",
-                                    pending=pending())
+                                    pending=pending(), questions=questions())
             last = state.last_message
             if turns and turns >= env.max_turns:
                 return PromptResult(stop="max_turns", turns=turns, text="")

@@ -53,12 +53,13 @@ from ..core.jsonvalues import copy_json, ensure_json, own_json
 from ..core.lifecycle import CallStage
 from ..core.limits import Limits
 from ..core.policy import PolicyRules
+from ..core.questions import Action, Answer, Asker, Question, decline_all
 from ..core.reducers import CallView, Projection, TranscriptView, fold
 from ..core.registry import Registry
 from ..core.toolcontext import CallOutcome
 from ..core.tools import ToolSpec
 from ..models import Model
-from . import hostcalls
+from . import hostcalls, questions
 from .batch import Batch
 from .deltas import DeltaStream, Deltas
 from .fromsync import run_from_sync
@@ -123,6 +124,7 @@ class Session:
         model: Model | None = None,
         tools: Iterable[ToolSpec] = (),
         approver: Approver = deny_all,
+        asker: Asker = decline_all,
         rules: PolicyRules = PolicyRules(),
         session_id: str | None = None,
         create: bool = False,
@@ -151,7 +153,9 @@ class Session:
 
         Tools are checked before anything is written (a bad schema raises ``SchemaError``
         naming the tool and the keyword). The approver answers when the policy says ask; the
-        default refuses, so nothing dangerous runs unless the host says so. ``limits`` bounds
+        default refuses, so nothing dangerous runs unless the host says so. The asker answers
+        a running tool's questions (``ctx.ask``); the default declines them all, at once.
+        ``limits`` bounds
         the JSON one call may bring into the log (:class:`~engine.core.limits.Limits`). ``clock`` and
         ``new_session_id`` are injected so that tests and replays are deterministic.
 
@@ -176,7 +180,7 @@ class Session:
             duplicated = next(name for name, count in Counter(names).items() if count > 1)
             raise ValueError(f"two tools are named {duplicated!r}: tool names must be unique")
         env = Environment(registry=registry, rules=rules, limits=limits, approver=approver,
-                          max_depth=max_depth, max_turns=max_turns, clock=clock,
+                          asker=asker, max_depth=max_depth, max_turns=max_turns, clock=clock,
                           model_view=model_view)  # or ValueError
         started = SessionStarted(  # or ValueError
             metadata=own_json(dict(metadata)) if metadata else {},
@@ -270,9 +274,9 @@ class Session:
 
     async def prompt(self, text: str) -> PromptResult:
         """Send the user's ``text`` and run the agent loop, in this task, until the model stops
-        calling tools, ``max_turns`` assistant messages, or a pause for approval
-        (``stop="paused"``, with the pending requests: answer them with
-        :meth:`resolve_approval`, then :meth:`resume`). Cancelling it (a host cancel scope)
+        calling tools, ``max_turns`` assistant messages, or a pause for approval or for a
+        tool's question (``stop="paused"``, with the pending requests and questions: answer
+        them with :meth:`resolve_approval` and :meth:`answer_question`, then :meth:`resume`). Cancelling it (a host cancel scope)
         closes every open call as cancelled before the cancellation propagates. If the
         session closes while it runs (it was called from a task outside ``Session.open``'s
         block), it stops, leaves its calls open in the log as a stopped process would, and
@@ -284,7 +288,8 @@ class Session:
         results before the next user message (see docs/resume.md)."""
         self._check_open("prompt or resume it")
         return await self._loop.prompt(text, env=self._current_env,
-                                       pending=self.pending_approvals)
+                                       pending=self.pending_approvals,
+                                       questions=self.pending_questions)
 
     async def resume(self) -> PromptResult:
         """Go on from where the log stands: finish the current batch (calls approved since the
@@ -292,7 +297,8 @@ class Session:
         idempotent, else ends "interrupted"), then continue the loop. Returns like
         :meth:`prompt`; a session with nothing left to do returns at once."""
         self._check_open("prompt or resume it")
-        return await self._loop.resume(env=self._current_env, pending=self.pending_approvals)
+        return await self._loop.resume(env=self._current_env, pending=self.pending_approvals,
+                                       questions=self.pending_questions)
 
     def _current_env(self) -> Environment:
         """The session's setup as it is now: a handler added or a tool registered while the
@@ -461,7 +467,8 @@ class Session:
     # -- the host's own calls ----------------------------------------------------------------
 
     async def call_tool(self, name: str, arguments: Any = None, *,
-                        on_progress: ProgressListener | None = None) -> CallOutcome:
+                        on_progress: ProgressListener | None = None,
+                        asker: Asker | None = None) -> CallOutcome:
         """Run a tool for the host: a call of origin ``"host"``, in this task.
 
         It takes the path a model's call takes (availability for a host call, input
@@ -483,11 +490,16 @@ class Session:
         ``on_progress`` hears the call's progress updates as they are recorded, as
         ``ctx.execute_tool``'s does (what the tool reports, and what it forwards of its
         nested calls'); what it raises is raised here once the call has ended.
+
+        ``asker`` answers the questions the call and its nested calls ask (``ctx.ask``)
+        instead of the session's asker: the host that calls answers, as an MCP server's
+        client does for the calls it makes (docs/mcp.md). It may answer ``LATER``: the call
+        then waits until :meth:`answer_question` answers.
         """
         self._check_open("call its tools")
         listener = listener_checked(on_progress, "call_tool(on_progress=...)")
         return await hostcalls.call_tool(self._env, self._recorder, self._inflight, name,
-                                         arguments, on_progress=listener)
+                                         arguments, on_progress=listener, asker=asker)
 
     async def resume_call(self, call_id: str) -> CallOutcome:
         """Carry a host call on from where the log says it is, and return its outcome: the
@@ -592,3 +604,39 @@ class Session:
                 origin=view.origin, parent_id=view.parent_id,
             ))
         return tuple(requests)
+
+    # -- answering questions ---------------------------------------------------------------
+
+    async def answer_question(self, question_id: str, action: Action = "accept",
+                              content: Any = None, *, reason: str | None = None) -> None:
+        """Answer a tool's pending question by its id (``"{call_id}#{n}"``, as
+        :meth:`pending_questions` lists it): once per question.
+
+        ``action`` is ``"accept"`` with ``content``, a dict of the form's fields (checked
+        against the question's schema: :class:`~engine.core.errors.InvalidAnswer` names what
+        does not fit, and nothing is recorded), ``"decline"`` or ``"cancel"``. A body waiting
+        in this process goes on at once; after a restart, the call's body runs again at the
+        next :meth:`resume` (if its tool is idempotent) and its question is answered from
+        the log. A question that does not wait is
+        :class:`~engine.core.errors.QuestionNotPending`."""
+        self._check_open("answer its questions")
+        given = Answer(action=action, content=content, reason=reason)
+        questions.answer(self._recorder, self._inflight, question_id, given)
+        await self._recorder.flush()
+
+    async def wait_pending_questions(self) -> tuple[Question, ...]:
+        """Wait until a tool's question waits for an answer, and return those that wait
+        (:meth:`pending_questions`; at once if some already do): for a host that shows
+        questions as they come. Raises :class:`~engine.core.errors.SessionClosed` if the
+        session closes first."""
+        while True:
+            self._check_open("wait for its questions")
+            pending = self.pending_questions()
+            if pending:
+                return pending
+            await self._inflight.next_change()  # an asker that said LATER is one
+
+    def pending_questions(self) -> tuple[Question, ...]:
+        """The tools' questions waiting for an answer, in the order they were asked (not
+        those whose asker is deciding right now)."""
+        return questions.pending_questions(self._recorder, self._inflight)

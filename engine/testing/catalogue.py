@@ -54,7 +54,9 @@ __all__ = [
     "SLOW_TIMEOUT",
     "TOOL_NAMES",
     "UNKNOWN_TOOL",
+    "QUESTION_FORM",
     "NestRecord",
+    "ask_tool",
     "catalogue_tools",
     "nest_tool",
 ]
@@ -136,6 +138,38 @@ def nest_tool(
     spec: ToolSpec = tool(name=name, description="makes the nested calls its plan lists",
                           input_schema=PLAN_SCHEMA, annotations=annotations,
                           timeout=timeout)(nest)
+    return spec
+
+
+#: the form ``ask`` puts to the person
+QUESTION_FORM: Mapping[str, Any] = {
+    "type": "object",
+    "properties": {"count": {"type": "integer", "minimum": 0, "title": "How many"}},
+    "required": ["count"],
+}
+
+
+def ask_tool(
+    runs: BodyRuns,
+    *,
+    name: str = "ask",
+    annotations: Annotations = Annotations(read_only=True, open_world=False, idempotent=True),
+) -> ToolSpec:
+    """A tool that asks the person how many (``ctx.ask`` with :data:`QUESTION_FORM`) for
+    ``{"n": int}`` and returns what it was told: ``"accept 3"``, ``"decline"``, ... Idempotent
+    by default, so a body waiting on a question runs again after a restart and reads the
+    recorded answer."""
+
+    async def ask(call: ToolCall, ctx: ToolContext) -> ToolResult:
+        runs.record(call)
+        n = call.arguments.get("n") if isinstance(call.arguments, dict) else None
+        answer = await ctx.ask(f"How many for {n}?", QUESTION_FORM)
+        count = answer.content["count"] if answer.content is not None else None
+        told = f"{answer.action} {count}" if answer.accepted else answer.action
+        return ToolResult(content=[text(told)])
+
+    spec: ToolSpec = tool(name=name, description="asks the person how many",
+                          input_schema=INT_SCHEMA, annotations=annotations)(ask)
     return spec
 
 

@@ -19,15 +19,37 @@ import trio
 from events.types import Record
 
 from ..core.approvals import LATER, ApprovalAnswer, ApprovalRequest
+from ..core.questions import Answer, Question
 from ..models import FauxModel, FauxStep, ModelMessage, ModelRequest
 from ..runtime.session import PromptResult, Session
 
-__all__ = ["MACHINE_ANSWERS", "HeldSession", "ScriptModel", "drive", "scripted_answer"]
+__all__ = ["MACHINE_ANSWERS", "QUESTION_ANSWERS", "HeldSession", "ScriptModel", "drive",
+           "scripted_answer", "scripted_reply"]
 
 #: what the machine's own approver may answer (drawn per tool at each prompt)
 MACHINE_ANSWERS: tuple[str, ...] = (
     "grant", "grant_session", "deny", "deny_session", "later", "later", "raise", "edit",
 )
+
+
+#: what the machine's own asker may answer a question (drawn at each prompt)
+QUESTION_ANSWERS: tuple[str, ...] = (
+    "accept", "decline", "cancel", "later", "later", "raise", "misfit",
+)
+
+
+def scripted_reply(answer: str, question: Question, count: int = 0) -> Any:
+    """What the asker says to ``question`` when the script says ``answer`` (one of
+    :data:`QUESTION_ANSWERS`): ``"misfit"`` accepts content that does not fit the form."""
+    if answer == "later":
+        return LATER
+    if answer == "raise":
+        raise RuntimeError(f"the asker crashed on {question.question_id}")
+    if answer == "misfit":
+        return Answer(action="accept", content={"count": "many"})
+    if answer == "accept":
+        return Answer(action="accept", content={"count": count})
+    return Answer(action=answer)  # type: ignore[arg-type]
 
 
 class ScriptModel:

@@ -4,7 +4,8 @@
 does what a host does: prompt with a scripted batch (calls drawn from the tools' own input
 schemas, valid and invalid, unknown tools, nested plans, parallel batches), cancel a prompt
 part-way (after a drawn number of records), resolve a pending approval (granted or refused,
-once or for the session, sometimes with edited arguments), resume, change the active tools,
+once or for the session, sometimes with edited arguments), answer a tool's pending question
+(accept, decline or cancel; content that does not fit is refused), resume, change the active tools,
 register a new version of a tool (other annotations, maybe another exposure), try what must
 be refused (a prompt while paused, an answer to a call that waits for nothing), call a tool
 as the host (in a task of its own, beside the prompts: it may wait for an approval, or outlive
@@ -37,19 +38,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule
 
 from ..core.callids import host_call_id
+from ..core.errors import InvalidAnswer, QuestionNotPending
 from ..core.policy import PolicyRules
+from ..core.questions import Action
 from ..core.toolcontext import CallOutcome
 from ..core.tools import EXPOSURES, ToolSpec
 from ..models import FauxStep, faux_text
 from ..runtime.session import PromptResult, Session
-from .catalogue import TOOL_NAMES, catalogue_tools, nest_tool
+from .catalogue import TOOL_NAMES, ask_tool, catalogue_tools, nest_tool
 from .host import MACHINE_ANSWERS, ScriptModel, drive
 from .machinebase import SessionMachineBase, class_attribute
 from .scripts import (
@@ -85,6 +88,14 @@ class SessionMachine(SessionMachineBase):
     ``nest_tool_name``
         The name of a tool the machine adds that makes nested calls to your tools (from a
         drawn plan); ``None``: no such tool.
+    ``ask_tool_name``
+        The name of a tool the machine adds that asks the person (``ctx.ask``), answered by
+        the machine's asker (drawn at each prompt: accept, decline, cancel, content that does
+        not fit, raise, or :data:`~engine.LATER`, which leaves the question to the
+        ``answer_question`` step); ``None`` (default): none beside your tools. The catalogue
+        always has one, ``ask``.
+    ``asker``
+        An asker; ``None`` (default): the machine's own, as above.
 
     Or override the hooks: :meth:`make_tools` (fresh tools per run), :meth:`make_store`,
     :meth:`setup_session` (called after each open), :meth:`model_calls` (what the model
@@ -117,6 +128,9 @@ class SessionMachine(SessionMachineBase):
                 data.draw(st.lists(call_handler_specs, max_size=2), label="call handlers"))]
             self._result_handlers = [make_result_handler(spec) for spec in data.draw(
                 st.lists(result_handler_specs, max_size=1), label="result handlers")]
+        asking = self.ask_tool_name if tools else (self.ask_tool_name or "ask")
+        if asking is not None and all(spec.name != asking for spec in self._specs):
+            self._specs.append(ask_tool(self.runs, name=asking))
         self._calls = self.model_calls()
         self.run(self._open)
 
@@ -149,6 +163,59 @@ class SessionMachine(SessionMachineBase):
                               label="edited arguments") if granted and self.edits else None
         self.run(partial(self.live.resolve_approval, request.call_id, granted, scope,
                          arguments=arguments))
+
+    @precondition(lambda self: bool(self.pending_questions()))
+    @rule(data=st.data())
+    def answer_question(self, data: st.DataObject) -> None:
+        """Answer one pending question, as a host does: accept (with content that fits its
+        form, or content that does not, which is refused and records nothing), decline or
+        cancel."""
+        question = data.draw(st.sampled_from(self.pending_questions()), label="question")
+        actions: tuple[Action, ...] = ("accept", "accept", "decline", "cancel")
+        action = data.draw(st.sampled_from(actions), label="action")
+        contents: st.SearchStrategy[dict[str, Any]] = st.one_of(
+            st.integers(0, 9).map(lambda n: {"count": n}),
+            st.sampled_from([{}, {"count": -1}, {"count": "x"}]))
+        content = data.draw(contents, label="content") if action == "accept" else None
+        misfit = content is not None and not (isinstance(content.get("count"), int)
+                                              and content["count"] >= 0)
+        before = len(self.live.records)
+
+        async def answer() -> None:
+            try:
+                await self.live.answer_question(question.question_id, action, content)
+            except InvalidAnswer:
+                if misfit:
+                    return
+                raise
+            if misfit:
+                raise AssertionError(f"answer_question accepted {content!r}, which does not "
+                                     f"fit the form")
+
+        self.run(answer)
+        if misfit:
+            assert len(self.live.records) == before, "a refused answer recorded something"
+
+    @rule(data=st.data())
+    def answer_a_question_that_waits_for_nothing(self, data: st.DataObject) -> None:
+        """An answer to a question that does not wait is refused, and records nothing."""
+        waiting = {q.question_id for q in self.pending_questions()}
+        state = self.live.state
+        known = [q.question_id for call in state.calls.values() for q in call.questions
+                 if q.question_id not in waiting]
+        question_id = data.draw(st.sampled_from([*known, "9.9#1", "1.0#9"]), label="question")
+        before = len(self.live.records)
+
+        async def attempt() -> None:
+            try:
+                await self.live.answer_question(question_id, "decline")
+            except QuestionNotPending:
+                return
+            raise AssertionError(f"an answer to {question_id}, which waits for nothing, "
+                                 f"was accepted")
+
+        self.run(attempt)
+        assert len(self.live.records) == before, "a refused answer recorded something"
 
     @precondition(lambda self: bool(self.batch_open()))
     @rule()
@@ -282,6 +349,9 @@ class SessionMachine(SessionMachineBase):
         self.run(self._open)
 
     def _draw_answers(self, data: st.DataObject) -> None:
+        if class_attribute(type(self), "asker") is None:
+            self._question_answer = data.draw(st.sampled_from(self.question_answers),
+                                              label="asker")
         if class_attribute(type(self), "approver") is not None:
             return
         names = [spec.name for spec in self._specs]

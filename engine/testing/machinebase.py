@@ -25,13 +25,21 @@ from events.types import Record
 from ..core.approvals import ApprovalRequest, Approver
 from ..core.handlers import ToolCallHandler, ToolResultHandler
 from ..core.policy import PolicyRules
+from ..core.questions import Asker, Question
 from ..core.toolcontext import CallOutcome
 from ..core.tools import ToolSpec
 from ..models import FauxToolCall
 from ..runtime.session import Session
 from .arguments import invalid_arguments, valid_arguments, weighted
 from .catalogue import NestRecord
-from .host import MACHINE_ANSWERS, HeldSession, ScriptModel, scripted_answer
+from .host import (
+    MACHINE_ANSWERS,
+    QUESTION_ANSWERS,
+    HeldSession,
+    ScriptModel,
+    scripted_answer,
+    scripted_reply,
+)
 from .invariants import check_log, check_stored
 from .loop import LoopThread
 from .strategies import nesting_calls, tool_calls
@@ -58,6 +66,12 @@ class SessionMachineBase(RuleBasedStateMachine):
     policy: PolicyRules = PolicyRules()
     approver: ClassVar[Approver | None] = None
     nest_tool_name: ClassVar[str | None] = "nest"
+    #: the name of a tool the machine adds beside your tools that asks the person (``None``,
+    #: the default: none; the catalogue always has one, ``ask``)
+    ask_tool_name: ClassVar[str | None] = None
+    asker: ClassVar[Asker | None] = None
+    #: what the machine's own asker may answer, drawn at each prompt
+    question_answers: ClassVar[tuple[str, ...]] = QUESTION_ANSWERS
     #: what the machine's own approver may answer, drawn per tool at each prompt
     answers: ClassVar[tuple[str, ...]] = MACHINE_ANSWERS
     #: whether the approver and the host may edit arguments when they grant: an edit is the
@@ -77,6 +91,9 @@ class SessionMachineBase(RuleBasedStateMachine):
         super().__init__()
         self.runs = BodyRuns()
         self.asked: list[str] = []
+        #: the questions the asker was asked, by id, in order
+        self.questioned: list[str] = []
+        self._question_answer = "later"
         self.records: tuple[Record, ...] = ()
         self.store: EventStore = self.make_store()
         self.model = ScriptModel()
@@ -146,17 +163,26 @@ class SessionMachineBase(RuleBasedStateMachine):
         return scripted_answer(self._answers.get(request.name, "later"), request,
                                self._edits.get(request.name))
 
+    async def _scripted_asker(self, question: Question) -> Any:
+        return scripted_reply(self._question_answer, question, len(self.questioned))
+
     def _opener(self) -> AbstractAsyncContextManager[Session]:
         approver = self._approver()
+        asker = class_attribute(type(self), "asker") or self._scripted_asker
 
         async def asked(request: ApprovalRequest) -> Any:
             self.asked.append(request.call_id)
             reply = approver(request)
             return await reply if inspect.isawaitable(reply) else reply
 
+        async def questioned(question: Question) -> Any:
+            self.questioned.append(question.question_id)
+            reply = asker(question)
+            return await reply if inspect.isawaitable(reply) else reply
+
         return Session.open(self.store, model=self.model, tools=self._specs, approver=asked,
-                            rules=self.policy, session_id=self.session_id, create=True,
-                            clock=self._clock, max_depth=self.max_depth)
+                            asker=questioned, rules=self.policy, session_id=self.session_id,
+                            create=True, clock=self._clock, max_depth=self.max_depth)
 
     async def _open(self) -> None:
         await self._held.open(self._loop.nursery)
@@ -187,6 +213,10 @@ class SessionMachineBase(RuleBasedStateMachine):
     def pending(self) -> tuple[ApprovalRequest, ...]:
         """The approval requests waiting for an answer."""
         return () if self.session is None else self.session.pending_approvals()
+
+    def pending_questions(self) -> tuple[Question, ...]:
+        """The tools' questions waiting for an answer."""
+        return () if self.session is None else self.session.pending_questions()
 
     def _schema(self, name: str) -> Mapping[str, Any]:
         snapshot = self.live.state.tools.get(name)
@@ -220,6 +250,8 @@ class SessionMachineBase(RuleBasedStateMachine):
                   body_runs=self.runs, rules=self.policy, asked=self.asked,
                   closed=self._closed_log)
         assert self.nested.raised == [], f"ctx.execute_tool raised {self.nested.raised!r}"
+        again = sorted({q for q in self.questioned if self.questioned.count(q) > 1})
+        assert not again, f"the asker was asked {again} again (a question is asked once)"
         calls = session.state.calls
         for call_id, outcome in self.nested.outcomes.items():
             logged = calls[call_id].result

@@ -29,6 +29,8 @@ from events.types import (
     Event,
     ModelToolCall,
     PolicyDecided,
+    QuestionAnswered,
+    QuestionAsked,
     Record,
     ResultHandlerFailed,
     SessionStarted,
@@ -56,6 +58,8 @@ def _requested(call_id: str) -> Event:
     return ToolCallRequested(call_id=call_id, name="t", arguments={}, model_call_id="m0")
 
 
+FORM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
 #: One real event for every key the table can be asked about.
 SAMPLES: dict[str, Callable[[str], Event]] = {
     "tool_call_requested": _requested,
@@ -68,6 +72,10 @@ SAMPLES: dict[str, Callable[[str], Event]] = {
     "approval_resolved:denied": lambda c: ApprovalResolved(call_id=c, granted=False),
     "tool_execution_started": lambda c: ToolExecutionStarted(call_id=c),
     "tool_progress": lambda c: ToolProgress(call_id=c, message="m"),
+    "question_asked": lambda c: QuestionAsked(call_id=c, question_id=f"{c}#1", message="m",
+                                              schema=FORM),
+    "question_answered": lambda c: QuestionAnswered(call_id=c, question_id=f"{c}#1",
+                                                    action="decline"),
     "tools_activated": lambda c: ToolsActivated(names=("t",), call_id=c),
     "result_handler_failed": lambda c: ResultHandlerFailed(
         call_id=c, handler="h", error=ErrorInfo(type="E", message="m")),
@@ -390,3 +398,37 @@ def test_a_fold_stops_at_the_first_bad_record() -> None:
     with pytest.raises(LogInconsistency):
         fold([*log.records, bad])
     assert fold(log.records).snapshot() == log.projection.snapshot()
+
+
+def test_only_a_running_call_asks_and_each_question_is_answered_once_and_in_form() -> None:
+    log = started_with_batch(ModelToolCall(id="m0", name="t", arguments={}))
+    log.add(_requested("1.0"), PolicyDecided(call_id="1.0", decision="allow", reason="r"))
+    log.refuses(log.next(SAMPLES["question_asked"]("1.0")), "question_asked", "allowed")
+    log.add(ToolExecutionStarted(call_id="1.0"))
+    log.refuses(log.next(SAMPLES["question_answered"]("1.0")), "did not ask")
+    log.refuses(log.next(QuestionAsked(call_id="1.0", question_id="1.0#2", message="m",
+                                       schema=FORM)), "next question is '1.0#1'")
+    log.refuses(log.next(QuestionAsked(call_id="1.0", question_id="1.0#1", message="m",
+                                       schema={"type": "object", "properties": {
+                                           "deep": {"type": "object"}}})), "flat object")
+    log.add(SAMPLES["question_asked"]("1.0"))
+    assert log.projection.pending_questions == ("1.0#1",)
+    log.refuses(log.next(QuestionAnswered(call_id="1.0", question_id="1.0#1", action="accept",
+                                          content={"ok": "yes"})), "'ok' is not true or false")
+    log.refuses(log.next(QuestionAnswered(call_id="1.0", question_id="1.0#1", action="decline",
+                                          content={"ok": True})), "has no content")
+    log.add(QuestionAnswered(call_id="1.0", question_id="1.0#1", action="accept",
+                             content={"ok": True}))
+    assert log.projection.pending_questions == ()
+    log.refuses(log.next(SAMPLES["question_answered"]("1.0")), "answered already")
+    [asked] = log.projection.calls["1.0"].questions
+    assert asked.answer is not None and asked.answer.content == {"ok": True}
+
+
+def test_a_call_that_ends_leaves_its_question_waiting_no_more() -> None:
+    log = running_parent()
+    log.add(SAMPLES["question_asked"]("1.0"))
+    assert log.projection.pending_questions == ("1.0#1",)
+    log.add(SAMPLES["tool_call_cancelled"]("1.0"))
+    assert log.projection.pending_questions == ()
+    assert log.projection.calls["1.0"].questions[0].pending

@@ -64,6 +64,8 @@ BUILT_IN = {
     "SessionNotFound": LookupError,
     "CallNotFound": ValueError,
     "ApprovalNotPending": ValueError,
+    "QuestionNotPending": ValueError,
+    "InvalidAnswer": ValueError,
     "CodecError": ValueError,
     "SchemaError": ValueError,
     "ListingError": RuntimeError,

@@ -34,6 +34,34 @@ TestCatalogueMachine = CatalogueMachine.TestCase
 TestCatalogueMachine.settings = machine_settings()
 
 
+def test_the_machine_asks_questions_beside_approvals_and_answers_them_at_pauses() -> None:
+    seen: dict[str, set[str]] = {"asked": set(), "later": set(), "approved_later": set()}
+
+    class Watching(SessionMachine):
+        ask_tool_name = "ask"
+        answers = ("later",)           # every approval and every question waits for the host
+        question_answers = ("later",)
+
+        def make_tools(self) -> list[Any]:
+            return note_tools({})
+
+        @invariant()
+        def note_questions(self) -> None:
+            seen["asked"].update(self.questioned)
+            for record in self.records:
+                event = record.event
+                if type(event).__name__ == "QuestionAnswered" and event.later:
+                    seen["later"].add(event.question_id)
+                if type(event).__name__ == "ApprovalResolved" and event.later:
+                    seen["approved_later"].add(event.call_id)
+
+    run_state_machine_as_test(Watching, settings=settings(
+        machine_settings(fraction=1, steps=25), max_examples=30, derandomize=True,
+        database=None, phases=[Phase.generate]))
+    # questions were put to the asker and answered by the host at a pause, as approvals were
+    assert seen["asked"] and seen["later"] and seen["approved_later"], seen
+
+
 # -- a user's machine: a few lines --------------------------------------------------------------
 
 NOTE = {
@@ -144,7 +172,9 @@ def test_an_approver_given_as_a_plain_function_is_used_as_it_is() -> None:
         machine_settings(fraction=1, steps=8), max_examples=20, derandomize=True,
         database=None, phases=[Phase.generate]))
     assert asked, "the machine never asked the class's approver"
-    assert set(asked) == {"delete_note"}  # the one tool that needs approval
+    # the one tool that needs approval as registered (a drawn new version of another tool
+    # may need it too)
+    assert "delete_note" in asked
 
 
 # -- the loop the machine drives trio with ----------------------------------------------------

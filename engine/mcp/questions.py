@@ -1,0 +1,104 @@
+"""Questions over MCP, both ways: a tool's ``ctx.ask`` and MCP's elicitation (form mode).
+
+**Served** (:class:`ClientAsker`): a served ``tools/call`` is a host call whose questions go to
+the client that made it (``call_tool(..., asker=...)``): each becomes an
+``elicitation/create`` request (the question's message and form as ``requestedSchema``), sent
+on the call's own request, and the client's answer (accept with content, decline, cancel) is
+recorded as any answer. A client that did not declare the elicitation capability cannot be
+asked, nor one whose connection has no back-channel for a request from the server (MCP
+2026-07-28 sends none: its stateless requests ask for input another way, which this version
+does not serve; a client in ``mode="legacy"``, the handshake's protocol, is asked): the
+question is declined at once, with a reason that says so, and the tool reads it.
+A client whose answer cannot be had (it went away, it answered with an error) cancels the
+question, with the error recorded (fail closed).
+
+**Mounted** (:class:`Elicited`): a mounted server's elicitation request during a call of one
+of its tools is put to the session's asker as that call's question (``ctx.ask``), recorded,
+and the answer goes back to the server. The SDK hands the client no link from an elicitation
+to the call it belongs to, so it is the call of that server running now; while several run at
+once, or none, the request is declined, saying why (nothing is asked on a guess). A request
+whose form is not one a question may have (:mod:`engine.core.forms`) is declined too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.questions import Answer, Question
+from ..core.schemas import SchemaError
+from ..core.toolcontext import ToolContext
+from ._sdk import NoBackChannelError
+from ._sdk import mcp_types
+
+__all__ = ["NO_BACK_CHANNEL", "NO_ELICITATION", "ClientAsker", "Elicited"]
+
+#: Why a served question is declined when the client cannot be asked.
+NO_ELICITATION = ("the MCP client cannot answer questions: it did not declare the "
+                  "elicitation capability")
+#: Why it is declined when the connection cannot carry the request to the client.
+NO_BACK_CHANNEL = ("the MCP connection cannot carry a question to the client: it has no "
+                   "back-channel for requests from the server (a client of MCP 2026-07-28, "
+                   "or JSON-only HTTP responses); a client that connects with "
+                   "mode=\"legacy\" can be asked")
+
+
+class ClientAsker:
+    """The asker of one served ``tools/call``: the client that made it (see the module's
+    docstring). ``request`` is the SDK's context of the request."""
+
+    def __init__(self, request: Any) -> None:
+        self._request = request
+
+    async def __call__(self, question: Question) -> Answer:
+        session = self._request.session
+        able = session.check_client_capability(mcp_types.ClientCapabilities(
+            elicitation=mcp_types.ElicitationCapability()))
+        if not able:
+            return Answer(action="decline", reason=NO_ELICITATION)
+        try:
+            result = await session.elicit_form(
+                message=question.message, requested_schema=dict(question.schema),
+                related_request_id=self._request.request_id)
+        except NoBackChannelError:
+            return Answer(action="decline", reason=NO_BACK_CHANNEL)
+        if result.action == "accept":
+            return Answer(action="accept", content=dict(result.content or {}))
+        return Answer(action=result.action)
+
+
+class Elicited:
+    """The elicitation callback of one mount's client: each request goes to the running call
+    of the mount's tools, as its question (see the module's docstring). A call registers
+    itself with :meth:`running` while it is in flight."""
+
+    def __init__(self, server: str) -> None:
+        self._server = server
+        self._calls: dict[int, ToolContext] = {}
+        self._next = 0
+
+    def running(self, ctx: ToolContext) -> int:
+        """``ctx``'s call of the server is in flight; returns the token :meth:`ended` takes."""
+        self._next += 1
+        self._calls[self._next] = ctx
+        return self._next
+
+    def ended(self, token: int) -> None:
+        """The call :meth:`running` registered is no longer in flight."""
+        self._calls.pop(token, None)
+
+    async def __call__(self, context: Any, params: Any) -> mcp_types.ElicitResult:
+        schema = getattr(params, "requested_schema", None)
+        if schema is None:  # URL mode: nothing a form can hold
+            return mcp_types.ElicitResult(action="decline")
+        if len(self._calls) != 1:
+            return mcp_types.ElicitResult(action="decline")  # no one call to ask for
+        (ctx,) = self._calls.values()
+        if hasattr(schema, "model_dump"):
+            schema = schema.model_dump(by_alias=True, mode="json", exclude_none=True)
+        try:
+            answer = await ctx.ask(str(params.message), schema)
+        except SchemaError:
+            return mcp_types.ElicitResult(action="decline")  # not a form a question may have
+        if answer.accepted:
+            return mcp_types.ElicitResult(action="accept", content=dict(answer.content or {}))
+        return mcp_types.ElicitResult(action=answer.action)
