@@ -50,7 +50,8 @@ def test_the_agent_app_prompts_through_the_sdk_mounts_over_stdio_and_serves_over
                                                 "max_retries": 0},
                          units_server=UNITS)
         async with uvicorn_serving(app, "") as url:
-            async with httpx.AsyncClient(base_url=url) as http:
+            # a guard against a hang, never a measure: a busy machine may take seconds
+            async with httpx.AsyncClient(base_url=url, timeout=120) as http:
                 asked = (await http.post("/ask", json={"text": "5 km in metres?"})).json()
             async with Client(f"{url}/mcp") as client:
                 listed = sorted(tool.name for tool in (await client.list_tools()).tools)
