@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import trio
 
@@ -101,6 +101,10 @@ def _interrupt(group: BaseExceptionGroup[Any]) -> BaseException | None:
         if isinstance(exc, BaseExceptionGroup) and (inner := _interrupt(exc)) is not None:
             return inner
     return None
+
+
+#: what a session waits for: an approval request or a question
+W = TypeVar("W")
 
 
 class Session:
@@ -580,12 +584,7 @@ class Session:
         web app that shows what waits. A request whose approver is still deciding does not
         count until the approver has said ``LATER``. Raises
         :class:`~engine.core.errors.SessionClosed` if the session closes first."""
-        while True:
-            self._check_open("wait for its approvals")
-            pending = self.pending_approvals()
-            if pending:
-                return pending
-            await self._inflight.next_change()  # an approver that said LATER is one
+        return await self._wait_for("wait for its approvals", self.pending_approvals)
 
     def pending_approvals(self) -> tuple[ApprovalRequest, ...]:
         """The approval requests waiting for an answer, in the order they were asked (not
@@ -629,12 +628,17 @@ class Session:
         (:meth:`pending_questions`; at once if some already do): for a host that shows
         questions as they come. Raises :class:`~engine.core.errors.SessionClosed` if the
         session closes first."""
+        return await self._wait_for("wait for its questions", self.pending_questions)
+
+    async def _wait_for(self, doing: str, pending: Callable[[], tuple[W, ...]]) -> tuple[W, ...]:
+        """What ``pending()`` lists, once it lists something: it changes only when the calls
+        in flight do (an approver or asker that said ``LATER`` is such a change)."""
         while True:
-            self._check_open("wait for its questions")
-            pending = self.pending_questions()
-            if pending:
-                return pending
-            await self._inflight.next_change()  # an asker that said LATER is one
+            self._check_open(doing)
+            found = pending()
+            if found:
+                return found
+            await self._inflight.next_change()
 
     def pending_questions(self) -> tuple[Question, ...]:
         """The tools' questions waiting for an answer, in the order they were asked (not
