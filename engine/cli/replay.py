@@ -175,37 +175,23 @@ async def _replay_all(
     The log's store is open while they are, for the artifacts it keeps (the whole of long
     results, which the recorded tools give back)."""
     with closing(open_log(log, key=key)) as store:
-        return await _replay_sessions(sessions, mode, setup, progress, verified=verified,
-                                      unverified=unverified,
-                                      artifacts=cast(ArtifactStore, store)
-                                      if keeps_artifacts(store) else None)
+        artifacts = cast(ArtifactStore, store) if keeps_artifacts(store) else None
+        reports = []
+        done = 0
+        for sid, records in sessions.items():
+            def report(covered: int, _total: int, before: int = done) -> None:
+                if progress is not None:
+                    progress(before + covered)
 
-
-async def _replay_sessions(
-    sessions: dict[str, list[Record]],
-    mode: ToolMode,
-    setup: ReplaySetup,
-    progress: Callable[[int], None] | None,
-    *,
-    verified: bool,
-    unverified: bool,
-    artifacts: ArtifactStore | None,
-) -> list[ReplayReport]:
-    reports = []
-    done = 0
-    for sid, records in sessions.items():
-        def report(covered: int, _total: int, before: int = done) -> None:
-            if progress is not None:
-                progress(before + covered)
-
-        reports.append(await redrive(
-            VerifiedRecords(session_id=sid, records=records) if verified else records,
-            tools=setup.tools, tool_mode=mode, unverified=unverified, handlers=setup.handlers,
-            result_handlers=setup.result_handlers, rules=setup.rules,
-            max_depth=setup.max_depth, progress=report, artifacts=artifacts,
-        ))
-        done += len(records)
-    return reports
+            reports.append(await redrive(
+                VerifiedRecords(session_id=sid, records=records) if verified else records,
+                tools=setup.tools, tool_mode=mode, unverified=unverified,
+                handlers=setup.handlers, result_handlers=setup.result_handlers,
+                rules=setup.rules, max_depth=setup.max_depth, progress=report,
+                artifacts=artifacts,
+            ))
+            done += len(records)
+        return reports
 
 
 def load_setup(spec: str) -> ReplaySetup:
