@@ -49,7 +49,7 @@ import json
 import os
 import socket
 import stat
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, closing
 from functools import partial
 from typing import Any
@@ -57,18 +57,21 @@ from typing import Any
 import attrs
 import trio
 
-from events.types import Annotations
-
-from ..core.approvals import ApprovalRequest
-from ..core.errors import (
-    ApprovalNotPending,
-    CallNotFound,
-    InvalidAnswer,
-    QuestionNotPending,
-    SessionClosed,
-)
-from ..core.questions import ACTIONS, Question
+from ..core.errors import SessionClosed
+from ..core.questions import ACTIONS
 from ..runtime.session import Session
+from .approvalclient import (
+    LISTS,
+    MAX_MESSAGE,
+    Waiting,
+    answer_question,
+    line,
+    parsed,
+    pending_approvals,
+    pending_questions,
+    resolve_approval,
+    waiting,
+)
 
 __all__ = [
     "MAX_MESSAGE",
@@ -81,22 +84,8 @@ __all__ = [
     "waiting",
 ]
 
-#: The most bytes a request or a reply may take (a reply lists every pending request, with
-#: its arguments)
-MAX_MESSAGE = 16_000_000
-
 #: a Unix socket's path must fit in ``sun_path`` (104 bytes on macOS, 108 on Linux)
 _MAX_PATH = 103
-
-#: the errors a client raises again as themselves; any other refusal is a ValueError
-_ERRORS: Mapping[str, type[Exception]] = {
-    error.__name__: error
-    for error in (ApprovalNotPending, CallNotFound, QuestionNotPending, InvalidAnswer,
-                  SessionClosed, TypeError, RuntimeError)
-}
-
-#: what a ``pending`` request may ask to list
-_LISTS = ("approvals", "questions")
 
 
 # -- the session's side -----------------------------------------------------------------------
@@ -209,7 +198,7 @@ async def _answer(session: Session, stream: trio.SocketStream) -> None:
         if reply is None:
             return
         try:
-            await stream.send_all(_line(reply))
+            await stream.send_all(line(reply))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # it hung up before the reply
 
@@ -259,8 +248,8 @@ async def _reply(session: Session, stream: trio.SocketStream,
 def _lists(of: Any) -> frozenset[str]:
     """The lists a ``pending`` request asks for."""
     if (not isinstance(of, list) or not of
-            or not all(isinstance(item, str) and item in _LISTS for item in of)):
-        raise ValueError(f'"of" is a list of what to list, from {json.dumps(list(_LISTS))}, '
+            or not all(isinstance(item, str) and item in LISTS for item in of)):
+        raise ValueError(f'"of" is a list of what to list, from {json.dumps(list(LISTS))}, '
                          f'not {json.dumps(of)}')
     return frozenset(of)
 
@@ -304,124 +293,4 @@ async def _read_line(stream: trio.SocketStream) -> Any:
         data += chunk
         if len(data) > MAX_MESSAGE:
             raise ValueError(f"the request is over {MAX_MESSAGE} bytes")
-    return _parsed(bytes(data).partition(b"\n")[0])
-
-
-# -- another process's side -------------------------------------------------------------------
-
-def pending_approvals(path: str | os.PathLike[str], *, wait: bool = False,
-                      timeout: float | None = None) -> tuple[ApprovalRequest, ...]:
-    """The approval requests that wait for an answer in the session served at ``path`` (by
-    :func:`serve_approvals`, in another process), in the order they were asked. ``wait``:
-    once at least one does. ``timeout`` (seconds) bounds the whole exchange: past it,
-    ``TimeoutError``.
-
-    A plain blocking function, for any program: from trio, ``await
-    trio.to_thread.run_sync(pending_approvals, path)``; from asyncio, ``await
-    asyncio.to_thread(pending_approvals, path)``. Nobody answering at ``path`` is a
-    ``ConnectionError`` that says so."""
-    reply = _exchange(path, {"op": "pending", "wait": wait}, timeout)
-    return tuple(_request(item) for item in reply["pending"])
-
-
-def resolve_approval(path: str | os.PathLike[str], call_id: str, granted: bool,
-                     scope: str = "once", *, arguments: Any = None, reason: str | None = None,
-                     timeout: float | None = None) -> None:
-    """Answer the pending approval ``call_id`` of the session served at ``path``: what
-    ``session.resolve_approval`` does in the session's own process, with the same arguments
-    and the same refusals (``ApprovalNotPending``, ``CallNotFound``; a ``ValueError`` for
-    any other). Its process records the answer, and the call goes on at once."""
-    _exchange(path, {"op": "resolve", "call_id": call_id, "granted": granted, "scope": scope,
-                     "arguments": arguments, "reason": reason}, timeout)
-
-
-def pending_questions(path: str | os.PathLike[str], *, wait: bool = False,
-                      timeout: float | None = None) -> tuple[Question, ...]:
-    """The tools' questions that wait for an answer in the session served at ``path``, in
-    the order they were asked; ``wait``: once at least one does. As :func:`pending_approvals`
-    otherwise."""
-    reply = _exchange(path, {"op": "pending", "of": ["questions"], "wait": wait}, timeout)
-    return tuple(_question(item) for item in reply["questions"])
-
-
-@attrs.frozen
-class Waiting:
-    """What waits for a person in a served session: its approval requests and its tools'
-    questions, each in the order they were asked."""
-
-    approvals: tuple[ApprovalRequest, ...]
-    questions: tuple[Question, ...]
-
-
-def waiting(path: str | os.PathLike[str], *, wait: bool = False,
-            timeout: float | None = None) -> Waiting:
-    """Both lists of what waits in the session served at ``path``, taken at one moment;
-    ``wait``: once something does, an approval or a question. As :func:`pending_approvals`
-    otherwise."""
-    reply = _exchange(path, {"op": "pending", "of": list(_LISTS), "wait": wait}, timeout)
-    return Waiting(approvals=tuple(_request(item) for item in reply["pending"]),
-                   questions=tuple(_question(item) for item in reply["questions"]))
-
-
-def answer_question(path: str | os.PathLike[str], question_id: str, action: str = "accept",
-                    content: Any = None, *, reason: str | None = None,
-                    timeout: float | None = None) -> None:
-    """Answer the pending question ``question_id`` of the session served at ``path``: what
-    ``session.answer_question`` does in the session's own process, with the same arguments
-    and the same refusals (``QuestionNotPending``; ``InvalidAnswer`` for content that does not
-    fit the form, naming the field; a ``ValueError`` for any other). Its process records the
-    answer, and the tool that asked goes on at once."""
-    _exchange(path, {"op": "answer", "question_id": question_id, "action": action,
-                     "content": content, "reason": reason}, timeout)
-
-
-def _exchange(path: str | os.PathLike[str], request: dict[str, Any],
-              timeout: float | None) -> dict[str, Any]:
-    path = os.fspath(path)
-    with closing(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)) as sock:
-        sock.settimeout(timeout)
-        try:
-            sock.connect(path)
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise ConnectionError(
-                f"nobody answers approvals at {path!r} ({exc.strerror or exc}): is the "
-                f"session served with --approvals {path}?") from None
-        sock.sendall(_line(request))  # the write side stays open: closing it is hanging up
-        data = bytearray()
-        while b"\n" not in data and len(data) <= MAX_MESSAGE:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    if len(data) > MAX_MESSAGE:
-        raise ConnectionError(f"the reply from {path!r} is over {MAX_MESSAGE} bytes")
-    if b"\n" not in data:
-        raise ConnectionError(f"the session served at {path!r} hung up without an answer "
-                              f"(it may have closed)")
-    reply = _parsed(bytes(data).partition(b"\n")[0])
-    if not isinstance(reply, dict):
-        raise ConnectionError(f"{path!r} answered {reply!r}, not an approvals reply")
-    if "error" in reply:
-        raise _ERRORS.get(str(reply["error"]), ValueError)(str(reply.get("message", "")))
-    return reply
-
-
-def _request(item: dict[str, Any]) -> ApprovalRequest:
-    fields = dict(item)
-    fields["annotations"] = Annotations(**fields["annotations"])
-    return ApprovalRequest(**fields)
-
-
-def _question(item: dict[str, Any]) -> Question:
-    return Question(**item)
-
-
-def _line(message: Any) -> bytes:
-    return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
-
-
-def _parsed(line: bytes) -> Any:
-    try:
-        return json.loads(line)
-    except ValueError:
-        raise ValueError("a message is one line of JSON") from None
+    return parsed(bytes(data).partition(b"\n")[0])
