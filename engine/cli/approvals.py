@@ -1,9 +1,11 @@
-"""``toolledger approvals SOCKET``, ``approve SOCKET CALL_ID`` and ``deny SOCKET CALL_ID``: a
-person answers, from another terminal, the approvals a served session waits for
-(``toolledger serve ... --approvals SOCKET``; :mod:`engine.hosts.approvalsocket`).
+"""``toolledger approvals SOCKET``, ``approve SOCKET CALL_ID``, ``deny SOCKET CALL_ID`` and
+``answer SOCKET QUESTION_ID``: a person answers, from another terminal, the approvals and the
+tools' questions a served session waits for (``toolledger serve ... --approvals SOCKET``;
+:mod:`engine.hosts.approvalsocket`).
 
-What a request says came from a model and a log (the arguments, the policy's reason): it is
-printed as visible escapes, never obeyed by the terminal.
+What a request or a question says came from a model, a tool and a log (the arguments, the
+policy's reason, the message, the form): it is printed as visible escapes, never obeyed by the
+terminal.
 """
 
 from __future__ import annotations
@@ -16,10 +18,14 @@ from rich.text import Text
 
 from ..core.approvals import ApprovalRequest
 from ..core.errors import SessionClosed
-from ..core.visible import visible_json
-from ..hosts.approvalsocket import pending_approvals, resolve_approval
+from ..core.forms import choices, field_kind
+from ..core.questions import Question
+from ..core.visible import visible, visible_json
+from ..hosts.approvalsocket import resolve_approval, waiting
 from ..present.render import short_json
+from ..present.terminalform import field_notes
 from ._common import UsageError
+from .answer import add_parser as add_answer_parser
 
 __all__ = ["add_parser", "run_approve", "run_deny", "run_list"]
 
@@ -30,18 +36,23 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Declare the three commands."""
     listing = commands.add_parser(
         "approvals",
-        help="list the approvals a served session waits for (toolledger serve --approvals)",
+        help="list the approvals and questions a served session waits for (toolledger serve "
+             "--approvals)",
         description=(
-            "List the approval requests that wait for an answer in the session served with "
-            "--approvals SOCKET: call id, tool, arguments and the policy's reason. Answer one "
-            "with toolledger approve or deny. See docs/frameworks.md."
+            "List what waits for an answer in the session served with --approvals SOCKET: "
+            "each approval request (call id, tool, arguments and the policy's reason), then "
+            "each tool's question (question id, tool, call, message and the form's fields). "
+            "Answer a request with toolledger approve or deny, a question with toolledger "
+            "answer. See docs/frameworks.md."
         ),
     )
     listing.add_argument("socket", metavar="SOCKET", help=SOCKET_HELP)
     listing.add_argument("--wait", action="store_true",
-                         help="wait until at least one request waits, then list them")
+                         help="wait until at least one request or question waits, then list "
+                              "them")
     listing.add_argument("--json", action="store_true",
-                         help="print the requests as a JSON array")
+                         help="print them as a JSON array, each with its \"kind\": "
+                              "\"approval\" or \"question\"")
     listing.set_defaults(run=run_list)
 
     approve = commands.add_parser(
@@ -72,22 +83,46 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                       help="why, for the caller's model and the log")
     deny.set_defaults(run=run_deny)
 
+    add_answer_parser(commands)
+
 
 def run_list(args: argparse.Namespace, console: Console) -> int:
     """Print what waits."""
-    pending = pending_approvals(args.socket, wait=args.wait)
+    found = waiting(args.socket, wait=args.wait)
     if args.json:
-        print(visible_json([_as_json(request) for request in pending]))
+        print(visible_json([*(_as_json(request) for request in found.approvals),
+                            *(_question_json(question) for question in found.questions)]))
         return 0
-    if not pending:
+    if not found.approvals and not found.questions:
         console.print("Nothing waits for an answer.")
-    for request in pending:  # a line each, unbroken: for people, and for grep
+    for request in found.approvals:  # a line each, unbroken: for people, and for grep
         console.print(Text.assemble((request.call_id, "bold"), "  ", (request.name, "cyan")),
                       soft_wrap=True)
         console.print(Text.assemble("    args    ", short_json(request.arguments, 100)),
                       soft_wrap=True)
         console.print(Text(f"    reason  {request.reason}"), soft_wrap=True)
+    for question in found.questions:
+        console.print(Text.assemble((question.question_id, "bold"), "  ",
+                                    (question.name, "cyan"), f" asks (call {question.call_id})"),
+                      soft_wrap=True)
+        console.print(Text(f"    message  {visible(question.message, newlines=False)}"),
+                      soft_wrap=True)
+        for line in _fields(question):
+            console.print(Text(f"    field    {line}"), soft_wrap=True)
     return 0
+
+
+def _fields(question: Question) -> list[str]:
+    """A line for each field of the question's form: its name, kind, bounds, choices."""
+    required = set(question.schema.get("required", ()))
+    lines = []
+    for name, field in question.schema["properties"].items():
+        notes = ", ".join(field_notes(field, name in required))
+        line = f"{visible(name, newlines=False)} ({notes})"
+        if field_kind(field) in ("enum", "multi"):
+            line += f" one of {visible_json([value for value, _ in choices(field)])}"
+        lines.append(line)
+    return lines
 
 
 def run_approve(args: argparse.Namespace, console: Console) -> int:
@@ -125,6 +160,14 @@ def _said(args: argparse.Namespace, answer: str) -> str:
 
 
 def _as_json(request: ApprovalRequest) -> dict[str, object]:
-    return {"call_id": request.call_id, "name": request.name, "arguments": request.arguments,
+    return {"kind": "approval", "call_id": request.call_id, "name": request.name,
+            "arguments": request.arguments,
             "reason": request.reason, "origin": request.origin,
             "parent_id": request.parent_id}
+
+
+def _question_json(question: Question) -> dict[str, object]:
+    return {"kind": "question", "question_id": question.question_id,
+            "call_id": question.call_id, "name": question.name, "message": question.message,
+            "schema": question.schema, "origin": question.origin,
+            "parent_id": question.parent_id}

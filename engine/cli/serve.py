@@ -1,6 +1,7 @@
 """``toolledger serve MODULE:NAME``: serve a session's tools as an MCP server, over stdio or,
 with ``--http PORT``, over streamable HTTP (hypercorn under trio); with ``--approvals SOCKET``,
-a person answers its approvals from another process (:mod:`engine.hosts.approvalsocket`)."""
+a person answers its approvals, and the questions its clients cannot be asked, from another
+process (:mod:`engine.hosts.approvalsocket`)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from typing import Any
 import trio
 from rich.console import Console
 
+from ..core.approvals import LATER
+from ..core.questions import Question
 from ..hosts.approvalsocket import serve_approvals
 from ..runtime.session import Session
 from ._common import PROG, UsageError
@@ -59,9 +62,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help=f"the address to listen on with --http (default: {LOOPBACK}, "
                             f"this machine only: the server asks for no credentials)")
     serve.add_argument("--approvals", metavar="SOCKET",
-                       help="answer the approvals the session's approver leaves for later "
-                            "from another process, over a Unix socket made at SOCKET "
-                            "(toolledger approvals / approve / deny SOCKET)")
+                       help="answer the approvals the session's approver leaves for later, "
+                            "and the questions of calls whose client cannot be asked, from "
+                            "another process, over a Unix socket made at SOCKET (toolledger "
+                            "approvals / approve / deny / answer SOCKET)")
     serve.set_defaults(run=run)
 
 
@@ -88,6 +92,18 @@ def load(target: str) -> SessionFactory:
         raise UsageError(f"{target} is a {type(factory).__name__}, not a function that returns "
                          f"Session.open(...)")
     return factory  # type: ignore[no-any-return]
+
+
+def _for_the_socket(question: Question) -> Any:
+    """The asker of a served call's question its client cannot be asked, with
+    ``--approvals``: it waits for a person at the socket."""
+    return LATER
+
+
+def _unasked(approvals: str | None) -> dict[str, Any]:
+    """The server's option for the questions its clients cannot be asked: without a socket,
+    declined (nobody else could answer them); with one, left for it."""
+    return {} if approvals is None else {"unasked": _for_the_socket}
 
 
 def _port(text: str) -> int:
@@ -124,7 +140,7 @@ async def _serve(factory: SessionFactory, name: str, approvals: str | None) -> N
     from ..mcp.serve import serve_stdio  # the mcp extra, only for this command
 
     async with _opened(factory, approvals) as session:
-        await serve_stdio(session, name=name)
+        await serve_stdio(session, name=name, **_unasked(approvals))
 
 
 def _security(host: str) -> Any:
@@ -180,7 +196,7 @@ async def _serve_http(factory: SessionFactory, name: str, host: str, port: int,
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with _opened(factory, approvals) as session, trio.open_nursery() as nursery:
             app: Any = http_app(session, path=PATH, name=name,
-                                transport_security=_security(host))
+                                transport_security=_security(host), **_unasked(approvals))
             stopping = trio.Event()
 
             async def run_server(task_status: trio.TaskStatus[list[str]]) -> None:
@@ -192,8 +208,9 @@ async def _serve_http(factory: SessionFactory, name: str, host: str, port: int,
             print(f"{PROG}: serving {name} over MCP at {address}{PATH} (Ctrl-C stops)",
                   file=sys.stderr, flush=True)
             if approvals is not None:
-                print(f"{PROG}: approvals that wait are answered at {approvals} ({PROG} "
-                      f"approvals / approve / deny {approvals})", file=sys.stderr, flush=True)
+                print(f"{PROG}: approvals and questions that wait are answered at "
+                      f"{approvals} ({PROG} approvals / approve / deny / answer {approvals})",
+                      file=sys.stderr, flush=True)
             async for _ in signals:
                 if stopping.is_set():  # asked twice: cancel what still runs, now
                     nursery.cancel_scope.cancel()

@@ -1,18 +1,23 @@
-"""Answer a running session's approvals from another process, over a Unix socket.
+"""Answer a running session's approvals and questions from another process, over a Unix socket.
 
 An approver that answers :data:`~engine.LATER` leaves a request pending until the host calls
-``session.resolve_approval``. When the host is a server — ``toolledger serve``, with an MCP
-client waiting on the call — the person who answers is somewhere else: at another terminal,
-or behind a program of their own. :func:`serve_approvals` listens on a Unix socket for the
-length of its block and answers two questions there: what waits for an answer, and this
-call's answer. :func:`pending_approvals` and :func:`resolve_approval` ask them from any
-process (``toolledger approvals``, ``approve`` and ``deny`` are built on them).
+``session.resolve_approval``; an asker that does leaves a tool's question (``ctx.ask``) pending
+until the host calls ``session.answer_question``. When the host is a server — ``toolledger
+serve``, with an MCP client waiting on the call — the person who answers is somewhere else: at
+another terminal, or behind a program of their own. :func:`serve_approvals` listens on a Unix
+socket for the length of its block and answers two questions there: what waits for an answer,
+and this call's (or this question's) answer. :func:`pending_approvals`,
+:func:`resolve_approval`, :func:`pending_questions`, :func:`waiting` and
+:func:`answer_question` ask them from any process (``toolledger approvals``, ``approve``,
+``deny`` and ``answer`` are built on them).
 
-The session's own process records every answer, through ``session.resolve_approval``, as if
-its host had answered in the same process: the log keeps one writer, and the waiting call goes
-on at once. An answer to a call that waits no more (its client gave up and it ended as
-cancelled; someone else answered first) is refused with the session's own error
-(:class:`~engine.core.errors.ApprovalNotPending`), and nothing is recorded.
+The session's own process records every answer, through ``session.resolve_approval`` or
+``session.answer_question``, as if its host had answered in the same process: the log keeps
+one writer, and the waiting call goes on at once. An answer to a call or a question that waits
+no more (its client gave up and it ended as cancelled; someone else answered first) is refused
+with the session's own error (:class:`~engine.core.errors.ApprovalNotPending`,
+:class:`~engine.core.errors.QuestionNotPending`), and so is content that does not fit a
+question's form (:class:`~engine.core.errors.InvalidAnswer`): nothing is recorded.
 
 Who may answer is who may connect: the socket is made readable and writable by its owner
 only (``0600``, as the logs are), and removed when the block ends. A socket left by a process
@@ -25,8 +30,16 @@ one line; one JSON object on one line in reply.
   :class:`~engine.core.approvals.ApprovalRequest` as an object (``call_id``, ``name``,
   ``arguments``, ``reason``, ``annotations``, ``origin``, ``parent_id``). With ``"wait":
   true`` the reply comes once at least one request waits.
+- ``{"op": "pending", "of": ["approvals", "questions"], "wait": false}`` → ``{"pending":
+  [REQUEST, ...], "questions": [QUESTION, ...]}``, each QUESTION a
+  :class:`~engine.core.questions.Question` as an object (``question_id``, ``call_id``,
+  ``name``, ``message``, ``schema``, ``origin``, ``parent_id``). ``of`` says which lists the
+  reply holds (``["approvals"]`` when it is left out); with ``"wait": true`` the reply comes
+  once one of them holds something.
 - ``{"op": "resolve", "call_id": ID, "granted": BOOL, "scope": "once" | "session",
   "arguments": ARGS | null, "reason": TEXT | null}`` → ``{"resolved": ID}``.
+- ``{"op": "answer", "question_id": ID, "action": "accept" | "decline" | "cancel",
+  "content": {FIELD: VALUE, ...} | null, "reason": TEXT | null}`` → ``{"answered": ID}``.
 - Anything refused → ``{"error": TYPE, "message": TEXT}``.
 """
 
@@ -36,7 +49,7 @@ import json
 import os
 import socket
 import stat
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager, closing
 from functools import partial
 from typing import Any
@@ -44,34 +57,43 @@ from typing import Any
 import attrs
 import trio
 
-from events.types import Annotations
-
-from ..core.approvals import ApprovalRequest
-from ..core.errors import ApprovalNotPending, CallNotFound, SessionClosed
+from ..core.errors import SessionClosed
+from ..core.questions import ACTIONS
 from ..runtime.session import Session
+from .approvalclient import (
+    LISTS,
+    MAX_MESSAGE,
+    Waiting,
+    answer_question,
+    line,
+    parsed,
+    pending_approvals,
+    pending_questions,
+    resolve_approval,
+    waiting,
+)
 
-__all__ = ["MAX_MESSAGE", "pending_approvals", "resolve_approval", "serve_approvals"]
-
-#: The most bytes a request or a reply may take (a reply lists every pending request, with
-#: its arguments)
-MAX_MESSAGE = 16_000_000
+__all__ = [
+    "MAX_MESSAGE",
+    "Waiting",
+    "answer_question",
+    "pending_approvals",
+    "pending_questions",
+    "resolve_approval",
+    "serve_approvals",
+    "waiting",
+]
 
 #: a Unix socket's path must fit in ``sun_path`` (104 bytes on macOS, 108 on Linux)
 _MAX_PATH = 103
-
-#: the errors a client raises again as themselves; any other refusal is a ValueError
-_ERRORS: Mapping[str, type[Exception]] = {
-    error.__name__: error
-    for error in (ApprovalNotPending, CallNotFound, SessionClosed, TypeError, RuntimeError)
-}
 
 
 # -- the session's side -----------------------------------------------------------------------
 
 @asynccontextmanager
 async def serve_approvals(session: Session, path: str | os.PathLike[str]) -> AsyncIterator[None]:
-    """Answer ``session``'s approvals on a Unix socket at ``path`` for the length of the
-    block (see the module's docstring)::
+    """Answer ``session``'s approvals and questions on a Unix socket at ``path`` for the
+    length of the block (see the module's docstring)::
 
         async with Session.open(store, tools=tools, approver=lambda request: LATER) as session:
             async with serve_approvals(session, "approvals.sock"):
@@ -176,7 +198,7 @@ async def _answer(session: Session, stream: trio.SocketStream) -> None:
         if reply is None:
             return
         try:
-            await stream.send_all(_line(reply))
+            await stream.send_all(line(reply))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # it hung up before the reply
 
@@ -185,16 +207,21 @@ async def _reply(session: Session, stream: trio.SocketStream,
                  request: Any) -> dict[str, Any] | None:
     """The reply to ``request`` (``None``: the client hung up while it waited)."""
     if not isinstance(request, dict):
-        raise ValueError('a request is a JSON object: {"op": "pending"} or {"op": "resolve", ...}')
+        raise ValueError('a request is a JSON object: {"op": "pending"}, {"op": "resolve", ...} '
+                         'or {"op": "answer", ...}')
     op = request.get("op")
     if op == "pending":
-        if request.get("wait") is True:
-            pending = await _wait(session, stream)
-            if pending is None:
+        of = _lists(request.get("of", ["approvals"]))
+        while True:  # with wait: until a list asked for holds something
+            reply: dict[str, Any] = {}
+            if "approvals" in of:
+                reply["pending"] = [attrs.asdict(item) for item in session.pending_approvals()]
+            if "questions" in of:
+                reply["questions"] = [attrs.asdict(item) for item in session.pending_questions()]
+            if request.get("wait") is not True or any(reply.values()):
+                return reply
+            if not await _wait(session, stream, of):
                 return None
-        else:
-            pending = session.pending_approvals()
-        return {"pending": [attrs.asdict(item) for item in pending]}
     if op == "resolve":
         call_id, granted = request.get("call_id"), request.get("granted")
         if not isinstance(call_id, str) or not isinstance(granted, bool):
@@ -204,22 +231,56 @@ async def _reply(session: Session, stream: trio.SocketStream,
             call_id, granted, request.get("scope", "once"),
             arguments=request.get("arguments"), reason=request.get("reason"))
         return {"resolved": call_id}
-    raise ValueError(f'unknown op {op!r}: ask "pending" or "resolve"')
+    if op == "answer":
+        question_id, action = request.get("question_id"), request.get("action")
+        reason = request.get("reason")
+        if not isinstance(question_id, str) or action not in ACTIONS:
+            raise ValueError('an answer request needs "question_id" (a string) and "action" '
+                             '("accept", "decline" or "cancel")')
+        if reason is not None and not isinstance(reason, str):
+            raise ValueError('an answer\'s "reason" is a string, or null')
+        await session.answer_question(question_id, action, request.get("content"),
+                                      reason=reason)
+        return {"answered": question_id}
+    raise ValueError(f'unknown op {op!r}: ask "pending", "resolve" or "answer"')
 
 
-async def _wait(session: Session,
-                stream: trio.SocketStream) -> tuple[ApprovalRequest, ...] | None:
-    """The pending requests once there are some, or ``None`` if the client hangs up first."""
-    pending: tuple[ApprovalRequest, ...] | None = None
+def _lists(of: Any) -> frozenset[str]:
+    """The lists a ``pending`` request asks for."""
+    if (not isinstance(of, list) or not of
+            or not all(isinstance(item, str) and item in LISTS for item in of)):
+        raise ValueError(f'"of" is a list of what to list, from {json.dumps(list(LISTS))}, '
+                         f'not {json.dumps(of)}')
+    return frozenset(of)
+
+
+async def _wait(session: Session, stream: trio.SocketStream, of: frozenset[str]) -> bool:
+    """Once a list in ``of`` holds something: ``True``; ``False`` if the client hangs up
+    first. A session that closes meanwhile raises :class:`SessionClosed`."""
+    closed: list[SessionClosed] = []
+    hung_up = False
     async with trio.open_nursery() as nursery:
         async def hang_up() -> None:
+            nonlocal hung_up
             await stream.receive_some(1)  # nothing more is sent: this is its end
+            hung_up = True
+            nursery.cancel_scope.cancel()
+
+        async def until(wait: Callable[[], Awaitable[object]]) -> None:
+            try:
+                await wait()
+            except SessionClosed as exc:
+                closed.append(exc)
             nursery.cancel_scope.cancel()
 
         nursery.start_soon(hang_up)
-        pending = await session.wait_pending_approvals()
-        nursery.cancel_scope.cancel()
-    return pending
+        if "approvals" in of:
+            nursery.start_soon(until, session.wait_pending_approvals)
+        if "questions" in of:
+            nursery.start_soon(until, session.wait_pending_questions)
+    if closed:
+        raise closed[0]
+    return not hung_up
 
 
 async def _read_line(stream: trio.SocketStream) -> Any:
@@ -232,80 +293,4 @@ async def _read_line(stream: trio.SocketStream) -> Any:
         data += chunk
         if len(data) > MAX_MESSAGE:
             raise ValueError(f"the request is over {MAX_MESSAGE} bytes")
-    return _parsed(bytes(data).partition(b"\n")[0])
-
-
-# -- another process's side -------------------------------------------------------------------
-
-def pending_approvals(path: str | os.PathLike[str], *, wait: bool = False,
-                      timeout: float | None = None) -> tuple[ApprovalRequest, ...]:
-    """The approval requests that wait for an answer in the session served at ``path`` (by
-    :func:`serve_approvals`, in another process), in the order they were asked. ``wait``:
-    once at least one does. ``timeout`` (seconds) bounds the whole exchange: past it,
-    ``TimeoutError``.
-
-    A plain blocking function, for any program: from trio, ``await
-    trio.to_thread.run_sync(pending_approvals, path)``; from asyncio, ``await
-    asyncio.to_thread(pending_approvals, path)``. Nobody answering at ``path`` is a
-    ``ConnectionError`` that says so."""
-    reply = _exchange(path, {"op": "pending", "wait": wait}, timeout)
-    return tuple(_request(item) for item in reply["pending"])
-
-
-def resolve_approval(path: str | os.PathLike[str], call_id: str, granted: bool,
-                     scope: str = "once", *, arguments: Any = None, reason: str | None = None,
-                     timeout: float | None = None) -> None:
-    """Answer the pending approval ``call_id`` of the session served at ``path``: what
-    ``session.resolve_approval`` does in the session's own process, with the same arguments
-    and the same refusals (``ApprovalNotPending``, ``CallNotFound``; a ``ValueError`` for
-    any other). Its process records the answer, and the call goes on at once."""
-    _exchange(path, {"op": "resolve", "call_id": call_id, "granted": granted, "scope": scope,
-                     "arguments": arguments, "reason": reason}, timeout)
-
-
-def _exchange(path: str | os.PathLike[str], request: dict[str, Any],
-              timeout: float | None) -> dict[str, Any]:
-    path = os.fspath(path)
-    with closing(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)) as sock:
-        sock.settimeout(timeout)
-        try:
-            sock.connect(path)
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            raise ConnectionError(
-                f"nobody answers approvals at {path!r} ({exc.strerror or exc}): is the "
-                f"session served with --approvals {path}?") from None
-        sock.sendall(_line(request))  # the write side stays open: closing it is hanging up
-        data = bytearray()
-        while b"\n" not in data and len(data) <= MAX_MESSAGE:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    if len(data) > MAX_MESSAGE:
-        raise ConnectionError(f"the reply from {path!r} is over {MAX_MESSAGE} bytes")
-    if b"\n" not in data:
-        raise ConnectionError(f"the session served at {path!r} hung up without an answer "
-                              f"(it may have closed)")
-    reply = _parsed(bytes(data).partition(b"\n")[0])
-    if not isinstance(reply, dict):
-        raise ConnectionError(f"{path!r} answered {reply!r}, not an approvals reply")
-    if "error" in reply:
-        raise _ERRORS.get(str(reply["error"]), ValueError)(str(reply.get("message", "")))
-    return reply
-
-
-def _request(item: dict[str, Any]) -> ApprovalRequest:
-    fields = dict(item)
-    fields["annotations"] = Annotations(**fields["annotations"])
-    return ApprovalRequest(**fields)
-
-
-def _line(message: Any) -> bytes:
-    return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode() + b"\n"
-
-
-def _parsed(line: bytes) -> Any:
-    try:
-        return json.loads(line)
-    except ValueError:
-        raise ValueError("a message is one line of JSON") from None
+    return parsed(bytes(data).partition(b"\n")[0])

@@ -22,9 +22,10 @@ whose form is not one a question may have (:mod:`engine.core.forms`) is declined
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
-from ..core.questions import Answer, Question
+from ..core.questions import Answer, Asker, Question, Reply
 from ..core.schemas import SchemaError
 from ..core.toolcontext import ToolContext
 from ._sdk import NoBackChannelError
@@ -44,26 +45,39 @@ NO_BACK_CHANNEL = ("the MCP connection cannot carry a question to the client: it
 
 class ClientAsker:
     """The asker of one served ``tools/call``: the client that made it (see the module's
-    docstring). ``request`` is the SDK's context of the request."""
+    docstring). ``request`` is the SDK's context of the request. ``otherwise`` answers the
+    questions the client cannot be asked (an asker; one that says
+    :data:`~engine.core.approvals.LATER` leaves them for the host, ``session.answer_question``);
+    ``None``: they are declined, saying why."""
 
-    def __init__(self, request: Any) -> None:
+    def __init__(self, request: Any, otherwise: Asker | None = None) -> None:
         self._request = request
+        self._otherwise = otherwise
 
-    async def __call__(self, question: Question) -> Answer:
+    async def __call__(self, question: Question) -> Reply:
         session = self._request.session
         able = session.check_client_capability(mcp_types.ClientCapabilities(
             elicitation=mcp_types.ElicitationCapability()))
         if not able:
-            return Answer(action="decline", reason=NO_ELICITATION)
+            return await self._instead(question, NO_ELICITATION)
         try:
             result = await session.elicit_form(
                 message=question.message, requested_schema=dict(question.schema),
                 related_request_id=self._request.request_id)
         except NoBackChannelError:
-            return Answer(action="decline", reason=NO_BACK_CHANNEL)
+            return await self._instead(question, NO_BACK_CHANNEL)
         if result.action == "accept":
             return Answer(action="accept", content=dict(result.content or {}))
         return Answer(action=result.action)
+
+    async def _instead(self, question: Question, why: str) -> Reply:
+        """The answer of ``otherwise`` to a question the client cannot be asked (``why``)."""
+        if self._otherwise is None:
+            return Answer(action="decline", reason=why)
+        reply = self._otherwise(question)
+        if inspect.isawaitable(reply):
+            reply = await reply
+        return reply
 
 
 class Elicited:

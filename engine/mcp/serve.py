@@ -84,13 +84,18 @@ def _version() -> str:
 
 
 def mcp_server(session: Served, *, name: str = "toolledger", version: str | None = None,
-               instructions: str | None = None) -> mcp.server.Server[Any]:
+               instructions: str | None = None,
+               unasked: Asker | None = None) -> mcp.server.Server[Any]:
     """An MCP ``Server`` (the SDK's low-level one) that serves ``session``'s tools.
 
     Run it on any transport the SDK has: in memory (``mcp.Client(server)``), over stdio
     (:func:`serve_stdio`), or streamable HTTP (:func:`engine.mcp.http_app`). It calls
     into the open session, so it serves while the session's block runs. ``name`` and
     ``version`` are what the server's handshake says it is (toolledger's own by default).
+    ``unasked`` is the asker of the questions a client cannot be asked (it did not declare
+    elicitation, or its connection has no back-channel); ``None``, the default, declines
+    them saying why. An asker that answers :data:`~engine.LATER` leaves them pending for
+    ``session.answer_question`` (``toolledger serve --approvals`` does, for its socket).
     """
 
     async def list_tools(ctx: Any, params: mcp_types.PaginatedRequestParams | None,
@@ -108,7 +113,7 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
             try:
                 outcome = await session.call_tool(params.name, params.arguments or {},
                                                   on_progress=notifier.heard,
-                                                  asker=ClientAsker(ctx))
+                                                  asker=ClientAsker(ctx, unasked))
             finally:
                 notifier.close()
         return result_to_mcp(outcome.result)

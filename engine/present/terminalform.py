@@ -20,7 +20,7 @@ from ..core.forms import choices, content_problem, field_kind, field_problem
 from ..core.questions import Answer, Question
 from ..core.visible import visible
 
-__all__ = ["terminal_asker"]
+__all__ = ["field_notes", "terminal_asker"]
 
 _YES = ("y", "yes", "true", "t", "1")
 _NO = ("n", "no", "false", "f", "0")
@@ -99,9 +99,11 @@ async def _fill(schema: Mapping[str, Any],
     return content
 
 
-def _prompt(name: str, field: Mapping[str, Any], required: bool) -> str:
+def field_notes(field: Mapping[str, Any], required: bool) -> list[str]:
+    """What a person needs to know to fill a form's field, in a few words each: its kind
+    (and format), whether it is required, its bounds and its default (``["integer",
+    "required", "min 1"]``). As visible escapes: a form comes from a tool."""
     kind = field_kind(field)
-    title = visible(str(field.get("title") or name), newlines=False)
     notes = [kind if "format" not in field else f"{kind}, {field['format']}"]
     if required:
         notes.append("required")
@@ -111,8 +113,14 @@ def _prompt(name: str, field: Mapping[str, Any], required: bool) -> str:
         if key in field:
             notes.append(f"{word} {field[key]}")
     if "default" in field:
-        notes.append(f"default {field['default']!r}")
-    text = f"  {title} ({', '.join(notes)})"
+        notes.append(f"default {visible(repr(field['default']), newlines=False)}")
+    return notes
+
+
+def _prompt(name: str, field: Mapping[str, Any], required: bool) -> str:
+    kind = field_kind(field)
+    title = visible(str(field.get("title") or name), newlines=False)
+    text = f"  {title} ({', '.join(field_notes(field, required))})"
     if "description" in field:
         text += f"\n    {visible(str(field['description']), newlines=False)}"
     if kind in ("enum", "multi"):
