@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import secrets
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 
@@ -92,12 +93,15 @@ class Console:
         await self.client.aclose()
 
     async def page(self, path: str = "/", **params: Any) -> str:
-        response = await self.client.get(path, params=params)
+        query = urlencode(params, errors="surrogatepass")  # ids may hold lone surrogates
+        response = await self.client.get(f"{path}?{query}" if query else path)
         assert response.status_code == 200, response.text
         return response.text
 
     async def post(self, **fields: str) -> httpx.Response:
-        return await self.client.post("/answer", data=fields)
+        return await self.client.post(
+            "/answer", content=urlencode(fields, errors="surrogatepass"),
+            headers={"content-type": "application/x-www-form-urlencoded"})
 
     async def answer(self, session_id: str = SID, **fields: str) -> httpx.Response:
         """Post a form as the session's page serves it: with its CSRF token."""
