@@ -24,12 +24,12 @@ from typing import NoReturn
 from events.errors import LogError
 
 from ..present.console import VisibleConsole
-from . import approvals, copy, db, demo, fork, otel, replay, serve, show, tail, verify
+from . import approvals, copy, db, demo, fork, otel, replay, serve, show, tail, verify, web
 from ._common import PROG, UsageError, error_line
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (demo, show, tail, fork, copy, verify, replay, db, serve, approvals, otel)
+COMMANDS = (demo, show, tail, fork, copy, verify, replay, db, serve, approvals, otel, web)
 
 
 class _Parser(argparse.ArgumentParser):

@@ -150,6 +150,8 @@ def _demo(console: Console, approve: str | None, workdir: str, *, as_json: bool 
     console.print(Text.assemble(("Log: ", "bold"), str(run.log_path)), soft_wrap=True)
     console.print(Text(f"Read it again with: {command_name()} show {run.log_path}", style="dim"),
                   soft_wrap=True)
+    console.print(Text(f"Open it in the web console with: {command_name()} web {run.log_path}",
+                       style="dim"), soft_wrap=True)
     return 0
 
 

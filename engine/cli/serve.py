@@ -161,7 +161,7 @@ def _security(host: str) -> Any:
         allowed_origins=[*LOOPBACK_ONLY.allowed_origins, f"http://{named}:*"])
 
 
-def _listening(host: str, port: int) -> socket.socket:
+def _listening(host: str, port: int, option: str = "--http PORT") -> socket.socket:
     """A socket bound to ``host`` and ``port``, or a :class:`UsageError` saying why not."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
@@ -176,7 +176,7 @@ def _listening(host: str, port: int) -> socket.socket:
             raise
     except OSError as exc:
         raise UsageError(f"cannot listen on {host} port {port}: {exc.strerror or exc} (choose "
-                         f"another --http PORT, 0 for any free one, or another --host)") from None
+                         f"another {option}, 0 for any free one, or another --host)") from None
     return listening
 
 

@@ -1,0 +1,258 @@
+"""The console as an ASGI application: :func:`console_app`.
+
+Routes (under wherever the app is mounted): ``/`` the sessions list (``?state=``,
+``?page=``), ``/session?id=ID`` one session (``&calls=N``: a page of its call tree),
+``/pending`` every pending approval and question, ``/answer`` (POST) a person's answer,
+``/events?...`` the server-sent events that keep a page live, ``/static/...`` the shipped
+stylesheet and script. Every route sits behind :class:`~engine.web.guard.Guard`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs
+
+import trio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from events.stores import EventStore
+
+from .answers import Refused, record_approval, record_question
+from .chain import Chains
+from .controls import approval_answer, question_answer
+from .desk import WebDesk
+from .guard import Guard, csrf_token
+from .markup import Safe, tag
+from .pages import Page, layout, pending_page, session_page, sessions_page
+from .state import Sessions, Summary, summary
+
+__all__ = ["PER_PAGE", "console_app"]
+
+#: How many sessions one page of the list shows.
+PER_PAGE = 50
+#: How much a posted form may hold (bytes): more is refused unread.
+MAX_FORM = 2_000_000
+#: How often (seconds) the list and the pending page look for changes to send.
+POLL = 1.0
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def _parse(raw: bytes) -> dict[str, list[str]]:
+    return parse_qs(raw.decode("latin-1"), keep_blank_values=True, encoding="utf-8",
+                    errors="surrogatepass")
+
+
+def _one(fields: Mapping[str, list[str]], name: str, default: str = "") -> str:
+    return (fields.get(name) or [default])[0]
+
+
+def _number(fields: Mapping[str, list[str]], name: str) -> int:
+    text = _one(fields, name, "0")
+    return int(text) if text.isdigit() and len(text) < 9 else 0
+
+
+class _Console:
+    """What the routes share: the store, its folded sessions, the chain checks, the desk."""
+
+    def __init__(self, store: EventStore, token: str, read_only: bool,
+                 desk: WebDesk | None) -> None:
+        self.store = store
+        self.sessions = Sessions(store)
+        self.chains = Chains(store)
+        self.csrf = csrf_token(token)
+        self.read_only = read_only
+        self.desk = desk
+
+    def page(self, request: Request) -> Page:
+        return Page(base=request.scope.get("root_path", "").rstrip("/"), csrf=self.csrf,
+                    read_only=self.read_only)
+
+    def summary(self, folded: Any) -> Summary:
+        return summary(folded, live=self.desk is not None and self.desk.runs(folded.session_id))
+
+    # -- the pages ----------------------------------------------------------------------------
+
+    async def list_body(self, page: Page, fields: Mapping[str, list[str]]) -> Safe:
+        state = _one(fields, "state") or None
+        number = _number(fields, "page")
+        ids = await self.sessions.ids()
+        chosen: list[Summary] = []
+        more = False
+        if state is None:
+            window = ids[number * PER_PAGE:(number + 1) * PER_PAGE]
+            chosen = [self.summary(await self.sessions.get(sid)) for sid in window]
+            more = len(ids) > (number + 1) * PER_PAGE
+        else:
+            skip = number * PER_PAGE
+            for sid in ids:
+                row = self.summary(await self.sessions.get(sid))
+                if row.state != state:
+                    continue
+                if skip:
+                    skip -= 1
+                elif len(chosen) == PER_PAGE:
+                    more = True
+                    break
+                else:
+                    chosen.append(row)
+        badges = await self.chains.badges([(row.session_id, row.records) for row in chosen])
+        return sessions_page(page, [(row, badges[row.session_id]) for row in chosen], state,
+                             number, more)
+
+    async def session_body(self, page: Page, fields: Mapping[str, list[str]]) -> Safe | None:
+        sid = _one(fields, "id")
+        if sid not in await self.store.sessions():
+            return None
+        folded = await self.sessions.get(sid)
+        badge = await self.chains.badge(sid, folded.last_seq)
+        return session_page(page, folded, self.summary(folded), badge, _number(fields, "calls"))
+
+    async def pending_body(self, page: Page) -> Safe:
+        folded = [await self.sessions.get(sid) for sid in await self.sessions.ids()]
+        return pending_page(page, [f for f in folded
+                                   if f.projection.pending_approvals
+                                   or f.projection.pending_questions])
+
+    # -- routes -------------------------------------------------------------------------------
+
+    async def index(self, request: Request) -> Response:
+        page = self.page(request)
+        fields = _parse(request.scope.get("query_string", b""))
+        body = await self.list_body(page, fields)
+        return _html(layout(page, "Sessions", body, page.url("/events", view="list", **{
+            k: v[0] for k, v in fields.items() if k in ("state", "page")})))
+
+    async def session(self, request: Request) -> Response:
+        page = self.page(request)
+        fields = _parse(request.scope.get("query_string", b""))
+        body = await self.session_body(page, fields)
+        if body is None:
+            return _html(layout(page, "Not found", tag(
+                "p", None, "No session ", _one(fields, "id"), " in this log.")), 404)
+        sid = _one(fields, "id")
+        after = (await self.sessions.get(sid)).last_seq
+        return _html(layout(page, f"Session {sid}", body, page.url(
+            "/events", view="session", id=sid, calls=_number(fields, "calls"), after=after)))
+
+    async def pending(self, request: Request) -> Response:
+        page = self.page(request)
+        return _html(layout(page, "Pending", await self.pending_body(page),
+                            page.url("/events", view="pending")))
+
+    async def answer(self, request: Request) -> Response:
+        page = self.page(request)
+        if self.read_only:
+            return _html(layout(page, "Read-only", tag(
+                "p", None, "This console is read-only (--read-only): it records no answers.")),
+                403)
+        length = int(request.headers.get("content-length") or 0)
+        if length > MAX_FORM:
+            return _html(layout(page, "Too large", tag("p", None, "The form is too large.")),
+                         413)
+        fields = _parse(await request.body())
+        if _one(fields, "csrf") != self.csrf:
+            return _html(layout(page, "Refused", tag("p", None, (
+                "The form lacks this console's CSRF token: answer from a page this console "
+                "served (reload it)."))), 403)
+        sid = _one(fields, "session")
+        if sid not in await self.store.sessions():
+            return _html(layout(page, "Not found", tag("p", None, "No session ", sid,
+                                                       " in this log.")), 404)
+        folded = await self.sessions.get(sid)
+        try:
+            if _one(fields, "kind") == "question":
+                qid = _one(fields, "question")
+                asked = folded.projection.question(qid)
+                if asked is None:
+                    raise Refused(f"no question {qid} in this session")
+                await record_question(self.store, self.desk, folded, qid,
+                                      question_answer(asked.asked.schema, fields))
+            else:
+                await record_approval(self.store, self.desk, folded, _one(fields, "call"),
+                                      approval_answer(fields))
+        except Refused as exc:
+            return _html(layout(page, "Not recorded", tag(
+                "div", {"class": "refused"}, tag("h1", None, "The answer was not recorded"),
+                tag("p", None, str(exc)),
+                tag("p", None, tag("a", {"href": page.url("/session", id=sid)},
+                                   "Back to the session"))), page.url("/session", id=sid)),
+                400)
+        return RedirectResponse(page.url("/session", id=sid), 303)
+
+    async def events(self, request: Request) -> Response:
+        page = self.page(request)
+        fields = _parse(request.scope.get("query_string", b""))
+        view = _one(fields, "view")
+        if view == "session":
+            stream = self._session_events(page, fields)
+        elif view in ("list", "pending"):
+            stream = self._polled_events(page, fields, view)
+        else:
+            return Response("unknown view", 404)
+        return StreamingResponse(stream, media_type="text/event-stream",
+                                 headers={"cache-control": "no-store"})
+
+    async def _session_events(self, page: Page, fields: Mapping[str, list[str]]
+                              ) -> AsyncIterator[str]:
+        """The session's page body, again after each change the store's ``follow`` shows."""
+        sid = _one(fields, "id")
+        yield "retry: 2000\n\n"
+        async for record in self.store.follow(sid, _number(fields, "after")):
+            if await self.store.last_seq(sid) > record.seq:
+                continue  # more is stored already: send the page once, after the last
+            body = await self.session_body(page, fields)
+            if body is not None:
+                yield _event(body, record.seq)
+
+    async def _polled_events(self, page: Page, fields: Mapping[str, list[str]], view: str
+                             ) -> AsyncIterator[str]:
+        """The list's or the pending page's body, again whenever a session grew."""
+        yield "retry: 2000\n\n"
+        seen: tuple[tuple[str, int], ...] | None = None
+        while True:
+            ids = await self.store.sessions()
+            now = tuple([(sid, await self.store.last_seq(sid)) for sid in ids])
+            if seen is not None and now != seen:
+                body = (await self.list_body(page, fields) if view == "list"
+                        else await self.pending_body(page))
+                yield _event(body, None)
+            seen = now
+            await trio.sleep(POLL)
+
+
+def _event(body: str, seq: int | None) -> str:
+    lines = "".join(f"data: {line}\n" for line in body.split("\n"))
+    return "event: update\n" + (f"id: {seq}\n" if seq is not None else "") + lines + "\n"
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status)
+
+
+def console_app(store: EventStore, *, token: str, read_only: bool = False,
+                desk: WebDesk | None = None) -> Guard:
+    """The web console over ``store``, as an ASGI app: serve it (``toolledger web``), or mount
+    it in a host's Starlette app (``Mount("/console", console_app(...))``).
+
+    ``token`` is required on every request (see :mod:`engine.web.guard`): draw a random one
+    (``secrets.token_urlsafe()``) and give the person the URL with ``?token=...``.
+    ``read_only`` hides every control and refuses every answer. ``desk``: the
+    :class:`~engine.web.desk.WebDesk` through which this process runs sessions, so that
+    their approvals and questions are answered at once.
+    """
+    console = _Console(store, token, read_only, desk)
+    app = Starlette(routes=[
+        Route("/", console.index),
+        Route("/session", console.session),
+        Route("/pending", console.pending),
+        Route("/answer", console.answer, methods=["POST"]),
+        Route("/events", console.events),
+        Mount("/static", StaticFiles(directory=STATIC), name="static"),
+    ])
+    return Guard(app, token)

@@ -1,0 +1,124 @@
+"""What the console knows of each session: its projection, kept up to date from the store.
+
+A page needs a session folded; folding a long session again for every request would make a
+page as slow as the log is long. :class:`Sessions` keeps each session's
+:class:`~engine.core.reducers.Projection` and reads only the records appended since
+(``store.read(after=...)``), so a refresh costs what changed. Beside the projection it keeps
+what the projection does not: when each call was asked, started and ended (timings), the
+model a session last asked, its progress updates and the time of its last record.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+import attrs
+import trio
+
+from events.callevents import ToolExecutionStarted, ToolProgress
+from events.modelturns import ModelRequested
+from events.stores import EventStore
+from events.types import Record, TerminalEvent, ToolCallRequested
+
+from ..core.reducers import Projection
+
+__all__ = ["Folded", "Sessions", "State", "Summary", "summary"]
+
+State = Literal["running", "waiting", "paused", "closed"]
+
+_ENDS = get_args(TerminalEvent)  # the events that end a call
+
+
+@attrs.define
+class Folded:
+    """One session as far as the store held it when last read."""
+
+    session_id: str
+    projection: Projection = attrs.field(factory=Projection)
+    first_time: float | None = None
+    last_time: float | None = None
+    model: str | None = None
+    asked: dict[str, float] = attrs.field(factory=dict)
+    started: dict[str, float] = attrs.field(factory=dict)
+    ended: dict[str, float] = attrs.field(factory=dict)
+    progress: dict[str, list[ToolProgress]] = attrs.field(factory=dict)
+
+    @property
+    def last_seq(self) -> int:
+        return self.projection.last_seq
+
+    def apply(self, record: Record) -> None:
+        """Fold one more record, and note its time where a call or the model changed."""
+        self.projection.apply(record)
+        if self.first_time is None:
+            self.first_time = record.time
+        self.last_time = record.time
+        event = record.event
+        if isinstance(event, ToolCallRequested):
+            self.asked[event.call_id] = record.time
+        elif isinstance(event, ToolExecutionStarted):
+            self.started[event.call_id] = record.time
+        elif isinstance(event, ToolProgress):
+            self.progress.setdefault(event.call_id, []).append(event)
+        elif isinstance(event, _ENDS):
+            self.ended[event.call_id] = record.time
+        elif isinstance(event, ModelRequested):
+            self.model = event.model
+
+
+@attrs.frozen
+class Summary:
+    """A session's line in the list."""
+
+    session_id: str
+    state: State
+    waiting_for: str | None
+    last_time: float | None
+    model: str | None
+    calls: int
+    records: int
+
+
+def summary(folded: Folded, live: bool = False) -> Summary:
+    """What the list shows of ``folded``. ``live``: a host that mounted the console runs the
+    session now, so what waits is answered at once (``waiting``); a session that waits for a
+    person and that no host runs here is ``paused`` until it is resumed."""
+    projection = folded.projection
+    waits = [f"approval of {projection.calls[c].name} ({c})"
+             for c in projection.pending_approvals]
+    waits += [f"an answer to {q}" for q in projection.pending_questions]
+    if waits:
+        state: State = "waiting" if live else "paused"
+        waiting_for: str | None = "a person: " + ", ".join(waits)
+    elif projection.open_calls or projection.model_asked is not None:
+        state, waiting_for = "running", None
+    else:
+        state, waiting_for = "closed", None
+    return Summary(session_id=folded.session_id, state=state, waiting_for=waiting_for,
+                   last_time=folded.last_time, model=folded.model,
+                   calls=len(projection.calls), records=projection.last_seq)
+
+
+class Sessions:
+    """Each session of one store, folded on demand and kept: see the module docstring."""
+
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self._folded: dict[str, Folded] = {}
+        self._locks: dict[str, trio.Lock] = {}
+
+    async def ids(self) -> list[str]:
+        """Every session id, newest first (the store lists them oldest first)."""
+        return list(reversed(await self.store.sessions()))
+
+    async def get(self, session_id: str) -> Folded:
+        """The session folded up to the store's last record (an unknown id folds empty)."""
+        lock = self._locks.setdefault(session_id, trio.Lock())
+        async with lock:
+            folded = self._folded.get(session_id)
+            if folded is None:
+                folded = self._folded[session_id] = Folded(session_id)
+            if await self.store.last_seq(session_id) > folded.last_seq:
+                for record in await self.store.read(session_id, folded.last_seq):
+                    folded.apply(record)
+            return folded
