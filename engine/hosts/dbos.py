@@ -53,8 +53,10 @@ __all__ = [
     "ModelFactory",
     "SessionWorker",
     "answer",
+    "apply_answers",
     "cancel",
     "listen",
+    "prompt_or_resume",
     "start",
     "take_over",
 ]
@@ -141,13 +143,16 @@ def _installed() -> SessionWorker:
     return _worker
 
 
-async def _prompt(text: str, session: Session) -> PromptResult:
+async def prompt_or_resume(text: str, session: Session) -> PromptResult:
+    """Send ``text``, or resume if the log already has the prompt (the step ran before)."""
     if any(isinstance(record.event, UserMessage) for record in session.records):
         return await session.resume()  # a step run again: the log has the prompt
     return await session.prompt(text)
 
 
-async def _apply(answers: Sequence[dict[str, Any]], session: Session) -> PromptResult:
+async def apply_answers(answers: Sequence[dict[str, Any]], session: Session) -> PromptResult:
+    """Resolve each answer's approval while it is pending (once per request: a step run
+    again skips what it resolved before), then resume."""
     pending = {request.call_id for request in session.pending_approvals()}
     for given in answers:
         if given["call_id"] in pending:  # once per request: a repeated step skips it
@@ -168,14 +173,14 @@ def _claimed(error: BaseException) -> bool:
            backoff_rate=1.5, max_attempts=20, should_retry=_claimed)
 def prompt_step(session_id: str, text: str) -> dict[str, Any]:
     """Send the session's prompt, or go on with it if the log already has it."""
-    return _installed().run(session_id, functools.partial(_prompt, text))
+    return _installed().run(session_id, functools.partial(prompt_or_resume, text))
 
 
 @DBOS.step(name="toolledger.answer", retries_allowed=True, interval_seconds=0.2,
            backoff_rate=1.5, max_attempts=20, should_retry=_claimed)
 def answer_step(session_id: str, answers: list[dict[str, Any]]) -> dict[str, Any]:
     """Apply the answers whose request is pending, then resume the session."""
-    return _installed().run(session_id, functools.partial(_apply, answers))
+    return _installed().run(session_id, functools.partial(apply_answers, answers))
 
 
 @DBOS.workflow(name=WORKFLOW)
@@ -188,19 +193,15 @@ def session_workflow(session_id: str, text: str, wait_seconds: float = 86400.0) 
                          f"{DBOS.workflow_id!r} for session {session_id!r}; enqueue it with "
                          f"engine.hosts.dbos.start(client, session_id, text)")
     outcome = prompt_step(session_id, text)
-    answers: dict[str, dict[str, Any]] = {}
-    applied: set[str] = set()
+    answers: dict[str, dict[str, Any]] = {}  # by call: the first answer received
     while outcome["stop"] == "paused":
         DBOS.set_event(PENDING, outcome["pending"])
-        waiting = [p["call_id"] for p in outcome["pending"]]
-        ready = [answers[c] for c in waiting if c in answers and c not in applied]
-        if not ready:
+        waiting = [pending["call_id"] for pending in outcome["pending"]]
+        while not any(call_id in answers for call_id in waiting):
             message = DBOS.recv(APPROVALS, timeout_seconds=wait_seconds)
-            if message is not None and message["call_id"] not in answers:
-                answers[message["call_id"]] = message
-            continue
-        applied.update(given["call_id"] for given in ready)
-        outcome = answer_step(session_id, ready)
+            if message is not None:
+                answers.setdefault(message["call_id"], message)
+        outcome = answer_step(session_id, [answers.pop(c) for c in waiting if c in answers])
     DBOS.set_event(PENDING, [])
     return outcome
 
