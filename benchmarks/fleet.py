@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import statistics
 import sys
 import tempfile
@@ -171,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    load = os.getloadavg()[0]
     server = None
     if args.postgres is None:
         from tests import pgserver
@@ -181,7 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
-    print(f"{sessions} sessions of 3 steps each (a prompt, two answers), PostgreSQL")
+    print(f"{sessions} sessions of 3 steps each (a prompt, two answers), PostgreSQL; "
+          f"{os.cpu_count()} cores, load average {load:.1f} before, "
+          f"{os.getloadavg()[0]:.1f} after")
     print("| how | sessions per second | one session alone, per step |")
     print("|---|---|---|")
     for row in rows:

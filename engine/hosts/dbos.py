@@ -9,7 +9,7 @@ sends from another process (a web console, a script), under an idempotency key; 
 are applied in a step and the session resumes. Each step ``trio.run``\\ s the session in the
 step's thread: DBOS runs sync steps in threads of its own, so no event loop is shared.
 
-**Exactly once.** DBOS runs a step at least once: a worker killed after a step's work and
+**Once.** DBOS runs a step at least once: a worker killed after a step's work and
 before DBOS recorded its end runs it again when the workflow is recovered. The session's log
 makes that safe, not DBOS: the prompt step resumes if the prompt is already in the log, an
 answer is applied only while its request is pending (the log holds one resolution per
@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AsyncExitStack
 from typing import Any
 
 import trio
@@ -40,10 +40,9 @@ from events.errors import SessionInUse
 from events.stores import EventStore
 from events.types import UserMessage
 
-from ..core.approvals import LATER, ApprovalRequest
 from ..core.tools import ToolSpec
-from ..models import Model
 from ..runtime.session import PromptResult, Session
+from .steps import ModelFactory, ask_later, describe, open_model
 
 __all__ = [
     "APPROVALS",
@@ -70,17 +69,8 @@ APPROVALS = "toolledger.approval"
 #: The workflow event that lists the approvals a session waits for (``DBOSClient.get_event``).
 PENDING = "toolledger.pending"
 
-#: What makes a session's model for one step, from the session's id: the model itself, or an
-#: async context manager that opens it (and its client) and closes it when the step ends.
-ModelFactory = Callable[[str], "Model | AbstractAsyncContextManager[Model]"]
-
 # the worker this process runs: DBOS finds workflows by name, so they are module functions
 _worker: SessionWorker | None = None
-
-
-async def ask_later(request: ApprovalRequest) -> Any:
-    """Every approval waits for a person (a durable message): the prompt pauses."""
-    return LATER
 
 
 class SessionWorker:
@@ -118,21 +108,13 @@ class SessionWorker:
         try:
             async with AsyncExitStack() as stack, Session.open(
                 store, session_id=session_id, create=True,
-                model=await self._model(session_id, stack), tools=self.tools,
+                model=await open_model(self.model, session_id, stack), tools=self.tools,
                 approver=ask_later,
             ) as session:
                 result: PromptResult = await step(session)
         finally:
             store.close()
-        return {"stop": result.stop, "text": result.text, "pending": [
-            {"call_id": p.call_id, "name": p.name, "arguments": p.arguments,
-             "reason": p.reason} for p in result.pending]}
-
-    async def _model(self, session_id: str, stack: AsyncExitStack) -> Model:
-        made = self.model(session_id)
-        if isinstance(made, AbstractAsyncContextManager):
-            return await stack.enter_async_context(made)
-        return made
+        return describe(result)
 
 
 def _installed() -> SessionWorker:
