@@ -50,17 +50,21 @@ class StoreClock:
     """The time a process's steps spend in their stores, summed across threads."""
 
     def __init__(self) -> None:
-        self.seconds = 0.0
+        self.by_kind: dict[str, float] = {}
         self._lock = threading.Lock()
 
+    @property
+    def seconds(self) -> float:
+        return sum(self.by_kind.values())
+
     @contextmanager
-    def timing(self) -> Iterator[None]:
+    def timing(self, kind: str) -> Iterator[None]:
         began = time.perf_counter()
         try:
             yield
         finally:
             with self._lock:
-                self.seconds += time.perf_counter() - began
+                self.by_kind[kind] = self.by_kind.get(kind, 0.0) + time.perf_counter() - began
 
     def store(self, url: str) -> PostgresStore:
         """A store whose every call is timed on this clock."""
@@ -68,22 +72,22 @@ class StoreClock:
 
         class Timed(PostgresStore):
             async def append(self, *args: Any, **kwargs: Any) -> Any:
-                with clock.timing():
+                with clock.timing("append"):
                     return await super().append(*args, **kwargs)
 
             async def read(self, *args: Any, **kwargs: Any) -> Any:
-                with clock.timing():
+                with clock.timing("read"):
                     return await super().read(*args, **kwargs)
 
             def claim(self, session_id: str) -> Any:
-                with clock.timing():
+                with clock.timing("claim"):
                     return super().claim(session_id)
 
             def close(self) -> None:
-                with clock.timing():
+                with clock.timing("close"):
                     super().close()
 
-        with self.timing():
+        with self.timing("open"):
             return Timed(url, connections=1)
 
 
@@ -133,10 +137,13 @@ def measure(url: str, sessions: int, one_at_a_time: int, sizes: list[int],
         clock = StoreClock()
         alone = [in_one_process(url, runs, [f"a{n}"], 1, clock) / 3
                  for n in range(one_at_a_time)]
-        share = clock.seconds / (sum(alone) * 3)
+        total = sum(alone) * 3
+        share = f"store: {clock.seconds / total:.0%}: " + ", ".join(
+            f"{kind} {seconds / total:.0%}" for kind, seconds in
+            sorted(clock.by_kind.items(), key=lambda item: -item[1]))
         one = in_one_process(url, runs, ids("p", sessions), 4, StoreClock())
         rows.append(("one process, 4 threads, no DBOS", f"{sessions / one:.1f}",
-                     f"{statistics.median(alone) * MS:.1f} ms (store: {share:.0%})"))
+                     f"{statistics.median(alone) * MS:.1f} ms ({share})"))
         say(f"one process: {sessions / one:.1f} sessions/s")
         for size in sizes:
             fleet = Fleet(url, runs, size)
@@ -166,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--postgres", metavar="URL",
                         help="a server to use instead of a throwaway one")
     args = parser.parse_args(argv)
-    sessions, one_at_a_time, sizes = ((6, 2, [1, 2]) if args.quick
+    sessions, one_at_a_time, sizes = ((4, 1, [1, 2]) if args.quick
                                       else (args.sessions, 15, [1, 2, 4]))
 
     def say(line: str) -> None:

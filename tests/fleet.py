@@ -54,6 +54,7 @@ class Fleet:
         self.generation = 0
         self.said: set[str] = set()  # the lines the workers printed
         self.dead: list[str] = []
+        self._local = threading.local()  # a connection per thread that counts steps
         self.parent = subprocess.Popen(
             [sys.executable, "-m", "tests.workers.fleet_worker", url, str(runs),
              str(claim_seconds)],
@@ -131,4 +132,19 @@ class Fleet:
         return found
 
     def bodies(self) -> int:
+        """How many bodies started, in every process."""
         return sum(1 for _ in self.runs.iterdir())
+
+    def steps(self) -> int:
+        """How many session steps (a prompt, answers applied) DBOS has recorded as done: each
+        once, however often a dead worker's step ran again."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            import psycopg
+
+            conn = self._local.conn = psycopg.connect(self.url, autocommit=True)
+        row = conn.execute(
+            "SELECT count(*) FROM dbos.operation_outputs WHERE function_name IN "
+            "('toolledger.prompt', 'toolledger.answer') AND completed_at_epoch_ms IS NOT NULL "
+            "AND error IS NULL").fetchone()
+        return int(row[0])
