@@ -29,7 +29,7 @@ pytest.importorskip("psycopg")
 from dbos import DBOSClient  # noqa: E402
 
 from engine import fold  # noqa: E402
-from engine.hosts.dbos import WORKFLOW, answer, start  # noqa: E402
+from engine.hosts.dbos import PENDING, WORKFLOW, answer, cancel, start  # noqa: E402
 from events.callevents import ApprovalResolved, ToolCallFailed  # noqa: E402
 from events.stores.postgres import PostgresStore  # noqa: E402
 from tests.fleet import Fleet, new_database  # noqa: E402
@@ -102,6 +102,10 @@ def test_a_fleet_runs_every_body_once_through_worker_kills(postgres_server: Any,
             failures.append(exc)
 
     try:
+        # one more session, cancelled while it waits for a person
+        start(client, "cancelled", "charge, note, ship")
+        assert [p["call_id"] for p in client.get_event("cancelled", PENDING, 120) or []] == ["1.0"]
+        cancel(client, "cancelled")
         for session_id in sessions:
             start(client, session_id, "charge, note, ship")
         sender = threading.Thread(target=answer_at_random_moments)
@@ -117,7 +121,7 @@ def test_a_fleet_runs_every_body_once_through_worker_kills(postgres_server: Any,
 
         def finished() -> bool:
             failed = client.list_workflows(name=WORKFLOW, status=["ERROR", "CANCELLED"],
-                                           load_input=False)
+                                           workflow_ids=sessions, load_input=False)
             assert not failed, [(w.workflow_id, w.status, w.error) for w in failed]
             return len(client.list_workflows(name=WORKFLOW, status="SUCCESS",
                                              load_input=False, load_output=False)) == SESSIONS
@@ -126,6 +130,7 @@ def test_a_fleet_runs_every_body_once_through_worker_kills(postgres_server: Any,
         print(f"all finished after {time.monotonic() - began:.1f} s")
         outputs = {w.workflow_id: w.output for w in client.list_workflows(
             name=WORKFLOW, status="SUCCESS", load_input=False)}
+        assert client.retrieve_workflow("cancelled").get_status().status == "CANCELLED"
     finally:
         fleet.stop()
         client.destroy()
@@ -138,13 +143,16 @@ def test_a_fleet_runs_every_body_once_through_worker_kills(postgres_server: Any,
     async def read_all() -> tuple[Any, dict[str, list[Any]]]:
         with PostgresStore(url) as store:
             report = await store.verify()
-            return report, {s: await store.read(s) for s in sessions}
+            return report, {s: await store.read(s) for s in [*sessions, "cancelled"]}
 
     report, logs = trio.run(read_all)
     assert report.ok, report.broken
-    assert {chain.session_id for chain in report.sessions} == set(sessions)
+    assert {chain.session_id for chain in report.sessions} == {*sessions, "cancelled"}
+    # the cancelled session stays paused in its log, its request pending, for a later resume
+    assert fold(logs["cancelled"]).pending_approvals == ("1.0",)
 
     marks = fleet.marks()
+    assert [key for key in marks if key[0] == "cancelled"] == [("cancelled", "1.1", "note")]
     statuses: Counter[str] = Counter()
     for session_id in sessions:
         resolved = [r.event for r in logs[session_id] if isinstance(r.event, ApprovalResolved)]
@@ -169,5 +177,5 @@ def test_a_fleet_runs_every_body_once_through_worker_kills(postgres_server: Any,
                               ("denied",)), (session_id, call_id, status)
             assert started in expected[status], (session_id, call_id, status, started)
     assert sum(marks.values()) == sum(1 for _ in runs.iterdir())
-    assert set(marks) <= {(s, c, n) for s in sessions for c, n in CALLS.items()}
+    assert set(marks) <= {(s, c, n) for s in [*sessions, "cancelled"] for c, n in CALLS.items()}
     print(f"{SESSIONS} sessions, {len(fleet.dead)} workers killed; calls: {dict(statuses)}")
