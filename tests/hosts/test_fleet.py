@@ -104,7 +104,8 @@ def test_a_fleet_runs_every_body_once_through_worker_kills(postgres_server: Any,
     try:
         # one more session, cancelled while it waits for a person
         start(client, "cancelled", "charge, note, ship")
-        assert [p["call_id"] for p in client.get_event("cancelled", PENDING, 120) or []] == ["1.0"]
+        waiting = client.get_event("cancelled", PENDING, 120) or []
+        assert [pending["call_id"] for pending in waiting] == ["1.0"]
         cancel(client, "cancelled")
         for session_id in sessions:
             start(client, session_id, "charge, note, ship")
