@@ -75,8 +75,8 @@ _worker: SessionWorker | None = None
 
 class SessionWorker:
     """What a worker process gives the session workflow: how to open the store and the
-    model, and the tools. :meth:`install` makes it this process's worker; call it, then
-    ``DBOS(config=...)``, :meth:`install`, ``DBOS.launch()``, :func:`listen`.
+    model, and the tools. A worker process makes one, then calls ``DBOS(config=...)``,
+    :meth:`install`, ``DBOS.launch()`` and :func:`listen`, in this order.
 
     ``slots`` bounds the steps that run at once in this process (each opens the store, so it
     bounds the store's connections too); a session waiting for a person holds none.
