@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,10 +36,9 @@ from temporalio.exceptions import CancelledError
 from events.stores import EventStore
 from events.types import UserMessage
 
-from ..core.approvals import LATER, ApprovalRequest
 from ..core.tools import ToolSpec
-from ..models import Model
 from ..runtime.session import PromptResult, Session
+from .steps import ModelFactory, ask_later, describe, open_model
 
 
 @dataclass
@@ -75,16 +74,6 @@ class PromptOutcome:
     stop: str
     text: str
     pending: list[dict[str, Any]] = field(default_factory=list)
-
-
-async def ask_later(request: ApprovalRequest) -> Any:
-    """Every approval waits for the workflow (a signal from a person): the prompt pauses."""
-    return LATER
-
-
-#: What makes a session's model for one activity, from the session's id: the model itself, or
-#: an async context manager that opens it (and its client) and closes it when the activity ends.
-ModelFactory = Callable[[str], "Model | AbstractAsyncContextManager[Model]"]
 
 
 class SessionActivities:
@@ -143,7 +132,7 @@ class SessionActivities:
         try:
             async with AsyncExitStack() as stack, Session.open(
                 store, session_id=session_id, create=True,
-                model=await self._model(session_id, stack), tools=self.tools,
+                model=await open_model(self.model, session_id, stack), tools=self.tools,
                 approver=ask_later,
             ) as session:
                 result: PromptResult | None = None
@@ -158,16 +147,7 @@ class SessionActivities:
                                          "calls are recorded as cancelled")
         finally:
             store.close()
-        return PromptOutcome(stop=result.stop, text=result.text, pending=[
-            {"call_id": p.call_id, "name": p.name, "arguments": p.arguments,
-             "reason": p.reason} for p in result.pending])
-
-    async def _model(self, session_id: str, stack: AsyncExitStack) -> Model:
-        """The session's model, its context entered on ``stack`` if the factory gave one."""
-        made = self.model(session_id)
-        if isinstance(made, AbstractAsyncContextManager):
-            return await stack.enter_async_context(made)
-        return made
+        return PromptOutcome(**describe(result))
 
     async def _heartbeats(self, session: Session, scope: trio.CancelScope, last: int) -> None:
         """Heartbeat on each record after ``last``, and every ``heartbeat_every`` seconds
