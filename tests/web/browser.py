@@ -41,7 +41,7 @@ class BrowserUnavailable(Exception):
 
 def start_chromium(profile: str) -> Any:
     """A headless Chromium with a fresh profile in the folder ``profile``, keeping the page's
-    console log (``get_log("browser")``)."""
+    console log (``get_log("browser")``). :class:`BrowserUnavailable` if it is not installed."""
     try:
         from selenium import webdriver
         from selenium.common.exceptions import WebDriverException
@@ -62,8 +62,8 @@ def start_chromium(profile: str) -> Any:
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     try:  # the driver's path is given, so Selenium never downloads one
         return webdriver.Chrome(options=options, service=Service(executable_path=driver))
-    except WebDriverException as exc:
-        raise BrowserUnavailable(f"Chromium did not start: {exc.msg}") from None
+    except WebDriverException as exc:  # installed but broken: an error, not a skip
+        raise RuntimeError(f"{chromium} did not start through {driver}: {exc.msg}") from None
 
 
 @asynccontextmanager
