@@ -106,20 +106,31 @@ class Browser:
     async def open(self, path: str) -> None:
         await self._run(lambda: self.driver.get(self.base + path))
 
-    async def wait_for(self, css: str, text: str = "") -> Any:
-        """The first element matching ``css`` (whose text holds ``text``), once the page has
-        one."""
+    async def _until(self, css: str, text: str, act: Callable[[Any], object]) -> None:
+        """Until an element matching ``css`` whose text holds ``text`` is on the page, then
+        ``act`` on it. The live script may swap the page's live part at any moment: an
+        element swapped out (stale) is looked for again."""
+        from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.common.by import By
         from selenium.webdriver.support.ui import WebDriverWait
 
-        def found(driver: Any) -> Any:
+        def done(driver: Any) -> bool:
             for element in driver.find_elements(By.CSS_SELECTOR, css):
                 if text in element.text:
-                    return element
+                    act(element)
+                    return True
             return False
 
-        return await self._run(lambda: WebDriverWait(self.driver, PATIENCE).until(
-            found, f"no {css!r} holding {text!r} on {self.driver.current_url}"))
+        await self._run(lambda: WebDriverWait(
+            self.driver, PATIENCE, ignored_exceptions=(StaleElementReferenceException,)).until(
+                done, f"no {css!r} holding {text!r} on {self.driver.current_url}"))
+
+    async def wait_for(self, css: str, text: str = "") -> str:
+        """The text of the first element matching ``css`` whose text holds ``text``, once the
+        page has one."""
+        shown: list[str] = []
+        await self._until(css, text, lambda element: shown.append(element.text))
+        return shown[-1]
 
     async def wait_gone(self, css: str) -> None:
         """Until no element matches ``css``."""
@@ -130,17 +141,15 @@ class Browser:
             lambda d: not d.find_elements(By.CSS_SELECTOR, css), f"{css!r} stays"))
 
     async def click(self, css: str, text: str = "") -> None:
-        element = await self.wait_for(css, text)
-        await self._run(element.click)
+        await self._until(css, text, lambda element: element.click())
 
     async def type(self, css: str, words: str, *, clear: bool = False) -> None:
-        element = await self.wait_for(css)
-        if clear:
-            await self._run(element.clear)
-        await self._run(lambda: element.send_keys(words))
+        def typing(element: Any) -> None:
+            if clear:
+                element.clear()
+            element.send_keys(words)
 
-    async def text(self, css: str) -> str:
-        return str((await self.wait_for(css)).text)
+        await self._until(css, "", typing)
 
     async def script(self, source: str) -> Any:
         return await self._run(lambda: self.driver.execute_script(source))
