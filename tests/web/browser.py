@@ -30,7 +30,9 @@ CHROMEDRIVER = os.environ.get("TOOLLEDGER_CHROMEDRIVER", "chromedriver")
 #: What lets Chromium start here: no sandbox (root, containers), no GPU, nothing fetched.
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1280,900")
+         "--disable-dev-shm-usage")
+#: The window's size (CSS pixels) at the start of each test.
+WINDOW = (1280, 900)
 #: How long (seconds) a step waits for the page before the test fails.
 PATIENCE = 60
 
@@ -173,6 +175,7 @@ async def console_in_browser(driver: Any, app: Any, token: str) -> AsyncIterator
     async with serving(app) as base:
         browser = Browser(driver, base)
         await browser.console_errors()  # what an earlier test left
+        await trio.to_thread.run_sync(lambda: driver.set_window_size(*WINDOW))
         await browser.enter(token)
         yield browser
         errors = await browser.console_errors()

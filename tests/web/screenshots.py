@@ -15,6 +15,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -54,32 +55,42 @@ async def shoot(browser: Browser, path: str, out: Path) -> None:
     await trio.to_thread.run_sync(lambda: browser.driver.set_window_size(
         WIDTH, min(height + frame, MAX_HEIGHT)))
     await trio.to_thread.run_sync(lambda: browser.driver.save_screenshot(str(out)))
-    print(out)
 
 
-async def main(out: Path) -> None:
+#: The pages shot, by the file each is written to.
+PAGES = {"sessions.png": "/", "session.png": "/session?id=tidy-notes",
+         "question.png": "/session?id=release-2.4", "pending.png": "/pending"}
+
+
+async def shoot_all(driver: Any, out: Path) -> None:
+    """Each of :data:`PAGES` through ``driver``, into the folder ``out``, of a log made here."""
     out.mkdir(parents=True, exist_ok=True)
     folder = tempfile.mkdtemp(prefix="toolledger-screenshots-")
     store = JsonlStore(Path(folder) / "runs.jsonl")  # hash-chained: the badge shows it
-    await make_log(store)
-    token = secrets.token_urlsafe()
+    try:
+        await make_log(store)
+        token = secrets.token_urlsafe()
+        async with console_in_browser(driver, console_app(store, token=token),
+                                      token) as browser:
+            for name, path in PAGES.items():
+                await shoot(browser, path, out / name)
+    finally:
+        store.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+async def main(out: Path) -> None:
     profile = profile_folder()
     driver = start_chromium(profile)
     try:
-        async with console_in_browser(driver, console_app(store, token=token),
-                                      token) as browser:
-            await shoot(browser, "/", out / "sessions.png")
-            await shoot(browser, "/session?id=tidy-notes", out / "session.png")
-            await shoot(browser, "/session?id=release-2.4", out / "question.png")
-            await shoot(browser, "/pending", out / "pending.png")
+        await shoot_all(driver, out)
     finally:
         driver.quit()
-        store.close()
         shutil.rmtree(profile, ignore_errors=True)
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m tests.web.screenshots OUT_DIR")
     trio.run(main, Path(sys.argv[1]))
+    print(f"wrote {', '.join(PAGES)} into {sys.argv[1]}")

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +24,7 @@ from engine.web import WebDesk, console_app
 from events import MemoryStore
 from tests.web.browser import (REQUIRE_VARIABLE, BrowserUnavailable, console_in_browser,
                                profile_folder, start_chromium)
+from tests.web.screenshots import PAGES, WIDTH, shoot_all
 from tests.web.webconsole import SID, Tools, deleting, paused, resumed
 
 TOKEN = "browser-test-token"
@@ -178,3 +181,13 @@ async def test_hostile_text_stays_text_and_runs_nothing(chromium: Any) -> None:
         scripts = await browser.script(
             "return Array.from(document.scripts).map((s) => s.getAttribute('src'))")
         assert scripts == ["/static/console.js"]
+
+
+async def test_the_screenshots_command_writes_each_main_page(chromium: Any,
+                                                             tmp_path: Path) -> None:
+    await shoot_all(chromium, tmp_path)
+    for name in PAGES:
+        png = (tmp_path / name).read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n", name
+        width, height = struct.unpack(">II", png[16:24])  # the IHDR chunk's first fields
+        assert width == WIDTH and 200 < height, (name, width, height)
