@@ -3,15 +3,21 @@
 
     python3 tasks.py demo [ARGS...]   run the demo session (creates .venv on first use)
     python3 tasks.py test [ARGS...]   type-check, then run the whole test suite (in parallel)
+    python3 tasks.py screenshots [DIR]  write screenshots of the web console's main pages
+                                        (default docs/screenshots; see docs/web.md)
 
 The first run creates a virtual environment in ``.venv`` and installs toolledger into it with
-its test extra; later runs reuse it (and reinstall when pyproject.toml changes).
+its test extra; later runs reuse it (and reinstall when pyproject.toml changes). ``test`` and
+``screenshots`` need Chromium (Debian's ``chromium`` and ``chromium-driver``): run as root on a
+machine with apt-get, they install it when it is missing; elsewhere the browser tests skip and
+say why.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -43,18 +49,42 @@ def ensure_venv() -> None:
     STAMP.write_text(wanted)
 
 
+def ensure_browser() -> None:
+    """Install Debian's Chromium and its driver when missing and this can (root, apt-get)."""
+    if shutil.which("chromium") and shutil.which("chromedriver"):
+        return
+    if os.name != "posix" or os.geteuid() != 0 or shutil.which("apt-get") is None:
+        print("no chromium/chromedriver here and no way to install them (needs root and "
+              "apt-get): the browser tests will skip", file=sys.stderr, flush=True)
+        return
+    print("installing chromium and chromium-driver (apt-get) ...", flush=True)
+
+    def apt(*args: str) -> int:
+        return subprocess.run(["apt-get", *args], stdout=subprocess.DEVNULL,
+                              env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}).returncode
+
+    install = ("install", "-y", "-q", "--no-install-recommends", "chromium", "chromium-driver",
+               "fonts-liberation")
+    if apt(*install) != 0 and (apt("update", "-q") != 0 or apt(*install) != 0):
+        print("apt-get could not install chromium: the browser tests will skip",
+              file=sys.stderr, flush=True)
+
+
 def run(*args: str) -> int:
     return subprocess.run([str(PYTHON), *args], cwd=ROOT).returncode
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("demo", "test"):
+    if not argv or argv[0] not in ("demo", "test", "screenshots"):
         print(__doc__)
         return 2
     ensure_venv()
     task, rest = argv[0], argv[1:]
     if task == "demo":
         return run("-m", "engine.cli", "demo", *rest)
+    ensure_browser()
+    if task == "screenshots":
+        return run("-m", "tests.web.screenshots", *(rest or ["docs/screenshots"]))
     status = run("-m", "mypy")
     if status != 0:
         print("mypy failed: fix the type errors above", file=sys.stderr)

@@ -56,6 +56,7 @@ def layout(page: Page, title: str, body: Safe, live: str | None = None) -> str:
         tag("head", None, tag("meta", {"charset": "utf-8"}),
             tag("title", None, f"{title} — toolledger"),
             tag("link", {"rel": "stylesheet", "href": page.url("/static/console.css")}),
+            tag("link", {"rel": "icon", "href": page.url("/static/favicon.svg")}),
             tag("script", {"src": page.url("/static/console.js"), "defer": True})),
         tag("body", None, nav, tag("main", {"id": "live", "data-events": live}, body)))
 
