@@ -2,14 +2,14 @@
 
 **Served** (:class:`ClientAsker`): a served ``tools/call`` is a host call whose questions go to
 the client that made it (``call_tool(..., asker=...)``): each becomes an
-``elicitation/create`` request (the question's message and form as ``requestedSchema``), sent
-on the call's own request, and the client's answer (accept with content, decline, cancel) is
-recorded as any answer. A client that did not declare the elicitation capability cannot be
-asked, nor one whose connection has no back-channel for a request from the server (MCP
-2026-07-28 sends none: its stateless requests ask for input another way, which this version
-does not serve; a client in ``mode="legacy"``, the handshake's protocol, is asked): the
-question is declined at once, with a reason that says so, and the tool reads it.
-A client whose answer cannot be had (it went away, it answered with an error) cancels the
+``elicitation/create`` request (the question's message and form as ``requestedSchema``), and
+the client's answer (accept with content, decline, cancel) is recorded as any answer. A client
+of the handshake's protocol (``mode="legacy"``) is sent the request on the call's own request;
+a client of MCP 2026-07-28 has no such back-channel and is asked in rounds instead
+(:mod:`engine.mcp.rounds`). A client that did not declare the elicitation capability cannot be
+asked, nor a handshake's client whose connection has no back-channel (JSON-only HTTP
+responses): the question is declined at once, with a reason that says so, and the tool reads
+it. A client whose answer cannot be had (it went away, it answered with an error) cancels the
 question, with the error recorded (fail closed).
 
 **Mounted** (:class:`Elicited`): a mounted server's elicitation request during a call of one
@@ -37,9 +37,9 @@ NO_ELICITATION = ("the MCP client cannot answer questions: it did not declare th
                   "elicitation capability")
 #: Why it is declined when the connection cannot carry the request to the client.
 NO_BACK_CHANNEL = ("the MCP connection cannot carry a question to the client: it has no "
-                   "back-channel for requests from the server (a client of MCP 2026-07-28, "
-                   "or JSON-only HTTP responses); a client that connects with "
-                   "mode=\"legacy\" can be asked")
+                   "back-channel for requests from the server (JSON-only or stateless HTTP "
+                   "responses to a client of the handshake's protocol); a client of MCP "
+                   "2026-07-28 is asked in rounds instead")
 
 
 class ClientAsker:
