@@ -14,14 +14,20 @@ question, with the error recorded (fail closed).
 
 **Mounted** (:class:`Elicited`): a mounted server's elicitation request during a call of one
 of its tools is put to the session's asker as that call's question (``ctx.ask``), recorded,
-and the answer goes back to the server. The SDK hands the client no link from an elicitation
-to the call it belongs to, so it is the call of that server running now; while several run at
-once, or none, the request is declined, saying why (nothing is asked on a guess). A request
-whose form is not one a question may have (:mod:`engine.core.forms`) is declined too.
+and the answer goes back to the server. Which call it is: on MCP 2026-07-28 the server asks in
+an input-required result of the call's own request, and the client's ``call_tool`` runs the
+callback in the call's task, so each of several calls at once gets its own questions. On the
+handshake's protocol the request arrives on the connection's task, with no link to the call
+it belongs to, so it is the call of that server running now; while several run at once, or
+none, the request is declined (nothing is asked on a guess). A request whose form
+is not one a question may have (:mod:`engine.core.forms`) is declined too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ..core.questions import Answer, Question
@@ -31,6 +37,9 @@ from ._sdk import NoBackChannelError
 from ._sdk import mcp_types
 
 __all__ = ["NO_BACK_CHANNEL", "NO_ELICITATION", "ClientAsker", "Elicited"]
+
+#: The mounted call whose task runs now (:meth:`Elicited.running`), by its token (0: none).
+_CALLING: ContextVar[int] = ContextVar("engine.mcp.calling", default=0)
 
 #: Why a served question is declined when the client cannot be asked.
 NO_ELICITATION = ("the MCP client cannot answer questions: it did not declare the "
@@ -68,31 +77,48 @@ class ClientAsker:
 
 class Elicited:
     """The elicitation callback of one mount's client: each request goes to the running call
-    of the mount's tools, as its question (see the module's docstring). A call registers
-    itself with :meth:`running` while it is in flight."""
+    of the mount's tools it belongs to, as its question (see the module's docstring). A call
+    registers itself with :meth:`running` while it is in flight."""
 
     def __init__(self, server: str) -> None:
         self._server = server
         self._calls: dict[int, ToolContext] = {}
         self._next = 0
 
-    def running(self, ctx: ToolContext) -> int:
-        """``ctx``'s call of the server is in flight; returns the token :meth:`ended` takes."""
+    @contextmanager
+    def running(self, ctx: ToolContext) -> Iterator[None]:
+        """``ctx``'s call of the server is in flight for the block, in this task: what the
+        client asks in the task's context (MCP 2026-07-28's input rounds, which the client's
+        ``call_tool`` runs itself) is the call's."""
         self._next += 1
-        self._calls[self._next] = ctx
-        return self._next
+        token = self._next
+        self._calls[token] = ctx
+        calling = _CALLING.set(token)
+        try:
+            yield
+        finally:
+            _CALLING.reset(calling)
+            self._calls.pop(token, None)
 
-    def ended(self, token: int) -> None:
-        """The call :meth:`running` registered is no longer in flight."""
-        self._calls.pop(token, None)
+    def _asking(self) -> ToolContext | None:
+        """The call an elicitation request belongs to: the one whose task asks (a round of
+        MCP 2026-07-28), else the only one running (the handshake's protocol, where requests
+        arrive on the connection's own task), else none."""
+        found = self._calls.get(_CALLING.get())
+        if found is not None:
+            return found
+        if len(self._calls) == 1:
+            (only,) = self._calls.values()
+            return only
+        return None
 
     async def __call__(self, context: Any, params: Any) -> mcp_types.ElicitResult:
         schema = getattr(params, "requested_schema", None)
         if schema is None:  # URL mode: nothing a form can hold
             return mcp_types.ElicitResult(action="decline")
-        if len(self._calls) != 1:
+        ctx = self._asking()
+        if ctx is None:
             return mcp_types.ElicitResult(action="decline")  # no one call to ask for
-        (ctx,) = self._calls.values()
         if hasattr(schema, "model_dump"):
             schema = schema.model_dump(by_alias=True, mode="json", exclude_none=True)
         try:
