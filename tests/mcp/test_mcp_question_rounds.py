@@ -10,23 +10,26 @@ must be refused are driven by hand (``client.session.call_tool(..., allow_input_
 from __future__ import annotations
 
 import asyncio
+import sys
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
 import trio
-from mcp import Client, MCPError
+from mcp import Client, MCPError, StdioServerParameters
 from mcp_http_clients import MODES, uvicorn_serving
 
-from engine import Annotations, Session, ToolResult, text, tool
+from engine import Annotations, Answer, Question, Session, ToolResult, approve_all, text, tool
 from engine.hosts.aio import Session as AioSession
 from engine.mcp import http_app, mcp_server
 from engine.mcp.questions import NO_BACK_CHANNEL, NO_ELICITATION
 from engine.mcp.rounds import NO_RETRY
 from engine.testing.invariants import check_log
-from events import MemoryStore
+from events import JsonlStore, MemoryStore
 from events.types import QuestionAnswered, QuestionAsked
 
+ROOT = Path(__file__).resolve().parents[2]
 SAFE = Annotations(read_only=True, open_world=False)
 FORM = {"type": "object", "properties": {"branch": {"type": "string", "title": "Branch"}},
         "required": ["branch"]}
@@ -301,3 +304,74 @@ async def test_input_timeout_is_a_positive_number_of_seconds() -> None:
                 mcp_server(session, input_timeout=bad)  # type: ignore[arg-type]
             with pytest.raises(ValueError, match="input_timeout is a number of seconds"):
                 http_app(session, input_timeout=bad)  # type: ignore[arg-type]
+
+
+async def test_a_client_that_gives_up_on_a_round_cancels_the_call(autojump_clock: Any) -> None:
+    ended = trio.Event()
+
+    @tool(annotations=SAFE)
+    async def stuck(call: Any, ctx: Any) -> ToolResult:
+        """Ask, then never end."""
+        try:
+            await ctx.ask("Which branch?", FORM)
+            await trio.sleep_forever()
+            raise AssertionError("unreachable")
+        finally:
+            ended.set()
+
+    answered_once = trio.Event()
+
+    async def elicit(context: Any, params: Any) -> types.ElicitResult:
+        answered_once.set()
+        return accept(branch="main")
+
+    async with Session.open(MemoryStore(), tools=[stuck]) as session:
+        async with Client(mcp_server(session), elicitation_callback=elicit) as client:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(client.call_tool, "stuck", {})
+                await answered_once.wait()  # the retry with the answer is in flight
+                nursery.cancel_scope.cancel()  # the client gives up on it
+            with trio.fail_after(3600):  # on the clock: a call left running fails the test
+                await ended.wait()
+            assert session.calls["h0"].status == "cancelled"
+        assert [a.action for a in answered(session)] == ["accept"]
+        check_log(session.records)
+
+
+async def test_a_session_mounting_a_served_session_answers_its_questions() -> None:
+    from engine.mcp import mount
+
+    async def asker(question: Question) -> Answer:
+        if "branch" in question.schema["properties"]:
+            return Answer(action="accept", content={"branch": "main"})
+        return Answer(action="decline")
+
+    async with Session.open(MemoryStore(), tools=[deploy]) as served:
+        async with Session.open(MemoryStore(), asker=asker, approver=approve_all) as mounting:
+            async with mount(mounting, mcp_server(served), trust_hints=True):
+                outcome = await mounting.call_tool("deploy", {})
+            assert outcome.result.text == (
+                "accept {'branch': 'main'} None / decline None None")
+            for session in (served, mounting):  # each log has the questions of its call
+                assert [(a.question_id, a.action) for a in answered(session)] == [
+                    ("h0#1", "accept"), ("h0#2", "decline")]
+
+
+async def test_toolledger_serve_over_stdio_asks_a_default_client(tmp_path: Path) -> None:
+    log = tmp_path / "served.jsonl"
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "engine.cli", "serve", "mcp_asking:served_session"],
+        cwd=str(ROOT / "tests"), env={"PYTHONPATH": str(ROOT), "SERVED_LOG": str(log)})
+    elicitor = Elicitor(accept(branch="v3"), accept(sure=True))
+    async with Client(params, elicitation_callback=elicitor) as client:
+        result = await client.call_tool("deploy", {})
+    assert result.content[0].text == "v3 accept"  # type: ignore[union-attr]
+    assert [message for message, _ in elicitor.asked] == ["Which branch?", "Deploy v3?"]
+    store = JsonlStore(str(log))
+    try:
+        [session_id] = await store.sessions()
+        records = await store.read(session_id)
+    finally:
+        store.close()
+    assert [r.event.action for r in records if isinstance(r.event, QuestionAnswered)] == [
+        "accept", "accept"]
