@@ -8,25 +8,18 @@ first answer (a second round). ``pairing_server()`` asks in its tool's body
 (``ctx.elicit``, the handshake's protocol only), and only once two calls of it are in the
 body at once. Run as a script it serves ``asking_server()`` over stdio, with ``http`` over
 streamable HTTP on a free loopback port (uvicorn names the URL on stderr), or with
-``pairing`` serves ``pairing_server()`` over stdio. ``served_session()`` is what
-``toolledger serve mcp_asking:served_session`` serves: a session on the JSONL log named by
-``SERVED_LOG`` whose tool ``deploy`` asks twice.
+``pairing`` serves ``pairing_server()`` over stdio.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from contextlib import AbstractAsyncContextManager
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 import mcp_types as types
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
 from pydantic import BaseModel
-
-from engine import Annotations, Session, ToolResult, text, tool
-from events import JsonlStore
 
 
 class Target(BaseModel):
@@ -94,21 +87,6 @@ def pairing_server() -> MCPServer:
         return f"picked {result.data.branch}" if result.action == "accept" else result.action
 
     return server
-
-
-@tool(annotations=Annotations(read_only=True, open_world=False))
-async def deploy(call: Any, ctx: Any) -> ToolResult:
-    """Ask for a branch, then whether to deploy it."""
-    branch = await ctx.ask("Which branch?", {
-        "type": "object", "properties": {"branch": {"type": "string"}}, "required": ["branch"]})
-    name = branch.content["branch"] if branch.accepted else "nothing"
-    sure = await ctx.ask(f"Deploy {name}?", {
-        "type": "object", "properties": {"sure": {"type": "boolean"}}, "required": ["sure"]})
-    return ToolResult(content=[text(f"{name} {sure.action}")])
-
-
-def served_session() -> AbstractAsyncContextManager[Session]:
-    return Session.open(JsonlStore(os.environ["SERVED_LOG"]), tools=[deploy])
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -137,13 +138,41 @@ class _Waiting:
         self.over = False  # its wait ran out, or its call ended
 
 
+class _Steps:
+    """What a call sends the requests that wait on it, in order: questions, then its end.
+    (A queue of its own: several requests take from it in turn, and it needs no closing.)"""
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._more = anyio.Event()
+        self._ended = False
+
+    def put(self, item: Any) -> None:
+        self._items.append(item)
+        self._more.set()
+
+    def end(self) -> None:
+        """Nothing more comes: a request waiting, or one that comes after what is left, gets
+        ``anyio.EndOfStream``."""
+        self._ended = True
+        self._more.set()
+
+    async def get(self) -> Any:
+        while not self._items and not self._ended:
+            self._more = anyio.Event()
+            await self._more.wait()
+        if not self._items:
+            raise anyio.EndOfStream
+        return self._items.popleft()
+
+
 class _Exchange:
     """One served call that asks its client in rounds: its steps (a question, or the end)
     go to whichever request of the call is open."""
 
     def __init__(self, rounds: Rounds) -> None:
         self._rounds = rounds
-        self._send, self.steps = anyio.create_memory_object_stream[Any](math.inf)
+        self.steps = _Steps()
         self.scope = anyio.CancelScope()
         self.listener: Callable[[ToolProgress], None] | None = None
         self.abandoned: str | None = None  # why every later question is cancelled at once
@@ -158,7 +187,7 @@ class _Exchange:
         if self.abandoned is not None:
             return Answer(action="cancel", reason=self.abandoned)
         waiting = _Waiting(self, question, question.question_id)
-        self._send.send_nowait(waiting)
+        self.steps.put(waiting)
         try:
             with anyio.move_on_after(self._rounds.timeout):
                 await waiting.answered.wait()
@@ -178,11 +207,11 @@ class _Exchange:
                 try:
                     outcome = await start(self.ask, self.heard)
                 except Exception as exc:
-                    self._send.send_nowait(exc)
+                    self.steps.put(exc)
                 else:
-                    self._send.send_nowait(outcome)
+                    self.steps.put(outcome)
         finally:
-            self._send.close()  # cancelled: a request still open is told so
+            self.steps.end()  # cancelled: a request still open is told so
 
 
 class Rounds:
@@ -236,9 +265,9 @@ class Rounds:
                 notifier = ProgressNotifier(request, sending)
                 exchange.listener = notifier.heard
                 try:
-                    step = await exchange.steps.receive()
+                    step = await exchange.steps.get()
                     while isinstance(step, _Waiting) and step.over:  # cancelled meanwhile
-                        step = await exchange.steps.receive()
+                        step = await exchange.steps.get()
                 finally:
                     exchange.listener = None
                     notifier.close()

@@ -36,6 +36,10 @@ FORM = {"type": "object", "properties": {"branch": {"type": "string", "title": "
 SURE = {"type": "object", "properties": {"sure": {"type": "boolean"}}, "required": ["sure"]}
 
 
+def text_of(result: types.CallToolResult) -> str:
+    return result.content[0].text  # type: ignore[union-attr,no-any-return]
+
+
 def said(answer: Any) -> str:
     return f"{answer.action} {answer.content} {answer.reason}"
 
@@ -129,7 +133,7 @@ async def test_a_decline_or_cancel_is_recorded_and_read_by_the_tool(action: str)
                             accept(sure=True))
         async with Client(mcp_server(session), elicitation_callback=elicitor) as client:
             result = await client.call_tool("deploy", {})
-        assert result.content[0].text.startswith(f"{action} None None / accept")  # type: ignore[union-attr]
+        assert text_of(result).startswith(f"{action} None None / accept")
         assert [a.action for a in answered(session)] == [action, "accept"]
 
 
@@ -142,7 +146,7 @@ async def test_content_that_does_not_fit_the_form_cancels_the_question_with_the_
         first = answered(session)[0]
         assert (first.action, first.content) == ("cancel", None)
         assert first.error is not None and "does not fit" in first.reason  # type: ignore[operator]
-        assert result.content[0].text.startswith("cancel None the asker failed")  # type: ignore[union-attr]
+        assert text_of(result).startswith("cancel None the asker failed")
         check_log(session.records)
 
 
@@ -360,7 +364,8 @@ async def test_a_session_mounting_a_served_session_answers_its_questions() -> No
 async def test_toolledger_serve_over_stdio_asks_a_default_client(tmp_path: Path) -> None:
     log = tmp_path / "served.jsonl"
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "engine.cli", "serve", "mcp_asking:served_session"],
+        command=sys.executable,
+        args=["-m", "engine.cli", "serve", "mcp_served_asking:served_session"],
         cwd=str(ROOT / "tests"), env={"PYTHONPATH": str(ROOT), "SERVED_LOG": str(log)})
     elicitor = Elicitor(accept(branch="v3"), accept(sure=True))
     async with Client(params, elicitation_callback=elicitor) as client:
