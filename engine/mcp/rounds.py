@@ -153,17 +153,17 @@ class _Steps:
 
     def end(self) -> None:
         """Nothing more comes: a request waiting, or one that comes after what is left, gets
-        ``anyio.EndOfStream``."""
+        ``None``."""
         self._ended = True
         self._more.set()
 
     async def get(self) -> Any:
+        """The next step, once there is one; ``None`` once the call has ended without one
+        (it was cancelled)."""
         while not self._items and not self._ended:
             self._more = anyio.Event()
             await self._more.wait()
-        if not self._items:
-            raise anyio.EndOfStream
-        return self._items.popleft()
+        return self._items.popleft() if self._items else None
 
 
 class _Exchange:
@@ -274,9 +274,9 @@ class Rounds:
         except anyio.get_cancelled_exc_class():
             exchange.scope.cancel()
             raise
-        except anyio.EndOfStream:  # the serving ends: cancelled as a call in flight is
+        if step is None:  # the serving ends: cancelled as a call in flight is
             raise mcp.MCPError(code=mcp_types.INTERNAL_ERROR,
-                               message="the server stopped before the call ended") from None
+                               message="the server stopped before the call ended")
         if isinstance(step, _Waiting):
             token = step.token = secrets.token_urlsafe(16)
             self._waiting[token] = step
