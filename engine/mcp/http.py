@@ -33,6 +33,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ..core.questions import Asker
+from .rounds import DEFAULT_INPUT_TIMEOUT, checked_timeout
 from .serve import Served, mcp_server
 
 __all__ = ["LOOPBACK_ONLY", "MCPEndpoint", "http_app"]
@@ -64,7 +65,7 @@ class MCPEndpoint:
         app = Starlette(routes=[Route("/mcp", endpoint), ...], lifespan=lifespan)
 
     Outside :meth:`serving` it answers 503 with a JSON-RPC error. ``name``, ``version``,
-    ``instructions`` and ``unasked`` go to :func:`engine.mcp.mcp_server`. ``transport_security`` checks each
+    ``instructions``, ``unasked`` and ``input_timeout`` go to :func:`engine.mcp.mcp_server`. ``transport_security`` checks each
     request's ``Host`` and ``Origin`` headers: :data:`LOOPBACK_ONLY` by default; a server that
     others reach by name gives its own ``TransportSecuritySettings`` (the SDK's), or turns the
     check off with ``TransportSecuritySettings(enable_dns_rebinding_protection=False)``.
@@ -76,10 +77,11 @@ class MCPEndpoint:
     def __init__(self, *, name: str = "toolledger", version: str | None = None,
                  instructions: str | None = None,
                  transport_security: TransportSecuritySettings | None = None,
-                 unasked: Asker | None = None, **options: Any) -> None:
+                 unasked: Asker | None = None, input_timeout: float = DEFAULT_INPUT_TIMEOUT,
+                 **options: Any) -> None:
         self._server_options: dict[str, Any] = {
             "name": name, "version": version, "instructions": instructions,
-            "unasked": unasked}
+            "unasked": unasked, "input_timeout": checked_timeout(input_timeout)}
         self._security = LOOPBACK_ONLY if transport_security is None else transport_security
         self._options = options
         StreamableHTTPSessionManager(mcp.server.Server(name), **options)  # bad options: now

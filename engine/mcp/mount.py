@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from typing import Any, Protocol, TypeVar
 
 import trio
@@ -175,8 +175,9 @@ class Mount:
         """Call the server's tool ``tool`` (its name on the server) and return its result.
         With ``ctx`` (the running call's), the server is asked for progress, and each update
         it sends becomes a ``tool_progress`` of the call (:func:`engine.mcp.progress.reported_to`);
-        an elicitation request the server sends meanwhile becomes the call's question
-        (:class:`engine.mcp.questions.Elicited`).
+        an elicitation request the server sends for it (in an input-required result of MCP
+        2026-07-28, which the client's ``call_tool`` answers in this task, or on the
+        handshake's stream) becomes the call's question (:class:`engine.mcp.questions.Elicited`).
 
         This is the body of every mounted tool (``body``, the one the session runs: the call
         is made only if the server still declares the tool as it did when ``body`` was
@@ -190,10 +191,11 @@ class Mount:
             if spec is None or spec.execute is not body:
                 raise ServerChanged(self._changed.get(
                     tool, f"the MCP server {self.server!r}'s tool {tool!r} is not mounted"))
-        token = None if ctx is None else self._elicited.running(ctx)
         try:
-            result = await client.call_tool(
-                tool, arguments, progress_callback=None if ctx is None else reported_to(ctx))
+            with nullcontext() if ctx is None else self._elicited.running(ctx):
+                result = await client.call_tool(
+                    tool, arguments,
+                    progress_callback=None if ctx is None else reported_to(ctx))
         except mcp.MCPError as exc:
             if exc.error.code != mcp_types.CONNECTION_CLOSED:
                 raise
@@ -201,9 +203,6 @@ class Mount:
             raise ConnectionError(
                 f"the MCP server {self.server!r} closed the connection during the call "
                 f"({exc.error.message}); the next call connects again") from exc
-        finally:
-            if token is not None:
-                self._elicited.ended(token)
         return result_from_mcp(result)
 
     async def _declared(self, client: mcp.Client, *, strict: bool) -> list[ToolSpec]:

@@ -22,7 +22,10 @@ MCP client sees what the log holds:
   ``notifications/progress`` (:mod:`engine.mcp.progress` says how an update maps to one);
 - a question the call's tool (or one of its nested calls) asks (``ctx.ask``) is put to the
   client that made the call as an elicitation request, if it declared the capability, else
-  declined saying so (:mod:`engine.mcp.questions`); the answer is recorded as any answer.
+  declined saying so (:mod:`engine.mcp.questions`); the answer is recorded as any answer. A
+  client of MCP 2026-07-28 gets it in an input-required result and answers by calling again
+  (:mod:`engine.mcp.rounds`): the call waits in this process meanwhile, in a task of the
+  server's lifespan, for ``input_timeout`` seconds at most.
 
 Calls run concurrently, each in the server's task for its request. The session is a trio
 :class:`engine.Session`, or an :class:`engine.hosts.aio.Session` when the server runs on an asyncio
@@ -48,6 +51,14 @@ from ._sdk import mcp, mcp_types
 from .formats import result_to_mcp, tool_to_mcp
 from .progress import ProgressNotifier
 from .questions import ClientAsker
+from .rounds import (
+    DEFAULT_INPUT_TIMEOUT,
+    Rounds,
+    asks_in_rounds,
+    boundary,
+    checked_timeout,
+    rounds_lifespan,
+)
 
 __all__ = ["Served", "listed_tools", "mcp_server", "serve_stdio"]
 
@@ -85,7 +96,8 @@ def _version() -> str:
 
 def mcp_server(session: Served, *, name: str = "toolledger", version: str | None = None,
                instructions: str | None = None,
-               unasked: Asker | None = None) -> mcp.server.Server[Any]:
+               unasked: Asker | None = None,
+               input_timeout: float = DEFAULT_INPUT_TIMEOUT) -> mcp.server.Server[Any]:
     """An MCP ``Server`` (the SDK's low-level one) that serves ``session``'s tools.
 
     Run it on any transport the SDK has: in memory (``mcp.Client(server)``), over stdio
@@ -96,7 +108,11 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
     elicitation, or its connection has no back-channel); ``None``, the default, declines
     them saying why. An asker that answers :data:`~engine.LATER` leaves them pending for
     ``session.answer_question`` (``toolledger serve --approvals`` does, for its socket).
+    ``input_timeout`` is how many seconds a call whose question went to a client of MCP
+    2026-07-28 waits for the client to call again with the answer
+    (:mod:`engine.mcp.rounds`): then the question is cancelled.
     """
+    input_timeout = checked_timeout(input_timeout)
 
     async def list_tools(ctx: Any, params: mcp_types.PaginatedRequestParams | None,
                          ) -> mcp_types.ListToolsResult:
@@ -104,10 +120,16 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
             tools=[tool_to_mcp(snapshot) for snapshot in listed_tools(session)])
 
     async def call_tool(ctx: Any, params: mcp_types.CallToolRequestParams,
-                        ) -> mcp_types.CallToolResult:
+                        ) -> mcp_types.CallToolResult | mcp_types.InputRequiredResult:
         if not _offered(session, session.state.tools.get(params.name)):
             raise mcp.MCPError(code=mcp_types.INVALID_PARAMS,
                                message=f"Unknown tool: {params.name}")
+        rounds: Rounds = ctx.lifespan_context
+        if params.request_state is not None:  # a retry with an answer (MCP 2026-07-28)
+            return await rounds.resume(ctx, params.request_state, params.input_responses)
+        if asks_in_rounds(ctx):
+            return await rounds.start(ctx, lambda asker, heard: session.call_tool(
+                params.name, params.arguments or {}, on_progress=heard, asker=asker))
         async with anyio.create_task_group() as sending:  # every update sent before the result
             notifier = ProgressNotifier(ctx, sending)
             try:
@@ -124,9 +146,12 @@ def mcp_server(session: Served, *, name: str = "toolledger", version: str | None
         snapshot = session.state.tools.get(tool)
         return None if snapshot is None else snapshot.input_schema
 
-    return mcp.server.Server(name, version=version or _version(), instructions=instructions,
-                             get_tool_input_schema=input_schema,
-                             on_list_tools=list_tools, on_call_tool=call_tool)
+    server: mcp.server.Server[Any] = mcp.server.Server(
+        name, version=version or _version(), instructions=instructions,
+        lifespan=lambda server: rounds_lifespan(input_timeout),
+        get_tool_input_schema=input_schema, on_list_tools=list_tools, on_call_tool=call_tool)
+    server.middleware.append(boundary(name, input_timeout))  # seals each requestState
+    return server
 
 
 async def serve_stdio(session: Served, **options: Any) -> None:

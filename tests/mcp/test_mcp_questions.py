@@ -203,16 +203,3 @@ async def test_a_mounted_servers_question_can_wait_for_the_host() -> None:
         assert outcomes[0].result.text == "no choice: decline"
         [answer] = answers(session.records)
         assert answer.later is True
-
-
-async def test_a_client_without_a_back_channel_is_not_asked_and_the_tool_reads_why() -> None:
-    from engine.mcp.questions import NO_BACK_CHANNEL
-
-    async with Session.open(MemoryStore(), tools=[deploy]) as session:
-        elicitor = Elicitor(content={"branch": "main"})
-        # MCP 2026-07-28 (the SDK's default in memory) has no requests from the server
-        async with Client(mcp_server(session), elicitation_callback=elicitor) as client:
-            result = await client.call_tool("deploy", {})
-        assert result.content[0].text == (  # type: ignore[union-attr]
-            f"not deployed: decline ({NO_BACK_CHANNEL})")
-        assert elicitor.asked == []
