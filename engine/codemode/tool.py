@@ -36,7 +36,8 @@ _INPUT: Final = {
 _ANNOTATIONS: Final = Annotations(read_only=True, open_world=False, idempotent=True)
 _WHAT: Final = {"syntax": "The program has a syntax error",
                 "raised": "The program raised an exception",
-                "crashed": "The program was stopped"}
+                "crashed": "The program was stopped",
+                "refused": "The program's recorded state was refused"}
 
 
 def code_tool(*, limits: CodeLimits | None = None, description: str = "") -> ToolSpec:

@@ -15,7 +15,13 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from events.results import ContentBlock, ToolResult, text
-from events.types import ToolCallRequested, ToolProgress, ToolSnapshot, ToolsActivated
+from events.types import (
+    ProgramSuspended,
+    ToolCallRequested,
+    ToolProgress,
+    ToolSnapshot,
+    ToolsActivated,
+)
 
 from ..core.environment import Environment
 from ..core.errors import CallNotFound
@@ -27,7 +33,7 @@ from ..core.toolcontext import CallOutcome, ToolContext
 from ..core.tools import ToolCall
 from . import questions
 from .bodytasks import BodyTasks
-from .endings import fail
+from .endings import close_open, fail
 from .inflight import InFlight
 from .keeping import whole_result
 from .progress import ProgressListener, listener_checked
@@ -106,6 +112,8 @@ class CallContext(ToolContext):
         self._asked: AskedBefore | None = None  # made at the first question
         self._tasks = BodyTasks()
         self._open = True
+        #: the body recorded its state and stops (:meth:`suspend`)
+        self.suspended = False
 
     @property
     def call_id(self) -> str:
@@ -146,7 +154,17 @@ class CallContext(ToolContext):
                 f"runs (don't keep it in a background task)"
             )
         on_progress = listener_checked(on_progress, "execute_tool(on_progress=...)")
-        env, recorder, inflight = self._env, self._recorder, self._inflight
+        _, outcome = await self.nested_call(name, arguments, on_progress=on_progress)
+        assert outcome is not None
+        return outcome
+
+    async def nested_call(self, name: str, arguments: Any = None, *,
+                          on_progress: ProgressListener | None = None,
+                          hold: bool = False) -> tuple[str, CallOutcome | None]:
+        """:meth:`execute_tool`'s steps, and the nested call's id. With ``hold``, a call that
+        waits for a person's approval is not waited for: ``(its id, None)`` is returned, and
+        the call waits in the log (:meth:`continue_nested` takes it up again)."""
+        env, recorder = self._env, self._recorder
         arguments, problem = admitted(arguments, env.limits)
         name = str(name)
         nested = self._nested or self._nested_calls()
@@ -163,21 +181,33 @@ class CallContext(ToolContext):
             recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
                                               origin="nested", parent_id=self._call.call_id))
             if problem is not None:
-                return self._outcome(call_id, refuse_unreadable(recorder, call_id, name, problem))
+                return call_id, self._outcome(
+                    call_id, refuse_unreadable(recorder, call_id, name, problem))
             if match.differs_from is not None:
-                return self._outcome(call_id,
-                                     self._mismatch(call_id, match.differs_from, arguments))
+                return call_id, self._outcome(
+                    call_id, self._mismatch(call_id, match.differs_from, arguments))
+        return call_id, await self.continue_nested(call_id, on_progress=on_progress, hold=hold)
+
+    async def continue_nested(self, call_id: str, *,
+                              on_progress: ProgressListener | None = None,
+                              hold: bool = False) -> CallOutcome | None:
+        """Carry the recorded nested call ``call_id`` from where the log says it is to its
+        end (2.-8.), and its outcome; with ``hold``, ``None`` while it waits for a person's
+        approval."""
+        inflight = self._inflight
         # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
         inflight.begin(call_id)
         inflight.progress.listen(call_id, on_progress)
         try:
-            ended = await self._advance(env, recorder, inflight, call_id, wait=True)
+            ended = await self._advance(self._env, self._recorder, inflight, call_id,
+                                        wait=not hold)
         finally:
             inflight.end(call_id)
             heard = inflight.progress.unlisten(call_id)
         if heard is not None:
             raise heard  # the listener's own failure, now that the call has ended
-        assert ended is not None
+        if ended is None:
+            return None
         return self._outcome(call_id, own_result(ended))
 
     def _outcome(self, call_id: str, result: ToolResult) -> CallOutcome:
@@ -341,6 +371,61 @@ class CallContext(ToolContext):
         it returns or raises then is dropped. So a sync tool's side effects may happen after
         its call was recorded as timed out or cancelled (docs/tools.md, "Sync tools")."""
         return await trio.to_thread.run_sync(function, *args, abandon_on_cancel=True)
+
+    # -- a body that stops with its state recorded (the code tool's program) ------------------
+
+    @property
+    def may_suspend(self) -> bool:
+        """Whether this call's body may stop with its state recorded (:meth:`suspend`): a
+        model's call in a session whose approver may answer later (a paused session resumes
+        it)."""
+        return self._call.origin == "model" and self._env.may_defer
+
+    async def suspend(self, event: ProgramSuspended) -> None:
+        """Record and write the state the body stops with; it then raises
+        :class:`~engine.core.toolcontext.BodySuspended`, and the call stays running in the
+        log for the next ``resume()`` (which runs the body again, to go on from it)."""
+        if not self.may_suspend or event.call_id != self.call_id:
+            raise RuntimeError(f"call {self.call_id} cannot stop with its state recorded: only "
+                               f"a model's call may, in a session whose approver may answer "
+                               f"later")
+        self._recorder.record(event)
+        await self._recorder.flush()
+        self.suspended = True
+
+    def last_suspension(
+        self,
+    ) -> tuple[ProgramSuspended, tuple[str, ...], Mapping[str, str]] | None:
+        """The state this call's body recorded when it last stopped, with the nested calls
+        requested before it (in order) and their tools' names; ``None`` if it never stopped
+        so."""
+        history = self._recorder.history
+        for index in range(len(history) - 1, -1, -1):
+            event = history[index].event
+            if type(event) is ProgramSuspended and event.call_id == self.call_id:
+                before = {r.event.call_id: r.event.name for r in history[:index]
+                          if type(r.event) is ToolCallRequested
+                          and r.event.parent_id == self.call_id}
+                return event, tuple(before), before
+        return None
+
+    def go_on_from(self, taken: Iterable[str]) -> None:
+        """This run of the body goes on from a recorded state, to which the nested calls
+        ``taken`` belong: no request of this run is matched to them (they are answered by
+        id, :meth:`continue_nested`); the calls recorded after them are matched as a body
+        that runs again has its calls matched. Call it before the first nested call."""
+        skip = frozenset(taken)
+        projection = self._recorder.projection
+        calls = projection.live_calls
+        self._nested = NestedCalls(self.call_id, (
+            (child, calls[child].name, calls[child].requested_arguments)
+            for child in projection.children(self.call_id) if child not in skip), taken=skip)
+
+    def close_nested(self, call_id: str, reason: str) -> None:
+        """Cancel the nested call ``call_id`` if it is still open (one the body no longer
+        waits for), and the calls below it."""
+        if call_id.startswith(f"{self.call_id}/"):
+            close_open(self._recorder, call_id, reason)
 
     def close(self) -> tuple[str, ...]:
         """The call's body has returned: nothing more may be recorded through this ctx.

@@ -1,0 +1,208 @@
+"""A program whose calls wait for a person stops with its state recorded, its sandbox released,
+and the session paused; resume() goes on from the recorded state, exactly once, and refuses a
+state that is not the one recorded."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import attrs
+import pytest
+
+from engine import LATER, Session, fold
+from engine.codemode import CODE_TOOL, code_tool
+from engine.codemode import program as program_module
+from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.testing.invariants import check_log
+from events import MemoryStore
+from events.types import ProgramSuspended, Record
+
+from codemode_tools import CODEMODE, RAN
+
+pytest.importorskip("pydantic_monty")
+
+GATHER = """\
+import asyncio
+first = double(n=1)['double']
+print("first", first)
+second, wiped = await asyncio.gather(double_async(n=2), wipe_async(path="x"))
+[first, second['double'], wiped]
+"""
+
+
+async def later(request: Any) -> Any:
+    return LATER
+
+
+def model() -> FauxModel:
+    return FauxModel([faux_tool_call(CODE_TOOL, {"code": GATHER}), faux_text("done")])
+
+
+async def open_session(store: MemoryStore, session_id: str | None = None,
+                       script: FauxModel | None = None) -> Any:
+    return Session.open(store, model=script or model(), tools=[*CODEMODE, code_tool()],
+                        approver=later, **({"session_id": session_id} if session_id else {}))
+
+
+def suspensions(records: list[Record]) -> list[ProgramSuspended]:
+    return [r.event for r in records if isinstance(r.event, ProgramSuspended)]
+
+
+@pytest.fixture
+def loads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The call ids whose recorded state was loaded."""
+    loaded: list[str] = []
+    checked = program_module.state_bytes
+
+    def spy(event: ProgramSuspended, release: str) -> bytes:
+        loaded.append(event.call_id)
+        return checked(event, release)
+
+    monkeypatch.setattr(program_module, "state_bytes", spy)
+    return loaded
+
+
+async def paused_mid_gather() -> tuple[MemoryStore, str, list[Record]]:
+    store = MemoryStore()
+    RAN.clear()
+    async with await open_session(store) as session:
+        await session.activate(["double", "wipe"])
+        result = await session.prompt("go")
+        assert result.stop == "paused"
+        [request] = result.pending
+        assert request.name == "wipe" and request.parent_id == "1.0"
+        records = await store.read(session.session_id)
+        check_log(records, state=session.state, transcript=session.transcript, closed=False)
+        return store, session.session_id, records
+
+
+async def test_a_program_waiting_only_for_an_approval_stops_with_its_state_recorded() -> None:
+    _, _, records = await paused_mid_gather()
+    [state] = suspensions(records)
+    # the write waits for its approval; the gathered read is done, its answer in the log
+    assert state.call_id == "1.0" and sorted(state.waits_for) == ["1.0/1", "1.0/2"]
+    assert len(state.program_calls) == 2 and state.printed == "first 2\n"
+    assert state.sandbox.startswith("pydantic-monty ")
+    projection = fold(records)
+    assert projection.calls["1.0"].status == "running"  # no terminal event: it goes on
+    assert projection.pending_approvals == ("1.0/2",)
+    assert RAN == {"double 1": 1, "double 2": 1}
+
+
+@pytest.mark.parametrize("granted", [True, False])
+async def test_resume_goes_on_from_the_recorded_state_and_runs_each_call_once(
+        granted: bool, loads: list[str]) -> None:
+    store, sid, _ = await paused_mid_gather()
+    async with await open_session(store, sid, FauxModel([faux_text("done")])) as session:
+        await session.resolve_approval("1.0/2", granted)
+        result = await session.resume()
+        assert result.stop == "end_turn" and result.text == "done"
+        top = session.calls["1.0"]
+        records = await store.read(sid)
+        check_log(records, state=session.state, transcript=session.transcript, closed=True)
+    assert loads == ["1.0"]
+    if granted:
+        assert top.status == "completed"
+        assert top.result.structured_content == {"result": [2, 4, "wiped x"],
+                                                 "printed": "first 2\n"}
+        assert RAN == {"double 1": 1, "double 2": 1, "wipe x": 1}
+    else:  # the denial is a PermissionError in the program, which it does not catch
+        assert top.result.is_error and top.result.structured_content["error"] == "raised"
+        assert "PermissionError" in top.result.structured_content["message"]
+        assert top.result.structured_content["printed"] == "first 2\n"
+        assert RAN == {"double 1": 1, "double 2": 1}
+
+
+async def test_a_sync_call_waiting_for_an_approval_stops_the_program_too(
+        loads: list[str]) -> None:
+    code = "a = wipe(path='y')\nb = double(n=5)['double']\n[a, b]"
+    store = MemoryStore()
+    RAN.clear()
+    script = FauxModel([faux_tool_call(CODE_TOOL, {"code": code}), faux_text("done")])
+    async with await open_session(store, script=script) as session:
+        await session.activate(["double", "wipe"])
+        assert (await session.prompt("go")).stop == "paused"
+        [state] = suspensions(await store.read(session.session_id))
+        assert state.waits_for == ("1.0/0",)
+        await session.resolve_approval("1.0/0", True)
+        assert (await session.resume()).stop == "end_turn"
+        assert session.calls["1.0"].result.structured_content["result"] == ["wiped y", 10]
+    assert loads == ["1.0"] and RAN == {"wipe y": 1, "double 5": 1}
+
+
+async def test_a_program_pauses_again_for_a_later_call_and_goes_on_from_the_newest_state(
+        loads: list[str]) -> None:
+    code = "a = wipe(path='1')\nb = double(n=1)['double']\nc = wipe(path='2')\n[a, b, c]"
+    store = MemoryStore()
+    RAN.clear()
+    script = FauxModel([faux_tool_call(CODE_TOOL, {"code": code}), faux_text("done")])
+    async with await open_session(store, script=script) as session:
+        await session.activate(["double", "wipe"])
+        assert (await session.prompt("go")).stop == "paused"
+        await session.resolve_approval("1.0/0", True)
+        assert (await session.resume()).stop == "paused"
+        await session.resolve_approval("1.0/2", True)
+        assert (await session.resume()).stop == "end_turn"
+        assert session.calls["1.0"].result.structured_content["result"] == [
+            "wiped 1", 2, "wiped 2"]
+        states = suspensions(await store.read(session.session_id))
+    assert [s.waits_for for s in states] == [("1.0/0",), ("1.0/2",)]
+    assert loads == ["1.0", "1.0"]
+    assert RAN == {"wipe 1": 1, "double 1": 1, "wipe 2": 1}
+
+
+async def test_resume_after_the_program_ended_runs_nothing_again(loads: list[str]) -> None:
+    store, sid, _ = await paused_mid_gather()
+    async with await open_session(store, sid, FauxModel([faux_text("done")])) as session:
+        await session.resolve_approval("1.0/2", True)
+        await session.resume()
+    ran = dict(RAN)
+    async with await open_session(store, sid, FauxModel([])) as session:
+        result = await session.resume()
+        assert result.stop == "end_turn" and session.calls["1.0"].status == "completed"
+    assert RAN == ran and loads == ["1.0"]
+
+
+async def test_a_state_that_does_not_match_its_hash_is_refused_and_nothing_runs() -> None:
+    store, sid, records = await paused_mid_gather()
+    [state] = suspensions(records)
+    changed = bytearray(base64.b64decode(state.state))
+    changed[len(changed) // 2] ^= 0xFF
+    forged = attrs.evolve(state, state=base64.b64encode(bytes(changed)).decode())
+    # the same log with the state changed and its hash left (a store without a key, whose
+    # lines were rewritten): the chain is a store's, the hash the record's own
+    copy = MemoryStore()
+    await copy.append(sid, [attrs.evolve(r, event=forged) if r.event is state else r
+                            for r in records], expected_seq=0)
+    async with await open_session(copy, sid, FauxModel([faux_text("done")])) as session:
+        await session.resolve_approval("1.0/2", True)
+        result = await session.resume()
+        top = session.calls["1.0"]
+    assert result.stop == "end_turn"
+    assert top.result.is_error and top.result.structured_content["error"] == "refused"
+    assert "does not match its recorded hash" in top.result.text
+    assert session.calls["1.0/2"].status == "cancelled"  # the granted write never ran
+    assert RAN == {"double 1": 1, "double 2": 1}
+
+
+async def test_a_state_from_another_sandbox_release_is_refused() -> None:
+    store, sid, records = await paused_mid_gather()
+    [state] = suspensions(records)
+    other = attrs.evolve(state, sandbox="pydantic-monty 0.0.1")
+    copy = MemoryStore()
+    await copy.append(sid, [attrs.evolve(r, event=other) if r.event is state else r
+                            for r in records], expected_seq=0)
+    async with await open_session(copy, sid, FauxModel([faux_text("done")])) as session:
+        await session.resolve_approval("1.0/2", True)
+        await session.resume()
+        assert "made by pydantic-monty 0.0.1" in session.calls["1.0"].result.text
+    assert "wipe x" not in RAN
+
+
+async def test_a_state_naming_a_call_not_its_own_is_an_inconsistent_log() -> None:
+    _, _, records = await paused_mid_gather()
+    [state] = suspensions(records)
+    with pytest.raises(ValueError, match="not a call nested under it"):
+        fold([attrs.evolve(r, event=attrs.evolve(state, waits_for=("1.0/9", "1.0/2")))
+              if r.event is state else r for r in records])
