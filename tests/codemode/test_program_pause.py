@@ -14,6 +14,7 @@ from engine import LATER, Session, fold
 from engine.codemode import CODE_TOOL, code_tool
 from engine.codemode import program as program_module
 from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.replay import redrive
 from engine.testing.invariants import check_log
 from events import MemoryStore
 from events.types import ProgramSuspended, Record
@@ -206,3 +207,16 @@ async def test_a_state_naming_a_call_not_its_own_is_an_inconsistent_log() -> Non
     with pytest.raises(ValueError, match="not a call nested under it"):
         fold([attrs.evolve(r, event=attrs.evolve(state, waits_for=("1.0/9", "1.0/2")))
               if r.event is state else r for r in records])
+
+
+@pytest.mark.parametrize("granted", [True, False])
+async def test_replay_reproduces_a_program_that_paused_and_went_on(granted: bool) -> None:
+    store, sid, _ = await paused_mid_gather()
+    async with await open_session(store, sid, FauxModel([faux_text("done")])) as session:
+        await session.resolve_approval("1.0/2", granted)
+        await session.resume()
+    records = list(await store.read(sid))
+    RAN.clear()
+    report = await redrive(records, tools=[*CODEMODE, code_tool()])
+    assert report.ok, [d.describe() for d in report.divergences]
+    assert sum(RAN.values()) == 0  # answered from the log
