@@ -13,6 +13,13 @@ A failure is an exception raised in the program: ``PermissionError`` for a call 
 denied or blocked, ``RuntimeError`` for any other. Every exit (the program's end, its failure,
 a limit, the call's cancellation) first cancels the calls still running, which records them
 as cancelled: the log never holds an open call of a finished program.
+
+In a session that may pause, a call that waits for a person's approval is not waited for
+here: it is *held*. Once every call the program waits for has its answer or is held, and no
+call of it runs, the program is dumped and its state recorded (``program_suspended``,
+:mod:`.state`), the sandbox released, and the body stops (``BodySuspended``); the body run
+again goes on from the latest state, each held call taken up by its id from where the log
+says it is (docs/codemode.md, "Pause and resume").
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ state that is not the one recorded."""
 from __future__ import annotations
 
 import base64
+import hashlib
+import json
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -16,7 +19,7 @@ from engine.codemode import program as program_module
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.replay import redrive
 from engine.testing.invariants import check_log
-from events import MemoryStore
+from events import JsonlStore, MemoryStore, UnverifiedRecordError
 from events.types import ProgramSuspended, Record
 
 from codemode_tools import CODEMODE, RAN
@@ -220,3 +223,29 @@ async def test_replay_reproduces_a_program_that_paused_and_went_on(granted: bool
     report = await redrive(records, tools=[*CODEMODE, code_tool()])
     assert report.ok, [d.describe() for d in report.divergences]
     assert sum(RAN.values()) == 0  # answered from the log
+
+
+async def test_a_changed_state_in_a_keyed_log_is_refused_when_the_session_is_read(
+        tmp_path: Path) -> None:
+    key = b"pause-test-key-0123456789abcdefgh"
+    path = tmp_path / "log.jsonl"
+    RAN.clear()
+    with JsonlStore(path, key=key) as store:
+        async with Session.open(store, model=model(), tools=[*CODEMODE, code_tool()],
+                                approver=later) as session:
+            await session.activate(["double", "wipe"])
+            assert (await session.prompt("go")).stop == "paused"
+    lines = path.read_text().splitlines()
+    [at] = [i for i, line in enumerate(lines) if '"program_suspended"' in line]
+    record = json.loads(lines[at])
+    state = record["data"]["state"]
+    data = bytearray(base64.b64decode(state))
+    data[-1] ^= 0x01
+    record["data"]["state"] = base64.b64encode(bytes(data)).decode()
+    record["data"]["sha256"] = hashlib.sha256(bytes(data)).hexdigest()  # consistent
+    lines[at] = json.dumps(record, separators=(",", ":"))
+    path.write_text("\n".join(lines) + "\n")
+    # the record is refused where the store reads it, before any session opens on it
+    with pytest.raises(UnverifiedRecordError, match="HMAC does not match"):
+        JsonlStore(path, key=key)
+    assert "wipe x" not in RAN
