@@ -31,7 +31,7 @@ from ..core.nested import NestedCalls, first_difference
 from ..core.questions import Answer, AskedBefore
 from ..core.toolcontext import CallOutcome, ToolContext
 from ..core.tools import ToolCall
-from . import questions
+from . import questions, suspending
 from .bodytasks import BodyTasks
 from .endings import close_open, fail
 from .inflight import InFlight
@@ -397,29 +397,14 @@ class CallContext(ToolContext):
         self,
     ) -> tuple[ProgramSuspended, tuple[str, ...], Mapping[str, str]] | None:
         """The state this call's body recorded when it last stopped, with the nested calls
-        requested before it (in order) and their tools' names; ``None`` if it never stopped
-        so."""
-        history = self._recorder.history
-        for index in range(len(history) - 1, -1, -1):
-            event = history[index].event
-            if type(event) is ProgramSuspended and event.call_id == self.call_id:
-                before = {r.event.call_id: r.event.name for r in history[:index]
-                          if type(r.event) is ToolCallRequested
-                          and r.event.parent_id == self.call_id}
-                return event, tuple(before), before
-        return None
+        requested before it and their tools' names (:mod:`engine.runtime.suspending`)."""
+        return suspending.last_suspension(self._recorder, self.call_id)
 
     def go_on_from(self, taken: Iterable[str]) -> None:
         """This run of the body goes on from a recorded state, to which the nested calls
-        ``taken`` belong: no request of this run is matched to them (they are answered by
-        id, :meth:`continue_nested`); the calls recorded after them are matched as a body
-        that runs again has its calls matched. Call it before the first nested call."""
-        skip = frozenset(taken)
-        projection = self._recorder.projection
-        calls = projection.live_calls
-        self._nested = NestedCalls(self.call_id, (
-            (child, calls[child].name, calls[child].requested_arguments)
-            for child in projection.children(self.call_id) if child not in skip), taken=skip)
+        ``taken`` belong: no request is matched to them (:meth:`continue_nested` takes them
+        up by id). Call it before the first nested call."""
+        self._nested = suspending.nested_after(self._recorder, self.call_id, taken)
 
     def close_nested(self, call_id: str, reason: str) -> None:
         """Cancel the nested call ``call_id`` if it is still open (one the body no longer
