@@ -115,9 +115,11 @@ class _Run:
         self.pending: dict[int, _Pending] = {}
         self.suspended = False
         self._change = trio.Event()
+        self._nursery: trio.Nursery | None = None
 
     async def drive(self, box: Sandbox, source: str, nursery: trio.Nursery) -> Any:
         m = box.module
+        self._nursery = nursery
         recorded = self.live.last_suspension() if self.live is not None else None
         if recorded is None:
             snapshot = await box.step(box.session.feed_start, source,
@@ -195,7 +197,16 @@ class _Run:
                 return {i: _given(pending.pop(i)) for i in ids}
             if any(pending[i].held for i in ids) and all(
                     p.held or p.answer is not None for p in pending.values()):
-                return None
+                assert self.live is not None and self._nursery is not None
+                # answered meanwhile (the host saw it pending while other calls ran): it goes on
+                answered = [p for p in pending.values()
+                            if p.held and not self.live.awaits_approval(str(p.call_id))]
+                if not answered:
+                    return None
+                for waiting in answered:
+                    waiting.held = False
+                    await self._nursery.start(self._call, waiting, None)
+                continue
             self._change = trio.Event()
             await self._change.wait()
 

@@ -25,6 +25,7 @@ from events.types import (
 
 from ..core.environment import Environment
 from ..core.errors import CallNotFound
+from ..core.lifecycle import CallStage
 from ..core.jsonvalues import NotJson, copy_json, ensure_json, own_json, own_result
 from ..core.limits import Limits, admit, json_size, result_size
 from ..core.nested import NestedCalls, first_difference
@@ -405,6 +406,11 @@ class CallContext(ToolContext):
         ``taken`` belong: no request is matched to them (:meth:`continue_nested` takes them
         up by id). Call it before the first nested call."""
         self._nested = suspending.nested_after(self._recorder, self.call_id, taken)
+
+    def awaits_approval(self, call_id: str) -> bool:
+        """Whether the call ``call_id`` waits for an answer to its approval request."""
+        call = self._recorder.projection.live_calls.get(call_id)
+        return call is not None and call.stage is CallStage.AWAITING
 
     def close_nested(self, call_id: str, reason: str) -> None:
         """Cancel the nested call ``call_id`` if it is still open (one the body no longer

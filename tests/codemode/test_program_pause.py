@@ -12,8 +12,9 @@ from typing import Any
 
 import attrs
 import pytest
+import trio
 
-from engine import LATER, Session, fold
+from engine import LATER, Annotations, Session, fold, tool
 from engine.codemode import CODE_TOOL, code_tool
 from engine.codemode import program as program_module
 from engine.models import FauxModel, faux_text, faux_tool_call
@@ -249,3 +250,36 @@ async def test_a_changed_state_in_a_keyed_log_is_refused_when_the_session_is_rea
     with pytest.raises(UnverifiedRecordError, match="HMAC does not match"):
         JsonlStore(path, key=key)
     assert "wipe x" not in RAN
+
+
+async def test_an_approval_answered_while_other_calls_run_lets_the_program_go_on() -> None:
+    """The write's approval is pending while the gathered read still runs: answered then, the
+    program never stops, and the prompt ends without a pause."""
+    release = trio.Event()
+
+    @tool(annotations=Annotations(read_only=True, open_world=False), exposure="codemode")
+    async def slow() -> str:
+        """Waits for the test."""
+        await release.wait()
+        return "slow done"
+
+    code = ("import asyncio\n"
+            "await asyncio.gather(slow_async(), wipe_async(path='z'))")
+    store = MemoryStore()
+    RAN.clear()
+    script = FauxModel([faux_tool_call(CODE_TOOL, {"code": code}), faux_text("done")])
+    async with Session.open(store, model=script, tools=[*CODEMODE, slow, code_tool()],
+                            approver=later) as session:
+        await session.activate(["slow", "wipe"])
+        async with trio.open_nursery() as nursery:
+            async def host() -> None:
+                [request] = await session.wait_pending_approvals()
+                await session.resolve_approval(request.call_id, True)
+                release.set()
+            nursery.start_soon(host)
+            result = await session.prompt("go")
+        assert result.stop == "end_turn"
+        assert session.calls["1.0"].result.structured_content["result"] == [
+            "slow done", "wiped z"]
+        assert suspensions(await store.read(session.session_id)) == []
+    assert RAN == {"wipe z": 1}
