@@ -108,10 +108,11 @@ class _Run:
         self.ctx = ctx
         self.functions = functions
         self.printed = printed
-        #: the runtime's ctx of a model's call, in a session that may pause: a program may
-        #: stop with its state recorded (else a call waiting for a person is waited for here)
-        self.live: CallContext | None = (
-            ctx if isinstance(ctx, CallContext) and ctx.may_suspend else None)
+        #: the runtime's ctx: the program goes on from a recorded state if its call has one
+        self.live: CallContext | None = ctx if isinstance(ctx, CallContext) else None
+        #: a model's call, in a session that may pause: the program may stop with its state
+        #: recorded (else a call waiting for a person is waited for here)
+        self.hold = self.live is not None and self.live.may_suspend
         self.pending: dict[int, _Pending] = {}
         self.suspended = False
         self._change = trio.Event()
@@ -172,12 +173,13 @@ class _Run:
         live, outcome = self.live, None
         if waiting.call_id is not None:
             assert live is not None
-            outcome = await live.continue_nested(waiting.call_id, hold=True)
+            outcome = await live.continue_nested(waiting.call_id, hold=self.hold)
         else:
             assert waiting.function is not None and arguments is not None
             tool = waiting.function.stub.tool
             if live is not None:
-                waiting.call_id, outcome = await live.nested_call(tool, arguments, hold=True)
+                waiting.call_id, outcome = await live.nested_call(tool, arguments,
+                                                                  hold=self.hold)
             else:
                 outcome = await self.ctx.execute_tool(tool, arguments)
                 waiting.call_id = outcome.call_id
@@ -195,7 +197,7 @@ class _Run:
         while True:
             if all(pending[i].answer is not None for i in ids):
                 return {i: _given(pending.pop(i)) for i in ids}
-            if any(pending[i].held for i in ids) and all(
+            if self.hold and any(pending[i].held for i in ids) and all(
                     p.held or p.answer is not None for p in pending.values()):
                 assert self.live is not None and self._nursery is not None
                 # answered meanwhile (the host saw it pending while other calls ran): it goes on

@@ -14,7 +14,7 @@ import attrs
 import pytest
 import trio
 
-from engine import LATER, Annotations, Session, fold, tool
+from engine import LATER, Annotations, Session, at_once, deny_all, fold, tool
 from engine.codemode import CODE_TOOL, code_tool
 from engine.codemode import program as program_module
 from engine.models import FauxModel, faux_text, faux_tool_call
@@ -283,3 +283,24 @@ async def test_an_approval_answered_while_other_calls_run_lets_the_program_go_on
             "slow done", "wiped z"]
         assert suspensions(await store.read(session.session_id)) == []
     assert RAN == {"wipe z": 1}
+
+
+async def test_a_session_reopened_with_an_approver_that_answers_at_once_goes_on_from_the_state(
+        loads: list[str]) -> None:
+    """The write still waits when the session is reopened with an approver that never says
+    later: the program goes on from its recorded state all the same, and the call waits in
+    this process for the host's answer, as a nested call of any tool does."""
+    store, sid, _ = await paused_mid_gather()
+    async with Session.open(store, model=FauxModel([faux_text("done")]),
+                            tools=[*CODEMODE, code_tool()], approver=at_once(deny_all),
+                            session_id=sid) as session:
+        async with trio.open_nursery() as nursery:
+            async def host() -> None:
+                [request] = await session.wait_pending_approvals()
+                await session.resolve_approval(request.call_id, True)
+            nursery.start_soon(host)
+            result = await session.resume()
+        assert result.stop == "end_turn"
+        assert session.calls["1.0"].result.structured_content["result"] == [2, 4, "wiped x"]
+    assert loads == ["1.0"]
+    assert RAN == {"double 1": 1, "double 2": 1, "wipe x": 1}
