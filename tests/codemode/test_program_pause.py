@@ -14,7 +14,7 @@ import attrs
 import pytest
 import trio
 
-from engine import LATER, Annotations, Session, at_once, deny_all, fold, tool
+from engine import LATER, Annotations, Session, ToolContext, at_once, deny_all, fold, tool
 from engine.codemode import CODE_TOOL, code_tool
 from engine.codemode import program as program_module
 from engine.models import FauxModel, faux_text, faux_tool_call
@@ -304,3 +304,35 @@ async def test_a_session_reopened_with_an_approver_that_answers_at_once_goes_on_
         assert session.calls["1.0"].result.structured_content["result"] == [2, 4, "wiped x"]
     assert loads == ["1.0"]
     assert RAN == {"double 1": 1, "double 2": 1, "wipe x": 1}
+
+
+async def test_a_call_waiting_deeper_keeps_the_program_waiting_and_a_restart_runs_it_again(
+        loads: list[str]) -> None:
+    """A tool the program called waits for its own nested call's approval: that body is
+    running Python, which no dump holds, so no state is recorded; after the process stops, the
+    program runs again from its source, its calls answered from the log."""
+    @tool(annotations=Annotations(read_only=True, open_world=False, idempotent=True),
+          exposure="codemode")
+    async def outer(ctx: ToolContext) -> str:
+        """Wipes w, through a nested call."""
+        RAN["outer"] += 1
+        return (await ctx.execute_tool("wipe", {"path": "w"})).result.text
+
+    tools = [*CODEMODE, outer, code_tool()]
+    code = "a = double(n=1)['double']\nb = outer()\n[a, b]"
+    store = MemoryStore()
+    RAN.clear()
+    script = FauxModel([faux_tool_call(CODE_TOOL, {"code": code}), faux_text("done")])
+    async with Session.open(store, model=script, tools=tools, approver=later) as session:
+        sid = session.session_id
+        await session.activate(["double", "wipe", "outer"])
+        result = await session.prompt("go")
+        assert result.stop == "paused" and [r.call_id for r in result.pending] == ["1.0/1/0"]
+    assert suspensions(await store.read(sid)) == []
+    async with Session.open(store, model=script, tools=tools, approver=later,
+                            session_id=sid) as session:
+        await session.resolve_approval("1.0/1/0", True)
+        assert (await session.resume()).stop == "end_turn"
+        assert session.calls["1.0"].result.structured_content["result"] == [2, "wiped w"]
+    assert loads == []
+    assert RAN == {"double 1": 1, "outer": 2, "wipe w": 1}  # the idempotent body ran again
