@@ -155,16 +155,26 @@ class CallContext(ToolContext):
                 f"runs (don't keep it in a background task)"
             )
         on_progress = listener_checked(on_progress, "execute_tool(on_progress=...)")
-        _, outcome = await self.nested_call(name, arguments, on_progress=on_progress)
-        assert outcome is not None
-        return outcome
+        call_id, refused = await self._request(name, arguments)
+        if refused is not None:
+            return refused
+        # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
+        inflight = self._inflight
+        inflight.begin(call_id)
+        inflight.progress.listen(call_id, on_progress)
+        try:
+            ended = await self._advance(self._env, self._recorder, inflight, call_id, wait=True)
+        finally:
+            inflight.end(call_id)
+            heard = inflight.progress.unlisten(call_id)
+        if heard is not None:
+            raise heard  # the listener's own failure, now that the call has ended
+        assert ended is not None
+        return self._outcome(call_id, own_result(ended))
 
-    async def nested_call(self, name: str, arguments: Any = None, *,
-                          on_progress: ProgressListener | None = None,
-                          hold: bool = False) -> tuple[str, CallOutcome | None]:
-        """:meth:`execute_tool`'s steps, and the nested call's id. With ``hold``, a call that
-        waits for a person's approval is not waited for: ``(its id, None)`` is returned, and
-        the call waits in the log (:meth:`continue_nested` takes it up again)."""
+    async def _request(self, name: str, arguments: Any) -> tuple[str, CallOutcome | None]:
+        """Step 1: the nested call a request is (recorded now, or by a first run of the
+        body), and its outcome if it ends here (arguments that are not JSON, a mismatch)."""
         env, recorder = self._env, self._recorder
         arguments, problem = admitted(arguments, env.limits)
         name = str(name)
@@ -187,29 +197,30 @@ class CallContext(ToolContext):
             if match.differs_from is not None:
                 return call_id, self._outcome(
                     call_id, self._mismatch(call_id, match.differs_from, arguments))
-        return call_id, await self.continue_nested(call_id, on_progress=on_progress, hold=hold)
+        return call_id, None
 
-    async def continue_nested(self, call_id: str, *,
-                              on_progress: ProgressListener | None = None,
-                              hold: bool = False) -> CallOutcome | None:
+    async def nested_call(self, name: str, arguments: Any = None, *,
+                          hold: bool = False) -> tuple[str, CallOutcome | None]:
+        """:meth:`execute_tool`, returning the nested call's id too. With ``hold``, a call
+        that waits for a person's approval is not waited for: ``(its id, None)`` is
+        returned, and the call waits in the log (:meth:`continue_nested` takes it up)."""
+        call_id, refused = await self._request(name, arguments)
+        if refused is not None:
+            return call_id, refused
+        return call_id, await self.continue_nested(call_id, hold=hold)
+
+    async def continue_nested(self, call_id: str, *, hold: bool = False) -> CallOutcome | None:
         """Carry the recorded nested call ``call_id`` from where the log says it is to its
         end (2.-8.), and its outcome; with ``hold``, ``None`` while it waits for a person's
         approval."""
         inflight = self._inflight
-        # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
         inflight.begin(call_id)
-        inflight.progress.listen(call_id, on_progress)
         try:
             ended = await self._advance(self._env, self._recorder, inflight, call_id,
                                         wait=not hold)
         finally:
             inflight.end(call_id)
-            heard = inflight.progress.unlisten(call_id)
-        if heard is not None:
-            raise heard  # the listener's own failure, now that the call has ended
-        if ended is None:
-            return None
-        return self._outcome(call_id, own_result(ended))
+        return None if ended is None else self._outcome(call_id, own_result(ended))
 
     def _outcome(self, call_id: str, result: ToolResult) -> CallOutcome:
         return CallOutcome(call_id=call_id, result=result,
