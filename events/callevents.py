@@ -26,6 +26,7 @@ __all__ = [
     "FailureKind",
     "Origin",
     "PolicyDecided",
+    "ProgramSuspended",
     "QuestionAction",
     "QuestionAnswered",
     "QuestionAsked",
@@ -188,6 +189,29 @@ class QuestionAnswered:
 
 
 @attrs.frozen(kw_only=True, weakref_slot=False)
+class ProgramSuspended:
+    """The code tool's program stopped while every call it waits for waits for a person
+    (docs/codemode.md, "Pause and resume"): its state is kept here, and its sandbox released.
+
+    ``state`` is the sandbox's dump of the stopped program (base64), ``sha256`` the SHA-256 of
+    the dump's bytes, and ``sandbox`` the sandbox release that made it (a dump loads only in
+    the same). ``waits_for`` are the nested calls the program has made and not yet been
+    answered, by the engine's ids; ``program_calls`` the sandbox's ids of the same calls, in
+    the same order, which the program is answered by when it goes on. ``printed`` is what the
+    program printed so far (the part kept), ``printed_cut`` how many characters of it were
+    cut. The call stays running: a ``resume()`` loads the latest state and goes on."""
+
+    call_id: str
+    waits_for: tuple[str, ...]
+    program_calls: tuple[int, ...]
+    state: str
+    sha256: str
+    sandbox: str
+    printed: str = ""
+    printed_cut: int = 0
+
+
+@attrs.frozen(kw_only=True, weakref_slot=False)
 class ResultHandlerFailed:
     """A ``tool_result`` handler raised; it was skipped and the chain went on."""
 
@@ -280,6 +304,7 @@ CallEvent = Union[
     ToolProgress,
     QuestionAsked,
     QuestionAnswered,
+    ProgramSuspended,
     ResultHandlerFailed,
     ToolCallCompleted,
     ToolCallFailed,

@@ -61,6 +61,17 @@ class Printed:
             self._kept += min(room, len(text))
         self.dropped += max(0, len(text) - max(room, 0))
 
+    def restore(self, kept: str, dropped: int) -> None:
+        """Go on from what a paused program had printed (``kept``, and ``dropped`` cut)."""
+        self._parts = [kept[:self._limit]]
+        self._kept = len(self._parts[0])
+        self.dropped = dropped + len(kept) - self._kept
+
+    @property
+    def kept(self) -> str:
+        """The kept output, without a word about the cut."""
+        return "".join(self._parts)
+
     @property
     def text(self) -> str:
         """The kept output, with a line saying how much was cut."""

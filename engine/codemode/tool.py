@@ -4,9 +4,9 @@ Its body runs the model's program (:mod:`.program`) with the active codemode too
 and returns what the program printed and the value of its last expression; a program that
 fails (a syntax error, an exception it did not catch, a limit) ends the call as an error
 result with the same output. It is declared ``idempotent``: all it does to the world it does
-through nested calls, which the log answers when the body runs again after a restart (a
-program waiting for an approval when its process stopped goes on in the next one; see
-docs/codemode.md).
+through nested calls, which the log answers when the body runs again. A program whose calls
+wait for a person's approval stops with its state recorded, and the body run again by the next
+``resume()`` goes on from it, in this process or another (see docs/codemode.md).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ _INPUT: Final = {
 _ANNOTATIONS: Final = Annotations(read_only=True, open_world=False, idempotent=True)
 _WHAT: Final = {"syntax": "The program has a syntax error",
                 "raised": "The program raised an exception",
-                "crashed": "The program was stopped"}
+                "crashed": "The program was stopped",
+                "refused": "The program's recorded state was refused"}
 
 
 def code_tool(*, limits: CodeLimits | None = None, description: str = "") -> ToolSpec:

@@ -17,6 +17,7 @@ __all__ = [
     "CodeModeUnavailable",
     "InvalidAnswer",
     "NoModel",
+    "ProgramStateRefused",
     "QuestionNotPending",
     "SessionBroken",
     "SessionClosed",
@@ -91,3 +92,11 @@ class CodeModeUnavailable(ToolledgerError, ImportError):
     """Code mode used where its sandbox is not installed: ``code_tool()`` without the
     ``codemode`` extra. Install it (``pip install 'toolledger[codemode]'``), which pins the
     Monty releases code mode is tested with (docs/codemode.md)."""
+
+
+class ProgramStateRefused(ToolledgerError):
+    """A code tool's program cannot go on from its recorded state: the dump's bytes do not
+    match the hash its ``program_suspended`` record names (changed or cut short), or they
+    were made by another release of the sandbox. Nothing of the program runs: its call ends
+    as an error result naming this, and the model may run the program again
+    (docs/codemode.md, "Pause and resume")."""

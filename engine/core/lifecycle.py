@@ -24,6 +24,7 @@ session's *state* is everything derived from its log)::
     allowed ──denied | failed (unavailable)──▶ closed
     running ──progress | question asked | question answered──▶ running
     running ──tools activated | result handler failed──▶ running
+    running ──program suspended (the code tool's program, its state kept)──▶ running
     running ──started (the body runs again after a restart)──▶ running
     running ──completed | failed | denied──▶ closed
     any open stage ──cancelled──▶ closed
@@ -114,6 +115,7 @@ TRANSITIONS: Mapping[CallStage, Mapping[str, CallStage]] = {
         "tool_progress": S.RUNNING,
         "question_asked": S.RUNNING,
         "question_answered": S.RUNNING,
+        "program_suspended": S.RUNNING,
         "tools_activated": S.RUNNING,
         "result_handler_failed": S.RUNNING,
         "tool_call_completed": S.CLOSED,

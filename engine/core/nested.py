@@ -61,12 +61,19 @@ class Match:
 class NestedCalls:
     """The nested calls of one run of a body: the recorded ones not yet asked for again, and
     the next free index. ``recorded`` is the log's nested calls of ``parent_id`` in the order
-    they were requested, each as ``(call_id, name, requested arguments)``."""
+    they were requested, each as ``(call_id, name, requested arguments)``. ``taken`` are
+    recorded calls no request may match (a program that goes on from its recorded state
+    made them before): only new ids are drawn past them."""
 
-    def __init__(self, parent_id: str, recorded: Iterable[tuple[str, str, Any]]) -> None:
+    def __init__(self, parent_id: str, recorded: Iterable[tuple[str, str, Any]], *,
+                 taken: Iterable[str] = ()) -> None:
         self._parent_id = parent_id
         self._unanswered: list[tuple[str, str, str]] = []
         last = -1
+        for call_id in taken:
+            index = call_id.rpartition("/")[2]
+            if index.isdigit():
+                last = max(last, int(index))
         for call_id, name, arguments in recorded:
             self._unanswered.append((call_id, name, canonical(arguments)))
             index = call_id.rpartition("/")[2]

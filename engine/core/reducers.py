@@ -37,6 +37,7 @@ from events.types import (
     ModelResponded,
     ModelToolCall,
     PolicyDecided,
+    ProgramSuspended,
     QuestionAnswered,
     QuestionAsked,
     Record,
@@ -441,6 +442,8 @@ class Projection:
             self._question_asked(call, event)
         elif isinstance(event, QuestionAnswered):
             self._question_answered(call, event)
+        elif isinstance(event, ProgramSuspended):
+            self._program_suspended(call, event)
         elif isinstance(event, ToolCallRewritten):
             call.arguments = event.arguments
             call.rewrites = (*call.rewrites, event)
@@ -488,6 +491,17 @@ class Projection:
         questions[index] = AskedQuestion(asked=asked.asked, answer=event)
         call.questions = tuple(questions)
         self._questions.pop(asked_id, None)
+
+    def _program_suspended(self, call: LiveCall, event: ProgramSuspended) -> None:
+        children = self._children.get(call.call_id, ())
+        if len(event.program_calls) != len(event.waits_for):
+            raise LifecycleError(f"call {call.call_id}: a suspended program names "
+                                 f"{len(event.waits_for)} calls it waits for but "
+                                 f"{len(event.program_calls)} ids of the sandbox's")
+        for waited in event.waits_for:
+            if waited not in children:
+                raise LifecycleError(f"call {call.call_id}: its suspended program waits for "
+                                     f"{waited!r}, which is not a call nested under it")
 
     def _enter_result(self, call: LiveCall) -> None:
         assert call.terminal is not None

@@ -19,7 +19,7 @@ from events.types import ToolProgress, ToolSnapshot
 
 from .questions import Answer
 
-__all__ = ["CallOutcome", "ToolContext"]
+__all__ = ["BodySuspended", "CallOutcome", "ToolContext"]
 
 T = TypeVar("T")
 
@@ -49,6 +49,14 @@ class CallOutcome:
     def structured_content(self) -> Any:
         """The result's structured content (``None`` if there is none)."""
         return self.result.structured_content
+
+
+class BodySuspended(Exception):
+    """Raised by a body that recorded its own state and stopped, to go on at the next
+    ``resume()`` (the code tool's program: docs/codemode.md, "Pause and resume"). The call
+    stays running in the log, with no terminal event. Only the runtime's ctx may let a body
+    stop so (``CallContext.suspend``); raised by any other body, it is a failure as any
+    exception is."""
 
 
 class ToolContext(Protocol):

@@ -62,6 +62,7 @@ from ..core.outputs import (
 )
 from ..core.policy import deny_rule
 from ..core.refusals import APPROVER_REFUSED, denied_result, not_approved_result
+from ..core.toolcontext import BodySuspended
 from ..core.tools import ToolCall
 from ..core.views import LiveCall
 from .context import CallContext
@@ -130,7 +131,7 @@ async def advance(env: Environment, recorder: Recorder, inflight: InFlight, call
 # -- 6.-8. the body, the result handlers, the terminal event -----------------------------------
 
 async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
-                  view: LiveCall) -> ToolResult:
+                  view: LiveCall) -> ToolResult | None:
     """Run the body of an allowed call and end it. ``started`` is recorded and written before
     the body runs, also when the body runs again after a restart (an interrupted idempotent
     call): no body runs without a fact in the log that says so. And no such fact without a
@@ -139,7 +140,9 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
     ``resume()`` (docs/resume.md, "Closing a session with work in flight").
 
     The end is recorded, not written: whoever hands the result on writes it first
-    (:mod:`engine.runtime.recorder` lists who, and when)."""
+    (:mod:`engine.runtime.recorder` lists who, and when). ``None``: the body stopped with
+    its state recorded (:class:`~engine.core.toolcontext.BodySuspended`), and the call runs
+    on at the next ``resume()``."""
     call_id = view.call_id
     if not _may_run(env, recorder, view):  # a deny rule, or no such tool here: it ends unrun
         assert view.result is not None
@@ -158,6 +161,7 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
     ctx = CallContext(call, env, recorder, inflight, advance)
     failure: Failure | None = None
     returned: Any = None
+    suspended = False
     try:
         if spec.timeout is None:
             returned = await in_copy(spec.execute, call, ctx)
@@ -166,6 +170,12 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
                 returned = await in_copy(spec.execute, call, ctx)
             if scope.cancelled_caught:
                 failure = ("timeout", f"{spec.name} timed out after {spec.timeout} s", None, None)
+    except BodySuspended as exc:
+        if not ctx.suspended:  # only a body whose ctx recorded its state may stop so
+            error = error_info(exc, text_limit(env.limits))
+            failure = ("raised", f"{spec.name} failed: {error.type}: {error.message}", error,
+                       None)
+        suspended = ctx.suspended
     except InvalidOutput as exc:
         error = error_info(exc, text_limit(env.limits))
         failure = ("invalid_output", f"{spec.name} returned output that violates its output "
@@ -177,6 +187,9 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
         unasked = ctx.close()
     for child in unasked:  # a body run again that no longer asks for a recorded nested call
         close_open(recorder, child, f"{spec.name} ran again and did not ask for it")
+    if suspended:  # it stopped with its state recorded: the call runs on at the next resume()
+        await recorder.flush()
+        return None
 
     raw: ToolResult | None = None
     size = 0
@@ -269,7 +282,7 @@ async def _result_handlers(env: Environment, recorder: Recorder, view: LiveCall,
 # -- bodies that run again ----------------------------------------------------------------------
 
 async def _again(env: Environment, recorder: Recorder, inflight: InFlight,
-                 view: LiveCall) -> ToolResult:
+                 view: LiveCall) -> ToolResult | None:
     """A body that started in an earlier process and has no result: run it again if its
     tool is idempotent (its nested calls are answered from the log), else end it.
 

@@ -15,19 +15,26 @@ from typing import Any, Protocol, TypeVar
 import trio
 
 from events.results import ContentBlock, ToolResult, text
-from events.types import ToolCallRequested, ToolProgress, ToolSnapshot, ToolsActivated
+from events.types import (
+    ProgramSuspended,
+    ToolCallRequested,
+    ToolProgress,
+    ToolSnapshot,
+    ToolsActivated,
+)
 
 from ..core.environment import Environment
 from ..core.errors import CallNotFound
+from ..core.lifecycle import CallStage
 from ..core.jsonvalues import NotJson, copy_json, ensure_json, own_json, own_result
 from ..core.limits import Limits, admit, json_size, result_size
 from ..core.nested import NestedCalls, first_difference
 from ..core.questions import Answer, AskedBefore
 from ..core.toolcontext import CallOutcome, ToolContext
 from ..core.tools import ToolCall
-from . import questions
+from . import questions, suspending
 from .bodytasks import BodyTasks
-from .endings import fail
+from .endings import close_open, fail
 from .inflight import InFlight
 from .keeping import whole_result
 from .progress import ProgressListener, listener_checked
@@ -106,6 +113,8 @@ class CallContext(ToolContext):
         self._asked: AskedBefore | None = None  # made at the first question
         self._tasks = BodyTasks()
         self._open = True
+        #: the body recorded its state and stops (:meth:`suspend`)
+        self.suspended = False
 
     @property
     def call_id(self) -> str:
@@ -146,7 +155,27 @@ class CallContext(ToolContext):
                 f"runs (don't keep it in a background task)"
             )
         on_progress = listener_checked(on_progress, "execute_tool(on_progress=...)")
-        env, recorder, inflight = self._env, self._recorder, self._inflight
+        call_id, refused = await self._request(name, arguments)
+        if refused is not None:
+            return refused
+        # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
+        inflight = self._inflight
+        inflight.begin(call_id)
+        inflight.progress.listen(call_id, on_progress)
+        try:
+            ended = await self._advance(self._env, self._recorder, inflight, call_id, wait=True)
+        finally:
+            inflight.end(call_id)
+            heard = inflight.progress.unlisten(call_id)
+        if heard is not None:
+            raise heard  # the listener's own failure, now that the call has ended
+        assert ended is not None
+        return self._outcome(call_id, own_result(ended))
+
+    async def _request(self, name: str, arguments: Any) -> tuple[str, CallOutcome | None]:
+        """Step 1: the nested call a request is (recorded now, or by a first run of the
+        body), and its outcome if it ends here (arguments that are not JSON, a mismatch)."""
+        env, recorder = self._env, self._recorder
         arguments, problem = admitted(arguments, env.limits)
         name = str(name)
         nested = self._nested or self._nested_calls()
@@ -163,22 +192,35 @@ class CallContext(ToolContext):
             recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
                                               origin="nested", parent_id=self._call.call_id))
             if problem is not None:
-                return self._outcome(call_id, refuse_unreadable(recorder, call_id, name, problem))
+                return call_id, self._outcome(
+                    call_id, refuse_unreadable(recorder, call_id, name, problem))
             if match.differs_from is not None:
-                return self._outcome(call_id,
-                                     self._mismatch(call_id, match.differs_from, arguments))
-        # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
+                return call_id, self._outcome(
+                    call_id, self._mismatch(call_id, match.differs_from, arguments))
+        return call_id, None
+
+    async def nested_call(self, name: str, arguments: Any = None, *,
+                          hold: bool = False) -> tuple[str, CallOutcome | None]:
+        """:meth:`execute_tool`, returning the nested call's id too. With ``hold``, a call
+        that waits for a person's approval is not waited for: ``(its id, None)`` is
+        returned, and the call waits in the log (:meth:`continue_nested` takes it up)."""
+        call_id, refused = await self._request(name, arguments)
+        if refused is not None:
+            return call_id, refused
+        return call_id, await self.continue_nested(call_id, hold=hold)
+
+    async def continue_nested(self, call_id: str, *, hold: bool = False) -> CallOutcome | None:
+        """Carry the recorded nested call ``call_id`` from where the log says it is to its
+        end (2.-8.), and its outcome; with ``hold``, ``None`` while it waits for a person's
+        approval."""
+        inflight = self._inflight
         inflight.begin(call_id)
-        inflight.progress.listen(call_id, on_progress)
         try:
-            ended = await self._advance(env, recorder, inflight, call_id, wait=True)
+            ended = await self._advance(self._env, self._recorder, inflight, call_id,
+                                        wait=not hold)
         finally:
             inflight.end(call_id)
-            heard = inflight.progress.unlisten(call_id)
-        if heard is not None:
-            raise heard  # the listener's own failure, now that the call has ended
-        assert ended is not None
-        return self._outcome(call_id, own_result(ended))
+        return None if ended is None else self._outcome(call_id, own_result(ended))
 
     def _outcome(self, call_id: str, result: ToolResult) -> CallOutcome:
         return CallOutcome(call_id=call_id, result=result,
@@ -341,6 +383,51 @@ class CallContext(ToolContext):
         it returns or raises then is dropped. So a sync tool's side effects may happen after
         its call was recorded as timed out or cancelled (docs/tools.md, "Sync tools")."""
         return await trio.to_thread.run_sync(function, *args, abandon_on_cancel=True)
+
+    # -- a body that stops with its state recorded (the code tool's program) ------------------
+
+    @property
+    def may_suspend(self) -> bool:
+        """Whether this call's body may stop with its state recorded (:meth:`suspend`): a
+        model's call in a session whose approver may answer later (a paused session resumes
+        it)."""
+        return self._call.origin == "model" and self._env.may_defer
+
+    async def suspend(self, event: ProgramSuspended) -> None:
+        """Record and write the state the body stops with; it then raises
+        :class:`~engine.core.toolcontext.BodySuspended`, and the call stays running in the
+        log for the next ``resume()`` (which runs the body again, to go on from it)."""
+        if not self.may_suspend or event.call_id != self.call_id:
+            raise RuntimeError(f"call {self.call_id} cannot stop with its state recorded: only "
+                               f"a model's call may, in a session whose approver may answer "
+                               f"later")
+        self._recorder.record(event)
+        await self._recorder.flush()
+        self.suspended = True
+
+    def last_suspension(
+        self,
+    ) -> tuple[ProgramSuspended, tuple[str, ...], Mapping[str, str]] | None:
+        """The state this call's body recorded when it last stopped, with the nested calls
+        requested before it and their tools' names (:mod:`engine.runtime.suspending`)."""
+        return suspending.last_suspension(self._recorder, self.call_id)
+
+    def go_on_from(self, taken: Iterable[str]) -> None:
+        """This run of the body goes on from a recorded state, to which the nested calls
+        ``taken`` belong: no request is matched to them (:meth:`continue_nested` takes them
+        up by id). Call it before the first nested call."""
+        self._nested = suspending.nested_after(self._recorder, self.call_id, taken)
+
+    def awaits_approval(self, call_id: str) -> bool:
+        """Whether the call ``call_id`` waits for an answer to its approval request."""
+        call = self._recorder.projection.live_calls.get(call_id)
+        return call is not None and call.stage is CallStage.AWAITING
+
+    def close_nested(self, call_id: str, reason: str) -> None:
+        """Cancel the nested call ``call_id`` if it is still open (one the body no longer
+        waits for), and the calls below it."""
+        if call_id.startswith(f"{self.call_id}/"):
+            close_open(self._recorder, call_id, reason)
 
     def close(self) -> tuple[str, ...]:
         """The call's body has returned: nothing more may be recorded through this ctx.

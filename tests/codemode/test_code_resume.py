@@ -1,6 +1,6 @@
-"""A program paused mid-gather for an approval, its process killed, resumed in another process:
-each call runs exactly once, on JSONL, SQLite and PostgreSQL, and the program's answer reaches
-the model."""
+"""A program paused mid-gather for an approval, its state recorded and its process killed, goes
+on from that state in another process: each call runs exactly once, on JSONL, SQLite and
+PostgreSQL, and the program's answer reaches the model."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import trio
 
 from engine import fold
 from events.stores.urls import open_store
-from events.types import ApprovalResolved
+from events.types import ApprovalResolved, ProgramSuspended
 from tests.workers.code_worker import KEY
 
 pytest.importorskip("pydantic_monty")
@@ -54,6 +54,7 @@ def test_a_program_paused_for_an_approval_resumes_in_another_process_exactly_onc
     report = json.loads(resumed.stdout.strip().splitlines()[-1])
     # every body ran once: the reads were answered from the log, the write ran after approval
     assert sorted(side.read_text().splitlines()) == ["fetch 1", "fetch 2", "store hello"]
+    assert report["loaded"] == ["1.0"]  # it went on from the recorded state
     assert report["statuses"] == {"1.0": "completed", "1.0/0": "completed",
                                   "1.0/1": "completed", "1.0/2": "completed"}
     assert report["answer"].startswith(
@@ -68,3 +69,7 @@ def test_a_program_paused_for_an_approval_resumes_in_another_process_exactly_onc
     assert state.open_calls == () and state.pending_approvals == ()
     [resolved] = [r.event for r in records if isinstance(r.event, ApprovalResolved)]
     assert resolved.call_id == "1.0/2" and resolved.granted
+    # the state the killed process recorded: the write waited, the gathered read had ended
+    [suspended] = [r.event for r in records if isinstance(r.event, ProgramSuspended)]
+    assert suspended.call_id == "1.0" and sorted(suspended.waits_for) == ["1.0/1", "1.0/2"]
+    assert [type(r.event).__name__ for r in records].count("ToolExecutionStarted") == 5

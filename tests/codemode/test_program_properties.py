@@ -1,6 +1,6 @@
-"""Generated programs over faux tools (sequential, parallel, failing, denied): the log folds
-to what ran, each call ran once, the program saw what the tools answered, and a replay runs
-the program again to the same calls."""
+"""Generated programs over faux tools (sequential, parallel, failing, denied), answered at once
+or paused for their approvals and resumed: the log folds to what ran, each call ran once, the
+program saw what the tools answered, and a replay runs the program again to the same calls."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import ApprovalRequest, Session, fold
+from engine import LATER, ApprovalRequest, Session, fold
 from engine.codemode import CODE_TOOL, code_tool
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.replay import redrive
 from engine.testing.invariants import check_log
 from events import MemoryStore
+from events.types import ProgramSuspended
 from tests.strategies import PROPERTY
 
 from codemode_tools import CODEMODE, RAN
@@ -123,5 +124,55 @@ def test_a_generated_program_runs_each_call_once_and_the_log_folds_to_it(
         report = await redrive(records, tools=[*CODEMODE, code_tool()])
         assert report.ok, [d.describe() for d in report.divergences]
         assert sum(RAN.values()) == ran  # no tool body ran in the replay
+
+    trio.run(main)
+
+
+@PROPERTY
+@given(steps=st.lists(statements, min_size=1, max_size=4), reopen=st.booleans())
+def test_a_generated_program_that_pauses_for_its_approvals_goes_on_to_the_same_end(
+        steps: list[tuple[str, list[tuple[str, Any]]]], reopen: bool) -> None:
+    """Every approval answered later, at a pause, by the host (in the same session, or in one
+    opened again on the store): the program stops with its state recorded at each pause and
+    goes on from it, to what it does when answered at once."""
+    flat = [call for _, group in steps for call in group]
+    code = program(steps)
+
+    async def later(request: ApprovalRequest) -> Any:
+        return LATER
+
+    async def main() -> None:
+        RAN.clear()
+        store = MemoryStore()
+        model = FauxModel([faux_tool_call(CODE_TOOL, {"code": code}), faux_text("done")])
+        tools = [*CODEMODE, code_tool()]
+        async with Session.open(store, model=model, tools=tools, approver=later) as session:
+            sid = session.session_id
+            await session.activate([t.name for t in CODEMODE])
+            result = await session.prompt("go")
+            while result.stop == "paused" and not reopen:
+                for request in result.pending:
+                    await session.resolve_approval(request.call_id, await approver(request))
+                result = await session.resume()
+        while result.stop == "paused":
+            async with Session.open(store, model=model, tools=tools, approver=later,
+                                    session_id=sid) as session:
+                for request in session.pending_approvals():
+                    await session.resolve_approval(request.call_id, await approver(request))
+                result = await session.resume()
+        assert result.stop == "end_turn"
+        records = await store.read(sid)
+        check_log(records, state=session.state, transcript=session.transcript, closed=True)
+        state = fold(records)
+        top = next(v for v in state.calls.values() if v.name == CODE_TOOL)
+        assert top.result is not None and not top.result.is_error, top.result
+        assert top.result.structured_content["result"] == [expected(c) for c in flat]
+        suspended = [r.event for r in records if isinstance(r.event, ProgramSuspended)]
+        assert len(suspended) >= (1 if any(name == "wipe" for name, _ in flat) else 0)
+        assert sum(RAN.values()) == sum(1 for c in flat if expected(c) != "denied")
+        ran = sum(RAN.values())
+        report = await redrive(records, tools=tools)
+        assert report.ok, [d.describe() for d in report.divergences]
+        assert sum(RAN.values()) == ran
 
     trio.run(main)

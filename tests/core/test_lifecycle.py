@@ -29,6 +29,7 @@ from events.types import (
     Event,
     ModelToolCall,
     PolicyDecided,
+    ProgramSuspended,
     QuestionAnswered,
     QuestionAsked,
     Record,
@@ -76,6 +77,8 @@ SAMPLES: dict[str, Callable[[str], Event]] = {
                                               schema=FORM),
     "question_answered": lambda c: QuestionAnswered(call_id=c, question_id=f"{c}#1",
                                                     action="decline"),
+    "program_suspended": lambda c: ProgramSuspended(
+        call_id=c, waits_for=(), program_calls=(), state="", sha256="0" * 64, sandbox="s"),
     "tools_activated": lambda c: ToolsActivated(names=("t",), call_id=c),
     "result_handler_failed": lambda c: ResultHandlerFailed(
         call_id=c, handler="h", error=ErrorInfo(type="E", message="m")),

@@ -7,9 +7,10 @@ another process answers the approval and resumes.
 
 STORE is a store URL (a JSONL path, ``sqlite:///...``, ``postgresql://...``), opened with a key,
 so every record is sealed and every read verified. SIDE is a file each tool body appends a line
-to, so a test can count how often a body ran. ``pause`` prints ``PAUSED`` once the approval is
-pending and what ran before it is written, then kills itself (SIGKILL: no cleanup runs);
-``resume`` prints one JSON line: how the resume ended and each call's status.
+to, so a test can count how often a body ran. ``pause`` prints ``PAUSED`` once the prompt returned
+paused (the program stopped with its state recorded), then kills itself (SIGKILL: no cleanup
+runs); ``resume`` prints one JSON line: how the resume ended, the calls whose recorded program
+state it loaded, and each call's status.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import trio
 
 from engine import LATER, Annotations, Session, ToolResult, text, tool
 from engine.codemode import CODE_TOOL, code_tool
+from engine.codemode import program
 from engine.models import FauxModel, ModelMessage, ModelRequest, faux_text, faux_tool_call
 from events import SessionInUse
 from events.stores.urls import open_store
@@ -38,6 +40,21 @@ second, written = await asyncio.gather(fetch_async(n=2), store_async(text="hello
 print("fetched", first, second)
 [first, second, written]
 """
+
+
+#: The calls whose recorded program state this process loaded.
+LOADED: list[str] = []
+
+
+def counted_loads() -> None:
+    """Count the states the sandbox is handed (each is checked first, here)."""
+    checked = program.state_bytes
+
+    def spy(event: Any, release: str) -> bytes:
+        LOADED.append(event.call_id)
+        return checked(event, release)
+
+    program.state_bytes = spy  # type: ignore[assignment]
 
 
 def tools(side: Path) -> list[Any]:
@@ -108,22 +125,20 @@ async def run(mode: str, url: str, session_id: str, side: Path) -> None:
                 result = await session.resume()
                 print(json.dumps({
                     "stop": result.stop,
+                    "loaded": LOADED,
                     "statuses": {c: v.status for c, v in session.calls.items()},
                     "answer": session.transcript[-1].text,
                 }), flush=True)
                 return
             await session.activate(["fetch", "store"])
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(session.prompt, "go")
-                await session.wait_pending_approvals()
-                while any(session.calls[c].name == "fetch"
-                          for c in session.state.open_calls):
-                    await trio.sleep(0)  # the gathered read, running beside the wait
-                # a write of the host's own, so what ran is in the store before the kill
-                await session.set_active_tools(sorted(session.state.active_tools))
-                print("PAUSED", flush=True)
-                os.kill(os.getpid(), signal.SIGKILL)
+            # the program stops with its state recorded once the gathered read has ended and
+            # the write waits for its approval; the prompt returns paused when it is written
+            result = await session.prompt("go")
+            assert result.stop == "paused", result
+            print("PAUSED", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
 
 
 if __name__ == "__main__":
+    counted_loads()
     trio.run(run, sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4]))
