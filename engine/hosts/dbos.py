@@ -30,7 +30,6 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AsyncExitStack
 from typing import Any
 
 import trio
@@ -42,7 +41,7 @@ from events.types import UserMessage
 
 from ..core.tools import ToolSpec
 from ..runtime.session import PromptResult, Session
-from .steps import ModelFactory, ask_later, describe, open_model
+from .steps import ModelFactory, describe, stepped_session
 
 __all__ = [
     "APPROVALS",
@@ -104,16 +103,9 @@ class SessionWorker:
 
     async def _in_session(self, session_id: str,
                           step: Callable[[Session], Any]) -> dict[str, Any]:
-        store = self.open_store()
-        try:
-            async with AsyncExitStack() as stack, Session.open(
-                store, session_id=session_id, create=True,
-                model=await open_model(self.model, session_id, stack), tools=self.tools,
-                approver=ask_later,
-            ) as session:
-                result: PromptResult = await step(session)
-        finally:
-            store.close()
+        async with stepped_session(self.open_store, session_id, self.model,
+                                   self.tools) as session:
+            result: PromptResult = await step(session)
         return describe(result)
 
 

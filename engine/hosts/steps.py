@@ -6,15 +6,15 @@ person, who answers from outside (a signal, a durable message).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from ..core.approvals import LATER, ApprovalRequest
 from ..models import Model
-from ..runtime.session import PromptResult
+from ..runtime.session import PromptResult, Session
 
-__all__ = ["ModelFactory", "ask_later", "describe", "open_model"]
+__all__ = ["ModelFactory", "ask_later", "describe", "open_model", "stepped_session"]
 
 #: What makes a session's model for one step, from the session's id: the model itself, or an
 #: async context manager that opens it (and its client) and closes it when the step ends.
@@ -32,6 +32,24 @@ async def open_model(factory: ModelFactory, session_id: str, stack: AsyncExitSta
     if isinstance(made, AbstractAsyncContextManager):
         return await stack.enter_async_context(made)
     return made
+
+
+@asynccontextmanager
+async def stepped_session(open_store: Callable[[], Any], session_id: str, model: ModelFactory,
+                          tools: Sequence[Any]) -> AsyncIterator[Session]:
+    """The session ``session_id`` opened for one step on a store ``open_store`` makes (created
+    if new), with its model made for the step and every approval left for a person; the
+    session, its model and the store are closed when the step ends, however it ends."""
+    store = open_store()
+    try:
+        async with AsyncExitStack() as stack, Session.open(
+            store, session_id=session_id, create=True,
+            model=await open_model(model, session_id, stack), tools=tools,
+            approver=ask_later,
+        ) as session:
+            yield session
+    finally:
+        store.close()
 
 
 def describe(result: PromptResult) -> dict[str, Any]:

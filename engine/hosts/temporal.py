@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +37,8 @@ from events.types import UserMessage
 
 from ..core.tools import ToolSpec
 from ..runtime.session import PromptResult, Session
-from .steps import ModelFactory, ask_later, describe, open_model
+from .steps import ModelFactory, describe, stepped_session
+from .steps import ask_later as ask_later  # importable from here, as before
 
 
 @dataclass
@@ -128,25 +128,18 @@ class SessionActivities:
 
     async def _in_session(self, session_id: str,
                           step: Callable[[Session], Any]) -> PromptOutcome:
-        store = self.open_store()
-        try:
-            async with AsyncExitStack() as stack, Session.open(
-                store, session_id=session_id, create=True,
-                model=await open_model(self.model, session_id, stack), tools=self.tools,
-                approver=ask_later,
-            ) as session:
-                result: PromptResult | None = None
-                activity.heartbeat(len(session.records))  # where the log stood at the start
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._heartbeats, session, nursery.cancel_scope,
-                                       len(session.records))
-                    result = await step(session)
-                    nursery.cancel_scope.cancel()
-                if result is None:  # the heartbeats saw Temporal cancel the activity
-                    raise CancelledError("the activity was cancelled: the prompt's open "
-                                         "calls are recorded as cancelled")
-        finally:
-            store.close()
+        async with stepped_session(self.open_store, session_id, self.model,
+                                   self.tools) as session:
+            result: PromptResult | None = None
+            activity.heartbeat(len(session.records))  # where the log stood at the start
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._heartbeats, session, nursery.cancel_scope,
+                                   len(session.records))
+                result = await step(session)
+                nursery.cancel_scope.cancel()
+            if result is None:  # the heartbeats saw Temporal cancel the activity
+                raise CancelledError("the activity was cancelled: the prompt's open "
+                                     "calls are recorded as cancelled")
         return PromptOutcome(**describe(result))
 
     async def _heartbeats(self, session: Session, scope: trio.CancelScope, last: int) -> None:
