@@ -47,7 +47,9 @@ def notes(log: str, socket: str) -> MCPToolset[None]:
         sys.executable,  # or "toolledger", where it is installed on PATH
         ["-m", "engine.cli", "serve", "examples.governed_notes:session", "--approvals", socket],
         env={"NOTES_LOG": log, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT), keep_alive=False)
-    return MCPToolset(server, tool_error_behavior="failed")
+    # init_timeout: the served process imports the engine before it answers, which takes more
+    # than the client's 5 s default on a busy machine
+    return MCPToolset(server, tool_error_behavior="failed", init_timeout=60)
 
 
 def script(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

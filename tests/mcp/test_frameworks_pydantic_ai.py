@@ -46,8 +46,10 @@ async def toolset(served: Served, transport: str, **options: Any) -> AsyncIterat
     """pydantic-ai's MCP client on ``toolledger serve``: over stdio it starts the server
     itself; over streamable HTTP it connects to the URL the server printed."""
     if transport == "stdio":
+        # a guard, not a measure: the served process's imports outlast the 5 s default under load
         yield MCPToolset(StdioTransport(served.command, served.args, env=served.env,
-                                        cwd=served.cwd, keep_alive=False), **options)
+                                        cwd=served.cwd, keep_alive=False),
+                         init_timeout=120, **options)
         return
     async with served.over_http() as url:
         yield MCPToolset(url, **options)
