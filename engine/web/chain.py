@@ -1,7 +1,9 @@
 """The ``verify`` badge: whether a session's hash chain holds, as ``toolledger verify`` says.
 
-A check reads the log, so each answer is kept until the session grows. The list checks the
-whole log once for all its rows (one pass over a file), a session's page that one session.
+A check reads the log, so each answer is kept until the session grows. A session's page checks
+that one session; the list checks its rows that changed, each on its own in a database (a
+check reads that session's rows only), all at once in a JSONL file (a check of one session
+reads the whole file anyway, so one pass serves every row).
 A store that keeps no chain (:class:`~events.stores.MemoryStore`) says so.
 """
 
@@ -11,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from events.chainreport import VerifyReport
-from events.stores import EventStore
+from events.stores import EventStore, JsonlStore
 
 __all__ = ["Chains"]
 
@@ -27,6 +29,7 @@ class Chains:
 
     def __init__(self, store: EventStore) -> None:
         self._verify: Any = getattr(store, "verify", None)
+        self._one_pass = isinstance(store, JsonlStore)
         self._kept: dict[str, tuple[int, str]] = {}
 
     async def badge(self, session_id: str, last_seq: int) -> str:
@@ -45,11 +48,15 @@ class Chains:
         return text
 
     async def badges(self, rows: Sequence[tuple[str, int]]) -> dict[str, str]:
-        """The badges of the list's rows (session id, last seq): one check of the whole log,
-        if any row changed since it was last checked."""
+        """The badges of the list's rows (session id, last seq): the rows that changed since
+        they were last checked are checked again (see the module docstring)."""
         if self._verify is None:
             return {sid: UNCHAINED for sid, _ in rows}
-        if any(self._kept.get(sid, (None,))[0] != seq for sid, seq in rows):
+        changed = [(sid, seq) for sid, seq in rows if self._kept.get(sid, (None,))[0] != seq]
+        if changed and not self._one_pass:
+            for sid, seq in changed:
+                await self.badge(sid, seq)
+        elif changed:
             report: VerifyReport = await self._verify()
             checked = {chain.session_id: chain for chain in report.sessions}
             broken = report.broken.session_id if report.broken is not None else None

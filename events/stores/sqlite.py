@@ -334,9 +334,11 @@ class SqliteStore(InlineStore):
         conn = self._ensure_open(self._read_conn)
         rows = {session_of(sid): (int(last), str(head)) for sid, last, head in conn.execute(
             "SELECT session_id, last_seq, head FROM sessions ORDER BY id")}
+        # a check of one session reads that session's records only (no scan for others)
         orphans = [session_of(sid) for (sid,) in conn.execute(
             "SELECT DISTINCT session_id FROM records "
-            "WHERE session_id NOT IN (SELECT session_id FROM sessions)")]
+            "WHERE session_id NOT IN (SELECT session_id FROM sessions)")
+        ] if session is None else []
         return verify_tables(
             self._key, rows, orphans,
             lambda session_id: conn.execute("SELECT seq, line FROM records WHERE session_id = ? "
