@@ -23,6 +23,7 @@ from starlette.staticfiles import StaticFiles
 
 from events.stores import EventStore
 
+from ..core.reducers import LogInconsistency
 from .answers import Refused, record_approval, record_question
 from .chain import Chains
 from .controls import approval_answer, question_answer
@@ -185,6 +186,15 @@ class _Console:
                 400)
         return RedirectResponse(page.url("/session", id=sid), 303)
 
+    async def unfoldable(self, request: Request, exc: Exception) -> Response:
+        """A log whose records cannot follow each other: a page that says where, not a crash."""
+        page = self.page(request)
+        return _html(layout(page, "Log inconsistent", tag(
+            "div", {"class": "refused"}, tag("h1", None, "This log cannot be read as a session"),
+            tag("p", None, str(exc)),
+            tag("p", None, "The records up to that one are shown nowhere else: check the log "
+                           "with toolledger verify, and read it with toolledger show."))), 422)
+
     async def events(self, request: Request) -> Response:
         page = self.page(request)
         fields = _parse(request.scope.get("query_string", b""))
@@ -254,5 +264,5 @@ def console_app(store: EventStore, *, token: str, read_only: bool = False,
         Route("/answer", console.answer, methods=["POST"]),
         Route("/events", console.events),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ])
+    ], exception_handlers={LogInconsistency: console.unfoldable})
     return Guard(app, token)
