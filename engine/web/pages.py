@@ -22,7 +22,8 @@ from .controls import approval_form, question_form
 from .markup import Safe, join, tag
 from .state import Folded, Summary
 
-__all__ = ["Page", "layout", "pending_requests", "session_link", "sessions_page"]
+__all__ = ["Page", "layout", "pending_requests", "replay_form", "session_link",
+           "sessions_page"]
 
 
 @attrs.frozen
@@ -166,6 +167,16 @@ def pending_page(page: Page, sessions: Sequence[Folded]) -> Safe:
     return join([tag("h1", None, "Pending approvals and questions"), parts])
 
 
+def replay_form(page: Page, session_id: str) -> Safe | None:
+    """The button that replays the session (none in read-only mode)."""
+    if page.read_only:
+        return None
+    return tag("form", {"method": "post", "action": page.url("/replay"), "class": "replay"},
+               tag("input", {"type": "hidden", "name": "csrf", "value": page.csrf}),
+               tag("input", {"type": "hidden", "name": "session", "value": session_id}),
+               tag("button", None, "Replay with the recorded tools"))
+
+
 #: How many transcript entries one page of a session shows (the page of its call tree).
 ENTRIES_PER_PAGE = 300
 
@@ -211,7 +222,8 @@ def session_page(page: Page, folded: Folded, summary: Summary, chain: str,
                 f" · {summary.waiting_for}" if summary.waiting_for else None,
                 f" · model {summary.model}" if summary.model else None,
                 f" · {summary.calls} calls · {summary.records} records · last activity "
-                f"{_when(summary.last_time)} · ", tag("span", {"class": "chain"}, chain))
+                f"{_when(summary.last_time)} · ", tag("span", {"class": "chain"}, chain),
+                replay_form(page, sid))
     return join([
         tag("h1", None, "Session ", tag("span", {"class": "id"}, sid)), facts,
         pending_section(page, folded),
