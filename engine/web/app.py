@@ -3,6 +3,7 @@
 Routes (under wherever the app is mounted): ``/`` the sessions list (``?state=``,
 ``?page=``), ``/session?id=ID`` one session (``&calls=N``: a page of its call tree),
 ``/pending`` every pending approval and question, ``/answer`` (POST) a person's answer,
+``/replay`` (POST) a re-drive of one session with its recorded tools, and its report,
 ``/events?...`` the server-sent events that keep a page live, ``/static/...`` the shipped
 stylesheet and script. Every route sits behind :class:`~engine.web.guard.Guard`.
 """
@@ -23,6 +24,8 @@ from starlette.staticfiles import StaticFiles
 
 from events.stores import EventStore
 
+from ..core.reducers import LogInconsistency
+from ..replay import ReplayError
 from .answers import Refused, record_approval, record_question
 from .chain import Chains
 from .controls import approval_answer, question_answer
@@ -30,6 +33,7 @@ from .desk import WebDesk
 from .guard import Guard, csrf_token
 from .markup import Safe, tag
 from .pages import Page, layout, pending_page, session_page, sessions_page
+from .replaying import replay_session, report_page
 from .state import Sessions, Summary, summary
 
 __all__ = ["PER_PAGE", "console_app"]
@@ -145,25 +149,35 @@ class _Console:
         return _html(layout(page, "Pending", await self.pending_body(page),
                             page.url("/events", view="pending")))
 
-    async def answer(self, request: Request) -> Response:
+    async def _form(self, request: Request) -> tuple[dict[str, list[str]], Response | None]:
+        """A posted form's fields, or the page that refuses it: read-only, too large, without
+        the CSRF token, or naming no session of this log."""
         page = self.page(request)
         if self.read_only:
-            return _html(layout(page, "Read-only", tag(
-                "p", None, "This console is read-only (--read-only): it records no answers.")),
-                403)
+            return {}, _html(layout(page, "Read-only", tag(
+                "p", None, "This console is read-only (--read-only): it records no answers "
+                "and replays nothing.")), 403)
         length = int(request.headers.get("content-length") or 0)
         if length > MAX_FORM:
-            return _html(layout(page, "Too large", tag("p", None, "The form is too large.")),
-                         413)
+            return {}, _html(layout(page, "Too large", tag(
+                "p", None, "The form is too large.")), 413)
         fields = _parse(await request.body())
         if _one(fields, "csrf") != self.csrf:
-            return _html(layout(page, "Refused", tag("p", None, (
+            return {}, _html(layout(page, "Refused", tag("p", None, (
                 "The form lacks this console's CSRF token: answer from a page this console "
                 "served (reload it)."))), 403)
         sid = _one(fields, "session")
         if sid not in await self.store.sessions():
-            return _html(layout(page, "Not found", tag("p", None, "No session ", sid,
-                                                       " in this log.")), 404)
+            return {}, _html(layout(page, "Not found", tag("p", None, "No session ", sid,
+                                                           " in this log.")), 404)
+        return fields, None
+
+    async def answer(self, request: Request) -> Response:
+        page = self.page(request)
+        fields, refused = await self._form(request)
+        if refused is not None:
+            return refused
+        sid = _one(fields, "session")
         folded = await self.sessions.get(sid)
         try:
             if _one(fields, "kind") == "question":
@@ -184,6 +198,31 @@ class _Console:
                                    "Back to the session"))), page.url("/session", id=sid)),
                 400)
         return RedirectResponse(page.url("/session", id=sid), 303)
+
+    async def replay(self, request: Request) -> Response:
+        """Re-drive the session with its recorded tools, and show the report."""
+        page = self.page(request)
+        fields, refused = await self._form(request)
+        if refused is not None:
+            return refused
+        sid = _one(fields, "session")
+        folded = await self.sessions.get(sid)
+        try:
+            report = await replay_session(self.store, sid)
+        except ReplayError as exc:
+            return _html(layout(page, "Not replayed", tag(
+                "div", {"class": "refused"}, tag("h1", None, "The session was not replayed"),
+                tag("p", None, str(exc)))), 422)
+        return _html(layout(page, f"Replay of {sid}", report_page(page, folded, report)))
+
+    async def unfoldable(self, request: Request, exc: Exception) -> Response:
+        """A log whose records cannot follow each other: a page that says where, not a crash."""
+        page = self.page(request)
+        return _html(layout(page, "Log inconsistent", tag(
+            "div", {"class": "refused"}, tag("h1", None, "This log cannot be read as a session"),
+            tag("p", None, str(exc)),
+            tag("p", None, "The records up to that one are shown nowhere else: check the log "
+                           "with toolledger verify, and read it with toolledger show."))), 422)
 
     async def events(self, request: Request) -> Response:
         page = self.page(request)
@@ -252,7 +291,8 @@ def console_app(store: EventStore, *, token: str, read_only: bool = False,
         Route("/session", console.session),
         Route("/pending", console.pending),
         Route("/answer", console.answer, methods=["POST"]),
+        Route("/replay", console.replay, methods=["POST"]),
         Route("/events", console.events),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ])
+    ], exception_handlers={LogInconsistency: console.unfoldable})
     return Guard(app, token)

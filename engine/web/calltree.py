@@ -11,7 +11,6 @@ from typing import Any
 from events.callevents import ToolCallCompleted, ToolCallFailed
 from events.types import ToolCallDenied
 
-from ..core.reducers import Projection
 from ..core.views import CallView
 from ..present.render import result_lines
 from .markup import Safe, join, tag
@@ -152,8 +151,7 @@ def call_html(folded: Folded, view: CallView, depth: int = 0) -> Safe:
 def call_tree(folded: Folded, page: int) -> tuple[Safe, int]:
     """Page ``page`` (from 0) of the top-level calls, each with its nested calls; and how many
     pages there are."""
-    projection: Projection = folded.projection
-    roots = projection.roots()
-    pages = max(1, -(-len(roots) // ROOTS_PER_PAGE))
-    shown = roots[page * ROOTS_PER_PAGE:(page + 1) * ROOTS_PER_PAGE]
-    return join(call_html(folded, view) for view in shown), pages
+    calls = folded.projection.calls
+    pages = max(1, -(-len(folded.roots) // ROOTS_PER_PAGE))
+    shown = folded.roots[page * ROOTS_PER_PAGE:(page + 1) * ROOTS_PER_PAGE]
+    return join(call_html(folded, calls[cid]) for cid in shown), pages

@@ -1,21 +1,33 @@
 """The ``verify`` badge: whether a session's hash chain holds, as ``toolledger verify`` says.
 
-A check reads the log, so each answer is kept until the session grows. The list checks the
-whole log once for all its rows (one pass over a file), a session's page that one session.
-A store that keeps no chain (:class:`~events.stores.MemoryStore`) says so.
+A check reads the log, so each answer is kept until the session grows. A session's page checks
+that one session; the list checks its rows that changed, each on its own in a database (a
+check reads that session's rows only), all at once in a JSONL file (a check of one session
+reads the whole file anyway, so one pass serves every row).
+
+A check of up to :data:`INLINE` records is made before the page is sent. A longer one (a
+session of 100 000 calls is some 700 000 records: seconds) runs in the background, a JSONL
+file's in a thread of its own, and the page says so and shows the last answer it has; the next
+page (or the live update) shows the new one. A store that keeps no chain
+(:class:`~events.stores.MemoryStore`) says so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
-from events.chainreport import VerifyReport
-from events.stores import EventStore
+import trio
 
-__all__ = ["Chains"]
+from events.chainreport import VerifyReport
+from events.stores import EventStore, JsonlStore
+
+__all__ = ["INLINE", "Chains"]
 
 UNCHAINED = "no hash chain (this store keeps none)"
+#: The most records (in the sessions to check) checked while the page waits.
+INLINE = 20_000
 
 
 def _keyed(report: VerifyReport) -> str:
@@ -27,39 +39,85 @@ class Chains:
 
     def __init__(self, store: EventStore) -> None:
         self._verify: Any = getattr(store, "verify", None)
+        self._one_pass = isinstance(store, JsonlStore)
         self._kept: dict[str, tuple[int, str]] = {}
+        self._running: set[str | None] = set()  # sessions being checked (None: every one)
+
+    async def _check(self, key: str | None, records: int,
+                     check: Callable[[], Awaitable[None]]) -> None:
+        """Run ``check`` now if it covers at most :data:`INLINE` records, else in the
+        background (once at a time per ``key``)."""
+        if records <= INLINE:
+            await check()
+            return
+        if key in self._running:
+            return
+        self._running.add(key)
+
+        async def background() -> None:
+            try:
+                await check()
+            except Exception:  # noqa: BLE001 - the next page checks again
+                pass
+            finally:
+                self._running.discard(key)
+
+        trio.lowlevel.spawn_system_task(background)
+
+    async def _report(self, **kwargs: Any) -> VerifyReport:
+        if self._one_pass:  # a file read in a thread: the console goes on serving meanwhile
+            report: VerifyReport = await trio.to_thread.run_sync(
+                partial(trio.run, partial(self._verify, **kwargs)))
+            return report
+        return await self._verify(**kwargs)  # type: ignore[no-any-return]
+
+    def _shown(self, session_id: str, last_seq: int) -> str:
+        kept = self._kept.get(session_id)
+        if kept is not None and kept[0] == last_seq:
+            return kept[1]
+        checking = f"checking the chain (up to record {last_seq:,})…"
+        return checking if kept is None else f"{kept[1]} up to record {kept[0]:,}; {checking}"
 
     async def badge(self, session_id: str, last_seq: int) -> str:
         """The badge of one session, as far as ``last_seq``."""
         if self._verify is None:
             return UNCHAINED
         kept = self._kept.get(session_id)
-        if kept is not None and kept[0] == last_seq:
-            return kept[1]
-        report: VerifyReport = await self._verify(session=session_id)
-        if report.broken is not None:
-            text = f"chain BROKEN: {report.broken.problem}"
-        else:
-            text = "chain verified" + _keyed(report)
-        self._kept[session_id] = (last_seq, text)
-        return text
+        if kept is None or kept[0] != last_seq:
+            async def check() -> None:
+                report = await self._report(session=session_id)
+                if report.broken is not None:
+                    text = f"chain BROKEN: {report.broken.problem}"
+                else:
+                    text = "chain verified" + _keyed(report)
+                self._kept[session_id] = (last_seq, text)
+
+            await self._check(session_id, last_seq, check)
+        return self._shown(session_id, last_seq)
 
     async def badges(self, rows: Sequence[tuple[str, int]]) -> dict[str, str]:
-        """The badges of the list's rows (session id, last seq): one check of the whole log,
-        if any row changed since it was last checked."""
+        """The badges of the list's rows (session id, last seq): the rows that changed since
+        they were last checked are checked again (see the module docstring)."""
         if self._verify is None:
             return {sid: UNCHAINED for sid, _ in rows}
-        if any(self._kept.get(sid, (None,))[0] != seq for sid, seq in rows):
-            report: VerifyReport = await self._verify()
-            checked = {chain.session_id: chain for chain in report.sessions}
-            broken = report.broken.session_id if report.broken is not None else None
-            for sid, seq in rows:
-                chain = checked.get(sid)
-                if sid == broken and report.broken is not None:
-                    text = f"chain BROKEN: {report.broken.problem}"
-                elif chain is not None and chain.last_seq >= seq:
-                    text = "chain verified" + _keyed(report)
-                else:
-                    text = "not checked (the log breaks before it)"
-                self._kept[sid] = (seq, text)
-        return {sid: self._kept[sid][1] for sid, _ in rows}
+        changed = [(sid, seq) for sid, seq in rows if self._kept.get(sid, (None,))[0] != seq]
+        if changed and not self._one_pass:
+            for sid, seq in changed:
+                await self.badge(sid, seq)
+        elif changed:
+            async def check() -> None:
+                report: VerifyReport = await self._report()
+                checked = {chain.session_id: chain for chain in report.sessions}
+                broken = report.broken.session_id if report.broken is not None else None
+                for sid, seq in changed:
+                    chain = checked.get(sid)
+                    if sid == broken and report.broken is not None:
+                        text = f"chain BROKEN: {report.broken.problem}"
+                    elif chain is not None and chain.last_seq >= seq:
+                        text = "chain verified" + _keyed(report)
+                    else:
+                        text = "not checked (the log breaks before it)"
+                    self._kept[sid] = (seq, text)
+
+            await self._check(None, sum(seq for _, seq in changed), check)
+        return {sid: self._shown(sid, seq) for sid, seq in rows}

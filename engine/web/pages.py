@@ -22,7 +22,8 @@ from .controls import approval_form, question_form
 from .markup import Safe, join, tag
 from .state import Folded, Summary
 
-__all__ = ["Page", "layout", "pending_requests", "session_link", "sessions_page"]
+__all__ = ["Page", "layout", "pending_requests", "replay_form", "session_link",
+           "sessions_page"]
 
 
 @attrs.frozen
@@ -167,9 +168,26 @@ def pending_page(page: Page, sessions: Sequence[Folded]) -> Safe:
     return join([tag("h1", None, "Pending approvals and questions"), parts])
 
 
-def _transcript(folded: Folded) -> Safe:
+def replay_form(page: Page, session_id: str) -> Safe | None:
+    """The button that replays the session (none in read-only mode)."""
+    if page.read_only:
+        return None
+    return tag("form", {"method": "post", "action": page.url("/replay"), "class": "replay"},
+               tag("input", {"type": "hidden", "name": "csrf", "value": page.csrf}),
+               tag("input", {"type": "hidden", "name": "session", "value": session_id}),
+               tag("button", None, "Replay with the recorded tools"))
+
+
+#: How many transcript entries one page of a session shows (the page of its call tree).
+ENTRIES_PER_PAGE = 300
+
+
+def _transcript(folded: Folded, page: int) -> tuple[Safe, int]:
+    """Page ``page`` (from 0) of the transcript, and how many pages it has."""
+    transcript = folded.projection.transcript
+    pages = max(1, -(-len(transcript) // ENTRIES_PER_PAGE))
     entries = []
-    for entry in folded.projection.transcript:
+    for entry in transcript[page * ENTRIES_PER_PAGE:(page + 1) * ENTRIES_PER_PAGE]:
         if isinstance(entry, UserMessage):
             entries.append(tag("div", {"class": "entry user"}, tag("b", None, "user"),
                                tag("pre", {"class": "text"}, entry.text)))
@@ -185,29 +203,33 @@ def _transcript(folded: Folded) -> Safe:
                     "a", {"href": f"#call-{quote(entry.call_id, errors='surrogatepass')}"},
                     entry.name)),
                 tag("pre", {"class": "text"}, "\n".join(result_lines(result)))))
-    return join(entries)
+    return join(entries), pages
 
 
 def session_page(page: Page, folded: Folded, summary: Summary, chain: str,
                  calls_page: int) -> Safe:
-    """One session: its facts, what waits, the transcript beside the call tree."""
-    tree, pages = call_tree(folded, calls_page)
+    """One session: its facts, what waits, the transcript beside the call tree; both paged,
+    ``calls_page`` the page (from 0) of each."""
+    tree, tree_pages = call_tree(folded, calls_page)
+    transcript, transcript_pages = _transcript(folded, calls_page)
+    pages = max(tree_pages, transcript_pages)
     sid = folded.session_id
+    near = sorted({0, pages - 1, *range(max(calls_page - 3, 0), min(calls_page + 4, pages))})
     paging = [tag("a", {"href": page.url("/session", id=sid, calls=n)},
-                  f"{n + 1}" if n != calls_page else f"[{n + 1}]") for n in range(pages)] \
+                  f"{n + 1}" if n != calls_page else f"[{n + 1}]") for n in near] \
         if pages > 1 else []
     facts = tag("p", {"class": "facts"}, tag("span", {"class": f"state {summary.state}"},
                                               summary.state),
                 f" · {summary.waiting_for}" if summary.waiting_for else None,
                 f" · model {summary.model}" if summary.model else None,
                 f" · {summary.calls} calls · {summary.records} records · last activity "
-                f"{_when(summary.last_time)} · ", tag("span", {"class": "chain"}, chain))
+                f"{_when(summary.last_time)} · ", tag("span", {"class": "chain"}, chain),
+                replay_form(page, sid))
     return join([
         tag("h1", None, "Session ", tag("span", {"class": "id"}, sid)), facts,
         pending_section(page, folded),
         tag("div", {"class": "columns"},
-            tag("section", {"class": "transcript"}, tag("h2", None, "Transcript"),
-                _transcript(folded)),
+            tag("section", {"class": "transcript"}, tag("h2", None, "Transcript"), transcript),
             tag("section", {"class": "calls"}, tag("h2", None, "Calls"),
                 tag("p", {"class": "paging"}, join(join([p, " "]) for p in paging))
                 if paging else None, tree)),

@@ -42,6 +42,9 @@ class Folded:
     started: dict[str, float] = attrs.field(factory=dict)
     ended: dict[str, float] = attrs.field(factory=dict)
     progress: dict[str, list[ToolProgress]] = attrs.field(factory=dict)
+    #: The top-level calls' ids, in the order they were requested: a page of the call tree
+    #: takes its slice, and builds the views of those calls only.
+    roots: list[str] = attrs.field(factory=list)
 
     @property
     def last_seq(self) -> int:
@@ -56,6 +59,8 @@ class Folded:
         event = record.event
         if isinstance(event, ToolCallRequested):
             self.asked[event.call_id] = record.time
+            if event.parent_id is None:
+                self.roots.append(event.call_id)
         elif isinstance(event, ToolExecutionStarted):
             self.started[event.call_id] = record.time
         elif isinstance(event, ToolProgress):

@@ -309,12 +309,16 @@ class PostgresStore(ClosingStore):
         time, in order of first appearance."""
 
         def check(conn: Connection) -> VerifyReport:
+            only, args = ("WHERE session_id = %s ", (sid_of(session),)) \
+                if session is not None else ("", ())  # one session's check: its row only
             table = {session_of(sid): (int(last), str(head)) for sid, last, head in
                      conn.execute("SELECT session_id, last_seq, head FROM toolledger_sessions "
-                                  "ORDER BY id")}
+                                  f"{only}ORDER BY id", args)}
+            # a check of one session reads that session's records only (no scan for others)
             orphans = [session_of(sid) for (sid,) in conn.execute(
                 "SELECT DISTINCT session_id FROM toolledger_records "
-                "WHERE session_id NOT IN (SELECT session_id FROM toolledger_sessions)")]
+                "WHERE session_id NOT IN (SELECT session_id FROM toolledger_sessions)")
+            ] if session is None else []
             return verify_tables(self._key, table, orphans,
                                  lambda session_id: rows(conn, session_id, 1),
                                  session=session, anchors=anchors,

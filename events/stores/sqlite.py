@@ -332,11 +332,15 @@ class SqliteStore(InlineStore):
         that disagrees names the session (see :func:`~events.stores.rows.verify_tables`).
         Reads one session at a time, in order of first appearance."""
         conn = self._ensure_open(self._read_conn)
+        only, args = ("WHERE session_id = ? ", (sid_of(session),)) if session is not None \
+            else ("", ())  # one session's check reads that session's row only
         rows = {session_of(sid): (int(last), str(head)) for sid, last, head in conn.execute(
-            "SELECT session_id, last_seq, head FROM sessions ORDER BY id")}
+            f"SELECT session_id, last_seq, head FROM sessions {only}ORDER BY id", args)}
+        # a check of one session reads that session's records only (no scan for others)
         orphans = [session_of(sid) for (sid,) in conn.execute(
             "SELECT DISTINCT session_id FROM records "
-            "WHERE session_id NOT IN (SELECT session_id FROM sessions)")]
+            "WHERE session_id NOT IN (SELECT session_id FROM sessions)")
+        ] if session is None else []
         return verify_tables(
             self._key, rows, orphans,
             lambda session_id: conn.execute("SELECT seq, line FROM records WHERE session_id = ? "

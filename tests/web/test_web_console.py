@@ -14,7 +14,13 @@ from engine import Session
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.web import WebDesk
 from events import JsonlStore, MemoryStore
-from events.types import ApprovalResolved, ToolCallDenied, ToolCallRewritten
+from events.types import (
+    ApprovalResolved,
+    Record,
+    ToolCallDenied,
+    ToolCallRewritten,
+    UserMessage,
+)
 from tests.web.webconsole import SID, Console, Tools, deleting, paused, resumed
 
 
@@ -193,3 +199,18 @@ async def test_a_session_run_through_the_desk_gets_its_answer_at_once() -> None:
     assert tools.ran == [("delete_file", {"path": "notes.md"})]
     approval = [r.event for r in await store.read(SID) if isinstance(r.event, ApprovalResolved)]
     assert [a.later for a in approval] == [False]  # the approver's own answer, when asked
+
+
+async def test_a_log_that_cannot_be_folded_gets_a_page_that_says_where() -> None:
+    store = MemoryStore()
+    await paused(store, deleting())
+    broken = Record(session_id="broken", seq=1, time=1.0, event=UserMessage(text="hi"))
+    await store.append("broken", [broken], 0)
+    async with Console(store) as console:
+        for path, params in (("/session", {"id": "broken"}), ("/", {}), ("/pending", {})):
+            query = "&".join(f"{k}={v}" for k, v in params.items())
+            response = await console.client.get(f"{path}?{query}")
+            assert response.status_code == 422, (path, response.text)
+            assert "cannot be read as a session" in response.text
+            assert "record seq 1 of session" in response.text  # where it breaks
+        assert SID in await console.page("/session", id=SID)  # the other session still shows

@@ -1,0 +1,289 @@
+"""The web console over big logs: how long its pages take to render.
+
+``python -m benchmarks.web [--quick] [--json | --markdown] [--postgres URL]``:
+
+- the session page of one session of 100 000 model calls (about 700 000 records), on a JSONL
+  file and on SQLite: opened by a console that has not read it yet (the whole session is read
+  and folded), and opened again once one more call was recorded (the console reads the new
+  records only). Baseline: ``json.loads`` of every line of the same log, read raw.
+- the sessions list of 10 000 sessions on SQLite and PostgreSQL, by a console that has not
+  read them yet: the first page, and the first page of the ``closed`` filter. Baseline: the
+  store's own listing (``store.sessions()``).
+
+Each figure is a request through the console's ASGI app (``httpx.ASGITransport``), wall time.
+PostgreSQL is a throwaway server (``tests/pgserver.py``) unless ``--postgres URL`` names one;
+without psycopg or the server's binaries its rows are left out, and the heading says why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import httpx
+import trio
+from rich.console import Console
+
+from engine import Session, approve_all
+from engine.web import console_app
+from events import JsonlStore, MemoryStore, SqliteStore
+from events.stores.base import EventStore
+from events.types import Record
+
+from .__main__ import add_run_options, render, show, title
+from .databases import start_postgres
+from .harness import Figure, Row, Settings, interleave, paired
+from .report import machine, to_json
+from .workload import ScriptModel, echo
+
+__all__ = ["main", "run", "session_records"]
+
+#: The issue's target for every page: under a second.
+TARGET = 1.0
+#: Records a model call adds after the first (the model turn, its message, the call's four).
+PER_CALL = 7
+
+
+def _template() -> list[Record]:
+    """A real session of three model calls, as its records: the block each call repeats."""
+
+    async def main() -> list[Record]:
+        store = MemoryStore()
+        async with Session.open(store, model=ScriptModel(3), tools=[echo], approver=approve_all,
+                                session_id="t", create=True, max_turns=10) as session:
+            await session.prompt("go")
+        return await store.read("t")
+
+    return trio.run(main)
+
+
+def session_records(session_id: str, calls: int, template: Sequence[Record] | None = None,
+                    *, seq: int = 0, turn: int = 0) -> list[Record]:
+    """The records of a session of ``calls`` model calls, one a turn, then a last answer: the
+    blocks of a real session's turn repeated with their turn, call ids and seqs renumbered.
+    With ``seq``, the records of one more prompt to the session whose last record that is and
+    whose last turn was ``turn``."""
+    template = list(template or _template())
+    head, block, tail = template[:3], template[3:3 + PER_CALL], template[-3:]
+    start = time.time()
+    out: list[Record] = []
+
+    def add(record: Record, **changes: Any) -> None:
+        event = attrs.evolve(record.event, **changes) if changes else record.event
+        out.append(Record(session_id=session_id, seq=seq + len(out) + 1,
+                          time=start + len(out) / 1e4, event=event))
+
+    for record in head if seq == 0 else head[2:]:  # a later prompt: its user message only
+        add(record)
+    for n in range(turn + 1, turn + calls + 1):
+        for record in block:
+            event: Any = record.event
+            if hasattr(event, "turn"):
+                tool_calls = getattr(event, "tool_calls", None)
+                if tool_calls:
+                    add(record, turn=n, tool_calls=(attrs.evolve(tool_calls[0], id=f"call_{n}"),))
+                else:
+                    add(record, turn=n)
+            elif hasattr(event, "model_call_id"):
+                add(record, call_id=f"{n}.0", model_call_id=f"call_{n}")
+            else:
+                add(record, call_id=f"{n}.0")
+    for record in tail:
+        add(record, turn=turn + calls + 1)
+    return out
+
+
+def _write(store: EventStore, records: Sequence[Record], batch: int = 5_000) -> None:
+    async def main() -> None:
+        for i in range(0, len(records), batch):
+            part = records[i:i + batch]
+            await store.append(part[0].session_id, part, part[0].seq - 1)
+
+    trio.run(main)
+
+
+async def _get(store: EventStore, path: str) -> float:
+    """Seconds to serve ``path`` by a new console over ``store`` (its token already given)."""
+    token = secrets.token_urlsafe()
+    app = console_app(store, token=token, read_only=True)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://127.0.0.1") as client:
+        start = time.perf_counter()
+        response = await client.get(path + ("&" if "?" in path else "?") + f"token={token}",
+                                    follow_redirects=True)
+        took = time.perf_counter() - start
+    assert response.status_code == 200, response.text[:500]
+    return took
+
+
+async def _get_twice(store: EventStore, path: str, grow: Callable[[], Any]) -> float:
+    """Seconds to serve ``path`` again, by a console that served it once, after ``grow``."""
+    token = secrets.token_urlsafe()
+    app = console_app(store, token=token, read_only=True)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://127.0.0.1") as client:
+        first = await client.get(path + f"&token={token}", follow_redirects=True)
+        assert first.status_code == 200, first.text[:500]
+        await grow()
+        start = time.perf_counter()
+        response = await client.get(path)
+        took = time.perf_counter() - start
+    assert response.status_code == 200, response.text[:500]
+    return took
+
+
+def _row(name: str, samples: Sequence[float], base: Figure, base_name: str) -> Row:
+    figure = Figure(name=name, unit="s", samples=tuple(samples))
+    ratio = paired(figure, base, lambda a, b: a / b)
+    return Row(group="web", figure=figure, baseline=base, comparison=f"{ratio:.1f}× {base_name}",
+               target=f"< {TARGET:g} s", met=figure.median < TARGET)
+
+
+def _session_rows(settings: Settings, directory: str) -> list[Row]:
+    calls = settings.size(100_000, 2_000)
+    template = _template()
+    records = session_records("big", calls, template)
+    path = os.path.join(directory, "big.jsonl")
+    stores: dict[str, Callable[[], EventStore]] = {
+        "JSONL": lambda: JsonlStore(path),
+        "SQLite": lambda: SqliteStore(os.path.join(directory, "big.db")),
+    }
+    for make in stores.values():
+        with make() as store:  # type: ignore[attr-defined]
+            _write(store, records)
+
+    def loads() -> float:
+        start = time.perf_counter()
+        with open(path, "rb") as file:
+            for line in file:
+                json.loads(line)
+        return time.perf_counter() - start
+
+    rows = []
+    reps = settings.reps(3, 2)
+    for name, make in stores.items():
+        def cold(m: Callable[[], EventStore] = make) -> float:
+            with m() as store:  # type: ignore[attr-defined]
+                return trio.run(_get, store, "/session?id=big")
+
+        ours, theirs = interleave(reps, [cold, loads])
+        base = Figure(name=f"json.loads of the log's {len(records):,} lines", unit="s",
+                      samples=tuple(theirs))
+        rows.append(_row(f"session page, {calls:,} calls, {name}: first open", ours, base,
+                         "json.loads"))
+
+    # opened again after one more call: written to a copy each time, the original kept
+    def again() -> float:
+        with tempfile.TemporaryDirectory() as scratch:
+            copy = os.path.join(scratch, "big.jsonl")
+            with open(path, "rb") as source, open(copy, "wb") as target:
+                target.write(source.read())
+            with JsonlStore(copy) as store:
+                async def grow() -> None:
+                    seq = await store.last_seq("big")
+                    await store.append("big", session_records("big", 1, template, seq=seq,
+                                                              turn=calls + 1), seq)
+
+                return trio.run(_get_twice, store, "/session?id=big", grow)
+
+    samples = [again() for _ in range(reps)]
+    base = rows[0].baseline
+    assert base is not None
+    rows.append(_row(f"session page, {calls:,} calls, JSONL: again, after one more call",
+                     samples, base, "json.loads"))
+    return rows
+
+
+def _list_rows(settings: Settings, directory: str, postgres: str | None) -> list[Row]:
+    count = settings.size(10_000, 200)
+    template = _template()
+    sessions = [session_records(f"s{n:05d}", 1, template) for n in range(count)]
+    stores: dict[str, Callable[[], EventStore]] = {
+        "SQLite": lambda: SqliteStore(os.path.join(directory, "many.db"))}
+    if postgres is not None:
+        from events.stores.postgres import PostgresStore
+
+        stores["PostgreSQL"] = lambda: PostgresStore(postgres)
+    rows = []
+    reps = settings.reps(3, 2)
+    for name, make in stores.items():
+        with make() as store:  # type: ignore[attr-defined]
+            async def fill(s: EventStore = store) -> None:
+                for records in sessions:
+                    await s.append(records[0].session_id, records, 0)
+
+            trio.run(fill)
+
+        def listing(m: Callable[[], EventStore] = make) -> float:
+            with m() as store:  # type: ignore[attr-defined]
+                async def timed() -> float:
+                    start = time.perf_counter()
+                    await store.sessions()
+                    return time.perf_counter() - start
+
+                return trio.run(timed)
+
+        base_samples: list[float] = []
+        for path, what in (("/?page=0", "first page"), ("/?state=closed", "closed only")):
+            def page(m: Callable[[], EventStore] = make, p: str = path) -> float:
+                with m() as store:  # type: ignore[attr-defined]
+                    return trio.run(_get, store, p)
+
+            ours, theirs = interleave(reps, [page, listing])
+            base_samples += theirs
+            base = Figure(name=f"{name}: store.sessions() of {count:,}", unit="s",
+                          samples=tuple(theirs))
+            rows.append(_row(f"sessions list, {count:,} sessions, {name}: {what}", ours, base,
+                             "the listing"))
+    return rows
+
+
+def run(settings: Settings, postgres: str | None) -> list[Row]:
+    """The table's rows; PostgreSQL's only with a ``postgres`` URL."""
+    with tempfile.TemporaryDirectory() as directory:
+        return [*_session_rows(settings, directory), *_list_rows(settings, directory, postgres)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.web", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_options(parser)
+    parser.add_argument("--postgres", metavar="URL",
+                        help="a PostgreSQL database with the store's tables (toolledger db "
+                             "init URL) to measure, instead of a throwaway server")
+    args = parser.parse_args(argv)
+    if args.render:
+        return render(args.render, as_markdown=args.markdown)
+    settings = Settings(quick=args.quick, repeat=args.repeat, clock_name="wall")
+    server, absent = (None, None) if args.postgres else start_postgres()
+    url = args.postgres or (
+        f"{server.url}?options=-csearch_path%3Dtoolledger_bench" if server else None)
+    started = time.perf_counter()
+    try:
+        with Console(stderr=True).status("timing the console's pages…"):
+            rows = run(settings, url)
+    finally:
+        if server is not None:
+            server.stop()
+    took = time.perf_counter() - started
+    facts = {"quick": args.quick, "clock": "wall", "seconds": round(took, 1),
+             "postgres": absent or "measured"}
+    if args.json:
+        json.dump(to_json(rows, settings=facts), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    heading = title(machine(), quick=args.quick, seconds=took) + (f"; {absent}" if absent else "")
+    show(rows, heading, as_markdown=args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""A long session's chain is checked off the page's path: the page says the check is under
+way, and the next page shows its answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio.testing
+
+from engine.web import chain
+from events import SqliteStore
+from tests.web.webconsole import SID, Console, deleting, paused
+
+
+async def test_a_long_check_runs_behind_the_page_and_the_next_page_shows_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(chain, "INLINE", 0)  # every session counts as long
+    with SqliteStore(str(tmp_path / "log.db")) as store:
+        await paused(store, deleting())
+        async with Console(store) as console:
+            first = await console.page("/session", id=SID)
+            assert "checking the chain (up to record" in first
+            assert "chain verified" not in first
+            await trio.testing.wait_all_tasks_blocked()
+            second = await console.page("/session", id=SID)
+            assert "chain verified" in second
+            assert "checking the chain" not in second
