@@ -20,10 +20,11 @@ from events.types import Record
 
 from ..core.reducers import LogInconsistency, Projection, fold
 from ..core.visible import visible
-from ..present.render import counted
+from ..present.render import Renderers, counted
 
 __all__ = [
     "LOG_HELP",
+    "PLUGIN_HELP",
     "PROG",
     "UsageError",
     "choose_session",
@@ -32,6 +33,7 @@ __all__ = [
     "error_line",
     "fold_sessions",
     "load_key",
+    "load_renderers",
     "open_log",
     "read_sessions",
     "refuse_writing_over",
@@ -46,6 +48,10 @@ SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
 #: What every LOG argument accepts.
 LOG_HELP = ("the log: a JSONL file's path, or a store URL (sqlite:///runs.db, "
             "postgresql://user@host/db)")
+
+
+#: What every ``--plugin`` option says.
+PLUGIN_HELP = "import MODULE first (it may register renderers for its tools); repeatable"
 
 
 class UsageError(Exception):
@@ -135,6 +141,17 @@ def fold_sessions(path: str, sessions: dict[str, list[Record]]) -> list[Projecti
         return [fold(records) for records in sessions.values()]
     except LogInconsistency as exc:
         raise UsageError(f"{path}: inconsistent log: {exc}") from exc
+
+
+def load_renderers(plugins: Sequence[str]) -> Renderers:
+    """The tools' renderers a command shows calls with: the entry points', then what the
+    ``--plugin`` modules register; a module that does not import is a :class:`UsageError`."""
+    renderers = Renderers()
+    try:
+        renderers.load(tuple(plugins))
+    except ImportError as exc:
+        raise UsageError(f"--plugin: {exc}") from exc
+    return renderers
 
 
 def load_key(key_file: str | None, key_env: str | None) -> bytes | None:

@@ -10,8 +10,8 @@ from rich.text import Text
 from ..core.visible import visible, visible_json
 from ..present.export import session_json, transcript_json
 from ..present.progress import progress_section
-from ..present.render import Renderers, print_session, render_transcript
-from ._common import LOG_HELP, UsageError, fold_sessions, read_sessions
+from ..present.render import print_session, render_transcript
+from ._common import LOG_HELP, PLUGIN_HELP, fold_sessions, load_renderers, read_sessions
 from .output import print_output
 
 __all__ = ["add_parser", "run", "run_transcript"]
@@ -41,7 +41,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _common_options(show)
     show.add_argument(
         "--plugin", metavar="MODULE", action="append", default=[],
-        help="import MODULE first (it may register renderers for its tools); repeatable",
+        help=PLUGIN_HELP,
     )
     show.add_argument(
         "--output", metavar="CALL",
@@ -64,11 +64,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace, console: Console) -> int:
     """Fold each session of the log and print its transcript and call tree."""
-    try:
-        renderers = Renderers()
-        renderers.load(tuple(args.plugin))
-    except ImportError as exc:
-        raise UsageError(f"--plugin: {exc}") from exc
+    renderers = load_renderers(args.plugin)
     if args.output is not None:
         return print_output(args.log, args.session, args.output, as_json=args.json)
     sessions = read_sessions(args.log, args.session)

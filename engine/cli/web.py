@@ -9,7 +9,16 @@ from contextlib import closing
 import trio
 from rich.console import Console
 
-from ._common import LOG_HELP, PROG, UsageError, load_key, open_log, shown
+from ._common import (
+    LOG_HELP,
+    PLUGIN_HELP,
+    PROG,
+    UsageError,
+    load_key,
+    load_renderers,
+    open_log,
+    shown,
+)
 from .serve import LOOPBACK, _listening
 
 __all__ = ["add_parser", "run"]
@@ -40,6 +49,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                           "then vouches for where the records came from)")
     web.add_argument("--key-env", metavar="NAME",
                      help="the same, with the key in the environment variable NAME")
+    web.add_argument("--plugin", metavar="MODULE", action="append", default=[],
+                     help=PLUGIN_HELP)
     web.set_defaults(run=run)
 
 
@@ -54,6 +65,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
     from ..web.serving import serve_console
 
     key = load_key(args.key_file, args.key_env)
+    renderers = load_renderers(args.plugin)
     listening = _listening(args.host, args.port, "--port PORT")
 
     def announce(url: str) -> None:
@@ -63,7 +75,8 @@ def run(args: argparse.Namespace, console: Console) -> int:
 
     async def main() -> None:
         with closing(open_log(args.log, key=key, read_only=args.read_only)) as store:
-            await serve_console(store, listening, read_only=args.read_only, announce=announce)
+            await serve_console(store, listening, read_only=args.read_only, announce=announce,
+                                renderers=renderers)
 
     trio.run(main)
     return 0

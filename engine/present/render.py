@@ -19,8 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console, ConsoleOptions, Group, RenderResult, RenderableType
-from rich.protocol import is_renderable
+from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
@@ -51,6 +50,7 @@ from ..core.reducers import CallView, Projection, ToolResultEntry
 from ..core.refusals import APPROVER_REFUSED
 from ..core.visible import visible
 from .console import Visible
+from .ownview import own_view
 from .renderers import ENTRY_POINT_GROUP as ENTRY_POINT_GROUP
 from .renderers import Renderer, Renderers, current, register_renderer
 
@@ -306,15 +306,11 @@ def call_label(view: CallView, source: ToolSource | None = None,
         fact("cancelled", terminal.reason, "magenta")
     if terminal is not None:
         fact("result", short_result(terminal.result), "red" if terminal.result.is_error else "")
-    renderer = (current() if renderers is None else renderers).get(view.name)
-    if renderer is not None:
-        try:
-            own = renderer(view)
-            if not is_renderable(own):
-                raise TypeError(f"it returned a {type(own).__name__}, not a rich renderable")
-            return Visible(Group(label, facts, _OwnView(view.name, own)))
-        except Exception as exc:  # the tool's own view is a nicety: never lose the default
-            fact("note", _renderer_failed(view.name, exc), "dim")
+    own = own_view(view, current() if renderers is None else renderers)
+    if isinstance(own, str):
+        fact("note", own, "dim")
+    elif own is not None:
+        return Visible(Group(label, facts, own))
     return Visible(Group(label, facts))
 
 
@@ -339,28 +335,6 @@ def _hints(hints: Annotations) -> str:
              "idempotent": hints.idempotent, "open_world": hints.open_world}
     return ", ".join(f"{name}={'true' if value else 'false'}"
                      for name, value in named.items() if value is not None) or "none declared"
-
-
-def _renderer_failed(name: str, exc: Exception) -> str:
-    return (f"the renderer for {name} failed ({type(exc).__name__}: {_clip(str(exc))}); "
-            "this is the default view")
-
-
-class _OwnView:
-    """A tool's own view, rendered when it is printed: if that fails, a note says so."""
-
-    def __init__(self, name: str, renderable: RenderableType) -> None:
-        self.name = name
-        self.renderable = renderable
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        try:
-            lines = console.render_lines(self.renderable, options, pad=False, new_lines=True)
-        except Exception as exc:
-            yield Text(_renderer_failed(self.name, exc), style="dim")
-            return
-        for line in lines:
-            yield from line
 
 
 # -- a whole session -----------------------------------------------------------------------

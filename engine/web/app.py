@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 from events.stores import EventStore
 
 from ..core.reducers import LogInconsistency
+from ..present.renderers import Renderers
 from ..replay import ReplayError
 from .answers import Refused, record_approval, record_question
 from .chain import Chains
@@ -65,13 +66,14 @@ class _Console:
     """What the routes share: the store, its folded sessions, the chain checks, the desk."""
 
     def __init__(self, store: EventStore, token: str, read_only: bool,
-                 desk: WebDesk | None) -> None:
+                 desk: WebDesk | None, renderers: Renderers) -> None:
         self.store = store
         self.sessions = Sessions(store)
         self.chains = Chains(store)
         self.csrf = csrf_token(token)
         self.read_only = read_only
         self.desk = desk
+        self.renderers = renderers
 
     def page(self, request: Request) -> Page:
         return Page(base=request.scope.get("root_path", "").rstrip("/"), csrf=self.csrf,
@@ -115,7 +117,8 @@ class _Console:
             return None
         folded = await self.sessions.get(sid)
         badge = await self.chains.badge(sid, folded.last_seq)
-        return session_page(page, folded, self.summary(folded), badge, _number(fields, "calls"))
+        return session_page(page, folded, self.summary(folded), badge, _number(fields, "calls"),
+                            self.renderers)
 
     async def pending_body(self, page: Page) -> Safe:
         folded = [await self.sessions.get(sid) for sid in await self.sessions.ids()]
@@ -275,7 +278,7 @@ def _html(text: str, status: int = 200) -> HTMLResponse:
 
 
 def console_app(store: EventStore, *, token: str, read_only: bool = False,
-                desk: WebDesk | None = None) -> Guard:
+                desk: WebDesk | None = None, renderers: Renderers | None = None) -> Guard:
     """The web console over ``store``, as an ASGI app: serve it (``toolledger web``), or mount
     it in a host's Starlette app (``Mount("/console", console_app(...))``).
 
@@ -283,9 +286,13 @@ def console_app(store: EventStore, *, token: str, read_only: bool = False,
     (``secrets.token_urlsafe()``) and give the person the URL with ``?token=...``.
     ``read_only`` hides every control and refuses every answer. ``desk``: the
     :class:`~engine.web.desk.WebDesk` through which this process runs sessions, so that
-    their approvals and questions are answered at once.
+    their approvals and questions are answered at once. ``renderers``: the tools' own views
+    (:class:`~engine.present.renderers.Renderers`, e.g. ``Renderers()`` then
+    ``.load(("mypackage.views",))``), whose plain text each call's view shows; none if not
+    given.
     """
-    console = _Console(store, token, read_only, desk)
+    console = _Console(store, token, read_only, desk,
+                       Renderers() if renderers is None else renderers)
     app = Starlette(routes=[
         Route("/", console.index),
         Route("/session", console.session),

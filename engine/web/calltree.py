@@ -12,7 +12,9 @@ from events.callevents import ToolCallCompleted, ToolCallFailed
 from events.types import ToolCallDenied
 
 from ..core.views import CallView
+from ..present.ownview import own_view_text
 from ..present.render import result_lines
+from ..present.renderers import Renderers
 from .markup import Safe, join, tag
 from .state import Folded
 
@@ -99,8 +101,21 @@ def _result(view: CallView) -> list[Safe]:
     return facts
 
 
-def call_html(folded: Folded, view: CallView, depth: int = 0) -> Safe:
-    """One call and, below it, the calls it made."""
+def _own_view(view: CallView, renderers: Renderers | None) -> Safe | None:
+    """The plain text the tool's renderer gives for ``view``, or the note that it failed."""
+    own = None if renderers is None else own_view_text(view, renderers)
+    if own is None:
+        return None
+    said, failed = own
+    if failed:
+        return _fact("note", tag("span", {"class": "note"}, said))
+    return _fact("view", tag("pre", {"class": "text own"}, said))
+
+
+def call_html(folded: Folded, view: CallView, depth: int = 0,
+              renderers: Renderers | None = None) -> Safe:
+    """One call and, below it, the calls it made; each with its tool's own view, if
+    ``renderers`` has one."""
     projection = folded.projection
     cid = view.call_id
     took = _seconds(folded.asked.get(cid), folded.ended.get(cid))
@@ -131,6 +146,7 @@ def call_html(folded: Folded, view: CallView, depth: int = 0) -> Safe:
                            "waiting" if answer is None else
                            f"{answer.action} {json.dumps(answer.content, ensure_ascii=False)}"))
     facts.extend(_result(view))
+    facts.append(_own_view(view, renderers))
     timing = [f"{name} {_seconds(folded.asked.get(cid), moment)}"
               for name, moment in (("started after", folded.started.get(cid)),
                                    ("ended after", folded.ended.get(cid)))
@@ -140,7 +156,8 @@ def call_html(folded: Folded, view: CallView, depth: int = 0) -> Safe:
     children = projection.children(cid)
     nested: list[Safe] = []
     if children and depth < DEPTH:
-        nested = [call_html(folded, projection.calls[c], depth + 1) for c in children]
+        nested = [call_html(folded, projection.calls[c], depth + 1, renderers)
+                  for c in children]
     elif children:
         nested = [tag("div", {"class": "more"}, f"{len(children)} nested calls, deeper")]
     return tag("details", {"class": "call", "id": f"call-{cid}", "open": view.terminal is None},
@@ -148,10 +165,11 @@ def call_html(folded: Folded, view: CallView, depth: int = 0) -> Safe:
                tag("div", {"class": "nested"}, nested) if nested else None)
 
 
-def call_tree(folded: Folded, page: int) -> tuple[Safe, int]:
-    """Page ``page`` (from 0) of the top-level calls, each with its nested calls; and how many
-    pages there are."""
+def call_tree(folded: Folded, page: int, renderers: Renderers | None = None
+              ) -> tuple[Safe, int]:
+    """Page ``page`` (from 0) of the top-level calls, each with its nested calls (and their
+    tools' own views, if ``renderers`` has them); and how many pages there are."""
     calls = folded.projection.calls
     pages = max(1, -(-len(folded.roots) // ROOTS_PER_PAGE))
     shown = folded.roots[page * ROOTS_PER_PAGE:(page + 1) * ROOTS_PER_PAGE]
-    return join(call_html(folded, calls[cid]) for cid in shown), pages
+    return join(call_html(folded, calls[cid], renderers=renderers) for cid in shown), pages

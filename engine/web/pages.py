@@ -17,6 +17,7 @@ from events.types import Annotations, AssistantMessage, UserMessage
 from ..core.approvals import ApprovalRequest
 from ..core.questions import Question
 from ..present.render import result_lines
+from ..present.renderers import Renderers
 from .calltree import call_tree
 from .controls import approval_form, question_form
 from .markup import Safe, join, tag
@@ -207,10 +208,11 @@ def _transcript(folded: Folded, page: int) -> tuple[Safe, int]:
 
 
 def session_page(page: Page, folded: Folded, summary: Summary, chain: str,
-                 calls_page: int) -> Safe:
+                 calls_page: int, renderers: Renderers | None = None) -> Safe:
     """One session: its facts, what waits, the transcript beside the call tree; both paged,
-    ``calls_page`` the page (from 0) of each."""
-    tree, tree_pages = call_tree(folded, calls_page)
+    ``calls_page`` the page (from 0) of each; each call with its tool's own view, if
+    ``renderers`` has one."""
+    tree, tree_pages = call_tree(folded, calls_page, renderers)
     transcript, transcript_pages = _transcript(folded, calls_page)
     pages = max(tree_pages, transcript_pages)
     sid = folded.session_id

@@ -12,20 +12,24 @@ import trio
 
 from events.stores import EventStore
 
+from ..present.renderers import Renderers
 from .app import console_app
 
 __all__ = ["serve_console"]
 
 
 async def serve_console(store: EventStore, listening: socket.socket, *, read_only: bool,
-                        announce: Callable[[str], None], token: str | None = None) -> None:
+                        announce: Callable[[str], None], token: str | None = None,
+                        renderers: Renderers | None = None) -> None:
     """Serve the console over ``store`` on the bound socket ``listening`` until SIGINT or
-    SIGTERM; ``announce`` gets the URL to open, with its token (drawn here unless given)."""
+    SIGTERM; ``announce`` gets the URL to open, with its token (drawn here unless given).
+    ``renderers``: the tools' own views (see :func:`~engine.web.app.console_app`)."""
     from hypercorn.config import Config  # the web extra: checked by the caller
     from hypercorn.trio import serve
 
     token = token or secrets.token_urlsafe(24)
-    app: Any = console_app(store, token=token, read_only=read_only)
+    app: Any = console_app(store, token=token, read_only=read_only,
+                               renderers=renderers)
     config = Config()
     host, port = listening.getsockname()[:2]
     config.bind = [f"fd://{listening.detach()}"]

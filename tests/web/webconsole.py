@@ -12,6 +12,7 @@ import httpx
 
 from engine import LATER, Annotations, Session, ToolResult, text, tool
 from engine.models import FauxModel, faux_text, faux_tool_call
+from engine.present.renderers import Renderers
 from engine.web import WebDesk, console_app
 from events.stores import EventStore
 
@@ -78,9 +79,10 @@ class Console:
     """A console app over ``store`` and a client already through its token."""
 
     def __init__(self, store: EventStore, *, read_only: bool = False,
-                 desk: WebDesk | None = None) -> None:
+                 desk: WebDesk | None = None, renderers: Renderers | None = None) -> None:
         self.token = secrets.token_urlsafe()
-        self.app = console_app(store, token=self.token, read_only=read_only, desk=desk)
+        self.app = console_app(store, token=self.token, read_only=read_only, desk=desk,
+                               renderers=renderers)
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app),
                                         base_url="http://127.0.0.1")
 
