@@ -23,7 +23,8 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import trio
@@ -127,6 +128,29 @@ def run(settings: Settings, postgres: str | None) -> list[Row]:
     return rows
 
 
+def add_postgres_option(parser: argparse.ArgumentParser) -> None:
+    """``--postgres URL``: measure that database instead of a throwaway server."""
+    parser.add_argument("--postgres", metavar="URL",
+                        help="a PostgreSQL database with the store's tables (toolledger db "
+                             "init URL) to measure, instead of a throwaway server")
+
+
+@contextmanager
+def postgres_url(given: str | None) -> Iterator[tuple[str | None, str | None]]:
+    """The database to measure, and why there is none: ``given``, or a throwaway server's
+    (its tables in a schema of their own), stopped when the block ends."""
+    if given:
+        yield given, None
+        return
+    server, absent = start_postgres()
+    try:
+        yield (f"{server.url}?options=-csearch_path%3Dtoolledger_bench" if server else None,
+               absent)
+    finally:
+        if server is not None:
+            server.stop()
+
+
 def start_postgres() -> tuple[Any, str | None]:
     """A throwaway server with the server's defaults and the store's tables, or why not."""
     try:
@@ -151,25 +175,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.databases", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(parser)
-    parser.add_argument("--postgres", metavar="URL",
-                        help="a PostgreSQL database with the store's tables (toolledger db "
-                             "init URL) to measure, instead of a throwaway server")
+    add_postgres_option(parser)
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
     if args.render:
         return render(args.render, as_markdown=args.markdown)
     settings = Settings(quick=args.quick, repeat=args.repeat, clock_name="wall")
-    server, absent = (None, None) if args.postgres else start_postgres()
-    url = args.postgres or (
-        f"{server.url}?options=-csearch_path%3Dtoolledger_bench" if server else None)
     started = time.perf_counter()
-    try:
-        with Console(stderr=True).status("timing the stores…"):
-            rows = run(settings, url)
-    finally:
-        if server is not None:
-            server.stop()
+    with postgres_url(args.postgres) as (url, absent), \
+            Console(stderr=True).status("timing the stores…"):
+        rows = run(settings, url)
     took = time.perf_counter() - started
     about = machine()
     facts = {"quick": args.quick, "repeat": args.repeat, "clock": "wall",

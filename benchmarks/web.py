@@ -39,7 +39,7 @@ from events.stores.base import EventStore
 from events.types import Record
 
 from .__main__ import add_run_options, render, show, title
-from .databases import start_postgres
+from .databases import add_postgres_option, postgres_url
 from .harness import Figure, Row, Settings, interleave, paired
 from .report import machine, to_json
 from .workload import ScriptModel, echo
@@ -256,23 +256,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.web", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(parser)
-    parser.add_argument("--postgres", metavar="URL",
-                        help="a PostgreSQL database with the store's tables (toolledger db "
-                             "init URL) to measure, instead of a throwaway server")
+    add_postgres_option(parser)
     args = parser.parse_args(argv)
     if args.render:
         return render(args.render, as_markdown=args.markdown)
     settings = Settings(quick=args.quick, repeat=args.repeat, clock_name="wall")
-    server, absent = (None, None) if args.postgres else start_postgres()
-    url = args.postgres or (
-        f"{server.url}?options=-csearch_path%3Dtoolledger_bench" if server else None)
     started = time.perf_counter()
-    try:
-        with Console(stderr=True).status("timing the console's pages…"):
-            rows = run(settings, url)
-    finally:
-        if server is not None:
-            server.stop()
+    with postgres_url(args.postgres) as (url, absent), \
+            Console(stderr=True).status("timing the console's pages…"):
+        rows = run(settings, url)
     took = time.perf_counter() - started
     facts = {"quick": args.quick, "clock": "wall", "seconds": round(took, 1),
              "postgres": absent or "measured"}
