@@ -32,7 +32,7 @@ from .chain import Chains
 from .controls import approval_answer, question_answer
 from .desk import WebDesk
 from .guard import Guard, csrf_token
-from .markup import Safe, tag
+from .markup import Child, Safe, tag
 from .pages import Page, layout, pending_page, session_page, sessions_page
 from .replaying import replay_session, report_page
 from .state import Sessions, Summary, summary
@@ -194,12 +194,10 @@ class _Console:
                 await record_approval(self.store, self.desk, folded, _one(fields, "call"),
                                       approval_answer(fields))
         except Refused as exc:
-            return _html(layout(page, "Not recorded", tag(
-                "div", {"class": "refused"}, tag("h1", None, "The answer was not recorded"),
-                tag("p", None, str(exc)),
-                tag("p", None, tag("a", {"href": page.url("/session", id=sid)},
-                                   "Back to the session"))), page.url("/session", id=sid)),
-                400)
+            back = page.url("/session", id=sid)
+            return _refusal(page, "Not recorded", "The answer was not recorded", 400,
+                            str(exc), tag("a", {"href": back}, "Back to the session"),
+                            live=back)
         return RedirectResponse(page.url("/session", id=sid), 303)
 
     async def replay(self, request: Request) -> Response:
@@ -213,19 +211,17 @@ class _Console:
         try:
             report = await replay_session(self.store, sid)
         except ReplayError as exc:
-            return _html(layout(page, "Not replayed", tag(
-                "div", {"class": "refused"}, tag("h1", None, "The session was not replayed"),
-                tag("p", None, str(exc)))), 422)
+            return _refusal(page, "Not replayed", "The session was not replayed", 422,
+                            str(exc))
         return _html(layout(page, f"Replay of {sid}", report_page(page, folded, report)))
 
     async def unfoldable(self, request: Request, exc: Exception) -> Response:
         """A log whose records cannot follow each other: a page that says where, not a crash."""
         page = self.page(request)
-        return _html(layout(page, "Log inconsistent", tag(
-            "div", {"class": "refused"}, tag("h1", None, "This log cannot be read as a session"),
-            tag("p", None, str(exc)),
-            tag("p", None, "The records up to that one are shown nowhere else: check the log "
-                           "with toolledger verify, and read it with toolledger show."))), 422)
+        return _refusal(page, "Log inconsistent", "This log cannot be read as a session", 422,
+                        str(exc), "The records up to that one are shown nowhere else: check "
+                                  "the log with toolledger verify, and read it with toolledger "
+                                  "show.")
 
     async def events(self, request: Request) -> Response:
         page = self.page(request)
@@ -275,6 +271,14 @@ def _event(body: str, seq: int | None) -> str:
 
 def _html(text: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(text, status)
+
+
+def _refusal(page: Page, title: str, heading: str, status: int, *paragraphs: Child,
+             live: str | None = None) -> HTMLResponse:
+    """A page that says what was not done and why: ``heading``, then a paragraph each."""
+    return _html(layout(page, title, tag(
+        "div", {"class": "refused"}, tag("h1", None, heading),
+        *(tag("p", None, paragraph) for paragraph in paragraphs)), live), status)
 
 
 def console_app(store: EventStore, *, token: str, read_only: bool = False,
