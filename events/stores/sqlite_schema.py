@@ -61,9 +61,18 @@ _UPGRADES: dict[int, tuple[str, ...]] = {
 }
 
 
-def _version(conn: sqlite3.Connection, path: str) -> int | None:
+def _catalogue(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """The database's objects (type, name), read in one statement: one snapshot, so that
+    another process's tables appear in it whole or not at all."""
+    return [(str(kind), str(name))
+            for kind, name in conn.execute("SELECT type, name FROM sqlite_master").fetchall()]
+
+
+def _version(conn: sqlite3.Connection, path: str,
+             catalogue: list[tuple[str, str]] | None = None) -> int | None:
     """The layout version the database records; ``None`` if it has none of the tables."""
-    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    tables = {name for kind, name in (_catalogue(conn) if catalogue is None else catalogue)
+              if kind == "table"}
     if _VERSION_TABLE in tables:
         rows = conn.execute(f"SELECT version FROM {_VERSION_TABLE}").fetchall()
         if len(rows) != 1 or not isinstance(rows[0][0], int):
@@ -77,10 +86,6 @@ def _version(conn: sqlite3.Connection, path: str) -> int | None:
             path, f"it has tables named {', '.join(clashing)} but no {_VERSION_TABLE} table: "
             f"they were not made by toolledger; keep the logs in another database file")
     return None
-
-
-def _is_empty(conn: sqlite3.Connection) -> bool:
-    return bool(conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0)
 
 
 def _newer(path: str, version: int) -> DatabaseSchemaError:
@@ -99,8 +104,9 @@ def check_schema(conn: sqlite3.Connection, path: str, *, create: bool) -> str | 
     without the tables (not empty, or not ``create``) or with an older layout returns the
     problem, which :func:`init_schema` fixes.
     """
-    version = _version(conn, path)
-    if version is None and create and _is_empty(conn):
+    catalogue = _catalogue(conn)  # the version and emptiness of one snapshot, never of two
+    version = _version(conn, path, catalogue)
+    if version is None and create and not catalogue:
         init_schema(conn, path)
         return None
     if version is None:

@@ -176,3 +176,49 @@ def test_what_is_no_database_says_so(tmp_path: Path) -> None:
                                                       f"\\({problem}"):
             SqliteStore(path)
     assert text.read_bytes().startswith(b"not a database")
+
+
+def test_a_database_another_process_creates_while_this_one_looks_is_used_not_refused(
+        tmp_path: Path) -> None:
+    """Two processes open a new file at once: the other one's tables are committed between
+    this one's look at the catalogue and its next read. The look must be one snapshot, so that
+    it sees either an empty file (and creates the tables, a no-op now) or the tables."""
+    from events.stores.sqlite_schema import check_schema, init_schema
+
+    path = str(tmp_path / "log.db")
+    other = sqlite3.connect(path, isolation_level=None)
+    this = sqlite3.connect(path, isolation_level=None)
+
+    class Racing:
+        """``this`` connection, with the other process committing right after the first read
+        of the catalogue."""
+
+        raced = False
+
+        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+            cursor = this.execute(sql, *args)
+            if "sqlite_master" in sql and not Racing.raced:
+                Racing.raced = True
+                rows = cursor.fetchall()
+                init_schema(other, path)
+                return _Rows(rows)
+            return cursor
+
+    class _Rows:
+        def __init__(self, rows: list[tuple[object, ...]]) -> None:
+            self._rows = rows
+
+        def fetchall(self) -> list[tuple[object, ...]]:
+            return self._rows
+
+        def fetchone(self) -> tuple[object, ...] | None:
+            return self._rows[0] if self._rows else None
+
+        def __iter__(self) -> object:
+            return iter(self._rows)
+
+    try:
+        assert check_schema(Racing(), path, create=True) is None  # type: ignore[arg-type]
+    finally:
+        other.close()
+        this.close()
