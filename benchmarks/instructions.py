@@ -2,7 +2,8 @@
 
 ``python -m benchmarks.instructions [CHECKOUT ...]`` (default: this one) runs, under
 ``valgrind --tool=callgrind``, a driver of 500 and of 2 500 nested calls, and an agent-loop
-session of 500 and of 2 500 turns, on a JSONL store (the README's), each in a fresh process with CPython's cyclic collector off;
+session of 500 and of 2 500 turns, on a JSONL store (the README's; ``--store memory`` or
+``--store unchecked`` for ``MemoryStore()`` or the one that checks nothing), each in a fresh process with CPython's cyclic collector off;
 the difference between the two sizes, divided by 2 000, is the count of one nested call and of
 one turn, without start-up and warm-up (``--sizes`` changes the two sizes). Counts are of user-space instructions only (not the
 kernel's, nor the time a cache miss or a system call takes), so they rank changes to the
@@ -32,7 +33,12 @@ PROBE = ON_JSONL + """
 import gc, sys
 gc.disable()
 what, size = sys.argv[1], int(sys.argv[2])
-dispatch.engine_dispatch(size) if what == "dispatch" else loop.session_of(size)
+kind = sys.argv[3] if len(sys.argv) > 3 else "jsonl"
+if kind == "jsonl":
+    dispatch.engine_dispatch(size) if what == "dispatch" else loop.session_of(size)
+else:
+    dispatch.engine_dispatch(size, store=kind) if what == "dispatch" else loop.session_of(
+        size, store=kind)
 """
 
 
@@ -72,9 +78,10 @@ def run(root: Path, probe: str, *args: str) -> tuple[int, str]:
     return int(found.group(1)), done.stdout
 
 
-def count(root: Path, what: str, size: int) -> int:
-    """User-space instructions of one process that runs ``what`` at ``size`` on ``root``."""
-    return run(root, PROBE, what, str(size))[0]
+def count(root: Path, what: str, size: int, store: str = "jsonl") -> int:
+    """User-space instructions of one process that runs ``what`` at ``size`` on ``root``, on
+    a store of kind ``store`` (:data:`benchmarks.workload.STORES`)."""
+    return run(root, PROBE, what, str(size), store)[0]
 
 
 def per_line(root: Path, calls: int = 1_000) -> int:
@@ -85,9 +92,10 @@ def per_line(root: Path, calls: int = 1_000) -> int:
     return (twice - once) // int(lines)
 
 
-def per_call(root: Path, what: str, small: int = SMALL, large: int = LARGE) -> int:
+def per_call(root: Path, what: str, small: int = SMALL, large: int = LARGE,
+             store: str = "jsonl") -> int:
     """Instructions of one nested call (``"dispatch"``) or one turn (``"loop"``)."""
-    return (count(root, what, large) - count(root, what, small)) // (large - small)
+    return (count(root, what, large, store) - count(root, what, small, store)) // (large - small)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="roots of toolledger checkouts (default: this one)")
     parser.add_argument("--sizes", nargs=2, type=int, default=[SMALL, LARGE],
                         metavar=("SMALL", "LARGE"), help=f"the two sizes ({SMALL} {LARGE})")
+    parser.add_argument("--store", choices=("jsonl", "memory", "unchecked"), default="jsonl",
+                        help="the store the calls and turns are recorded to: a JSONL file (the "
+                             "README's, by default), MemoryStore() (memory), or "
+                             "MemoryStore(check_encodable=False) (unchecked: the engine's own "
+                             "work, nothing encoded)")
     parser.add_argument("--fold", action="store_true",
                         help="also count the instructions per line of opening, reading and "
                              "folding a JSONL log of 1 000 model calls")
@@ -112,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'checkout':<40} {'instructions per nested call':>30} {'per agent-loop turn':>22}"
           + fold)
     for root in roots:
-        dispatch, loop = (per_call(root, what, small, large) for what in ("dispatch", "loop"))
+        dispatch, loop = (per_call(root, what, small, large, args.store)
+                          for what in ("dispatch", "loop"))
         fold = f" {per_line(root):>28,}" if args.fold else ""
         print(f"{str(root):<40} {dispatch:>30,} {loop:>22,}" + fold)
     return 0

@@ -8,13 +8,20 @@ from typing import Any
 import pytest
 from conftest import run_session
 from hypothesis import given
-from strategies import instances_of
+from hypothesis import strategies as st
+from strategies import instances_of, json_values
 
 from engine import Annotations, Limits, Rewrite, ToolResult, text, tool
-from engine.core.limits import OVERSIZED, json_size, result_size
+from engine.core.limits import OVERSIZED, encoded_result_size, json_size, result_size
 from engine.models import faux_text, faux_tool_call
 from events.codec import encode_line
-from events.results import AudioContent, EmbeddedResource, ImageContent, ResourceLink
+from events.results import (
+    AudioContent,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+)
 from events.types import Record, ToolCallCompleted, ToolCallFailed, ToolCallRequested
 
 SAFE = Annotations(read_only=True, open_world=False)
@@ -134,6 +141,22 @@ def test_the_counted_size_bounds_the_bytes_a_result_adds_to_its_record(
     empty = ToolResult()
     grown = len(_completed(result)) - len(_completed(empty))
     assert grown <= result_size(result) - result_size(empty)
+
+
+# text blocks only, the results the arithmetic measures (any text, escapes included)
+TEXT_RESULTS = st.builds(
+    ToolResult,
+    content=st.lists(st.builds(TextContent, text=st.text()), max_size=4).map(tuple),
+    structured_content=json_values,
+    is_error=st.booleans(),
+)
+
+
+@given(TEXT_RESULTS | instances_of(ToolResult))
+def test_the_size_is_the_encoded_forms_whichever_way_it_is_measured(result: ToolResult) -> None:
+    # a result of text blocks is measured by arithmetic, any other by encoding it: both give
+    # the size of the form the codec writes
+    assert result_size(result) == encoded_result_size(result)
 
 
 async def test_oversized_nested_arguments_fail_the_nested_call_only() -> None:
