@@ -165,7 +165,7 @@ def encoded_result_size(result: ToolResult) -> int:
     return json_size(_UNSTRUCTURE_RESULT(result))
 
 
-_ESCAPED: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+_ESCAPED: Callable[[str], str] = json.encoder.encode_basestring_ascii
 
 # The arithmetic for the results most calls return (text blocks only), its terms measured
 # once, here, by the reference: what an empty result takes, what each text block adds besides
