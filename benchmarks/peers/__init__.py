@@ -7,12 +7,14 @@ through toolledger (:mod:`.ledger`), in one process run, each sample of each sta
 named and left out; the others are timed. None of the peers records anything: the figures
 compare a recorded call with unrecorded ones. docs/performance.md, "Peers", has a run.
 
-Three groups:
+Four groups:
 
 - **tool path**: one call made in a loop, against a bare ``await add(**args)``. toolledger's is
   a nested call (``ctx.execute_tool``) on each store.
 - **agent loop**: a whole run in which a scripted model calls ``add`` ``n`` times then answers,
   per turn, for n = 20 and 2 000 (5 and 20 with ``--quick``).
+- **long loop**: toolledger's session of 200 and of 20 000 calls timed as an outside harness
+  times it (:mod:`.longloop`): whole runs, per call ``(run(K) − run(0)) / K``.
 - **MCP served**: the SDK's client calling ``add`` served by toolledger
   (:func:`engine.mcp.mcp_server`, a host call of a session) beside the SDK's ``MCPServer``
   with the same tool, both in memory under trio.
@@ -31,6 +33,7 @@ from types import ModuleType
 import attrs
 
 from ..harness import Figure, Row, Settings, fmt, interleave, paired
+from .longloop import long_loop
 from .tool import ARGS, add
 
 __all__ = ["GROUPS", "INSTALL", "PEERS", "Peer", "missing", "run", "versions"]
@@ -280,4 +283,5 @@ def run(settings: Settings, only: Sequence[str] = (), groups: Sequence[str] = ()
 #: The groups, by the name ``--group`` takes.
 GROUPS: dict[str, Callable[[Settings, Sequence[str]], list[Row]]] = {
     "tool-path": tool_path, "agent-loop": agent_loop, "served": served,
+    "long-loop": long_loop,
 }

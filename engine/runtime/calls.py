@@ -70,7 +70,7 @@ from .copied import in_copy
 from .endings import close_open, deny, fail
 from .gate import ask, gate, resolve
 from .inflight import InFlight
-from .keeping import artifact_limit, keep
+from .keeping import artifact_limit, keep, kept_as_is
 from .recorder import Recorder
 
 __all__ = ["advance", "ask", "execute", "gate", "resolve"]
@@ -205,8 +205,9 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
         assert raw is not None
         final = await _result_handlers(env, recorder, view, raw,
                                        upper) if env.result_handlers else raw
-        result, kept, failure = await keep(env, recorder, view, final,
-                                           size if final is raw else None)
+        known = size if final is raw else None
+        result, kept, failure = (final, None, None) if kept_as_is(env, view, known) else (
+            await keep(env, recorder, view, final, known))
         if failure is None:
             changed = final is not raw and final != raw
             recorder.record(ToolCallCompleted(call_id=call_id, result=result, kept=kept,

@@ -161,12 +161,13 @@ class CallContext(ToolContext):
         # 2.-8., in this task: one frame between the body and the steps (engine.core.limits)
         inflight = self._inflight
         inflight.begin(call_id)
-        inflight.progress.listen(call_id, on_progress)
+        if on_progress is not None:
+            inflight.progress.listen(call_id, on_progress)
         try:
             ended = await self._advance(self._env, self._recorder, inflight, call_id, wait=True)
         finally:
             inflight.end(call_id)
-            heard = inflight.progress.unlisten(call_id)
+            heard = None if on_progress is None else inflight.progress.unlisten(call_id)
         if heard is not None:
             raise heard  # the listener's own failure, now that the call has ended
         assert ended is not None

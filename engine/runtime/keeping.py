@@ -29,7 +29,7 @@ from ..core.outputs import Failure
 from ..core.views import LiveCall
 from .recorder import Recorder
 
-__all__ = ["artifact_limit", "keep", "whole_result"]
+__all__ = ["artifact_limit", "keep", "kept_as_is", "whole_result"]
 
 
 def artifact_limit(env: Environment, recorder: Recorder, view: LiveCall) -> int | None:
@@ -50,18 +50,27 @@ def _view_of(env: Environment, view: LiveCall) -> ModelView | None:
     return own if own is not None else env.model_view
 
 
+def kept_as_is(env: Environment, view: LiveCall, size: int | None) -> bool:
+    """Whether a call's final result is recorded as it is, with nothing to measure or cut:
+    a call the model did not make (the model reads only its own calls' results), or one
+    whose tool has no model view and whose result's ``size`` is known to fit the log. Asked
+    before :func:`keep`, so that the common case makes no coroutine."""
+    if view.origin != "model" or view.parent_id is not None:
+        return True
+    return (size is not None and size <= env.limits.max_result_bytes
+            and _view_of(env, view) is None)
+
+
 async def keep(env: Environment, recorder: Recorder, view: LiveCall, result: ToolResult,
                size: int | None) -> tuple[ToolResult, KeptResult | None, Failure | None]:
     """What to record of a call's final result: the result the model reads, where the whole
     is kept if that is a cut, or why the call fails (``too_large``: even the cut is over
     the log's limit). ``size``: the result's :func:`~engine.core.limits.result_size`, if
     known."""
-    if view.origin != "model" or view.parent_id is not None:
+    if kept_as_is(env, view, size):
         return result, None, None
     limits = env.limits
     model_view = _view_of(env, view)
-    if model_view is None and size is not None and size <= limits.max_result_bytes:
-        return result, None, None  # the common case: nothing to measure
     if size is None:
         size = result_size(result)
     over = size > limits.max_result_bytes
