@@ -102,6 +102,17 @@ def per_call(store: str, calls: int, clock: Callable[[], float] = time.perf_coun
     return (whole - empty) / calls * US
 
 
+def without_collector(store: str, calls: int, clock: Callable[[], float] = time.perf_counter
+                      ) -> float:
+    """:func:`per_call` with CPython's cyclic collector off (reference counting still frees
+    everything a run drops: a run leaves no cycles per call behind)."""
+    gc.disable()
+    try:
+        return per_call(store, calls, clock)
+    finally:
+        gc.enable()
+
+
 def long_loop(settings: Settings, stacks: Sequence[str] = ("toolledger",)) -> list[Row]:
     """The long-loop rows: per call at the short and the long length on each store, the
     ratio of the two, and the collector's share of the long one (toolledger's only: the
@@ -130,4 +141,18 @@ def long_loop(settings: Settings, stacks: Sequence[str] = ("toolledger",)) -> li
             comparison=f"{ratio:.2f}× its {short:,}-call run",
             target=f"≤ 1.1× the {short:,}-call run", met=ratio <= 1.1,
             note=f"the cyclic collector: {spent:.1f} µs a call, {full} full passes"))
+    # the same harness with the collector off, on the first store: what is left of the
+    # difference between the lengths when no pass walks what the session keeps
+    store = next(iter(STORES))
+    samples = interleave(settings.reps(3, 1), [
+        partial(without_collector, store, length, clock) for length in (short, long)])
+    off = [Figure(name=f"toolledger long loop, {length:,} calls, {store}, cyclic GC off",
+                  unit="µs/call", samples=tuple(values))
+           for length, values in zip((short, long), samples)]
+    ratio = paired(off[1], off[0], lambda a, b: a / b)
+    rows.append(Row(group="long loop", figure=off[0]))
+    rows.append(Row(group="long loop", figure=off[1], baseline=off[0],
+                    comparison=f"{ratio:.2f}× its {short:,}-call run",
+                    note="without the collector's passes: the engine's own cost per call at "
+                         "either length"))
     return rows
