@@ -155,7 +155,8 @@ async def execute(env: Environment, recorder: Recorder, inflight: InFlight,
     spec = env.registry.specs[view.name]
     await trio.lowlevel.checkpoint_if_cancelled()
     recorder.record(ToolExecutionStarted(call_id=call_id))
-    await recorder.flush_finally()
+    if not recorder.written_at_once():
+        await recorder.flush_finally()
     call = ToolCall(call_id=call_id, name=spec.name, arguments=copy_json(view.arguments),
                     origin=view.origin, parent_id=view.parent_id)
     ctx = CallContext(call, env, recorder, inflight, advance)

@@ -158,17 +158,25 @@ class Recorder:
         self._outbox = []
         return True
 
+    def written_at_once(self) -> bool:
+        """Whether everything recorded is in the store now, without waiting: the queue
+        written to an inline store that need not wait, or nothing queued and no write under
+        way. If not, :meth:`flush_finally` writes it; a caller that asks first makes no
+        coroutine for the common case (a body's ``started``, on every call)."""
+        if self._outbox:
+            return self._write_now()
+        return self._lock is None or not self._lock.locked()
+
     async def flush_finally(self) -> None:
         """:meth:`flush`, shielded from cancellation: what a prompt's or a host call's end,
         the session's close, and a body's ``started`` write whatever happens to the task.
         With nothing queued and no write under way there is nothing to shield (a flush then
         returns at once), and an inline store that can write at once is written without a
         cancel scope (a scope costs more than the write)."""
-        if self._outbox and self._write_now():
+        if self.written_at_once():
             return
-        if self._outbox or (self._lock is not None and self._lock.locked()):
-            with trio.CancelScope(shield=True):
-                await self.flush()
+        with trio.CancelScope(shield=True):
+            await self.flush()
 
     def close(self) -> None:
         """No more records: followers finish once they have read everything."""
