@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -300,6 +301,12 @@ def test_the_peers_command_times_toolledger_alone() -> None:
         "toolledger FauxModel session, MemoryStore(), 5 calls",
         "toolledger FauxModel session, JsonlStore, 20 calls",
         "toolledger FauxModel session, MemoryStore(), 20 calls",
+        "toolledger long loop, 20 calls, MemoryStore()",
+        "toolledger long loop, 2,000 calls, MemoryStore()",
+        "toolledger long loop, 20 calls, JsonlStore",
+        "toolledger long loop, 2,000 calls, JsonlStore",
+        "toolledger long loop, 20 calls, MemoryStore(), cyclic GC off",
+        "toolledger long loop, 2,000 calls, MemoryStore(), cyclic GC off",
     ]
     for row in rows:
         assert row["figure"]["samples"] and min(row["figure"]["samples"]) > 0
@@ -307,8 +314,37 @@ def test_the_peers_command_times_toolledger_alone() -> None:
             assert row["baseline"]["name"] == "bare await add(**args)"
             assert row["comparison"].startswith("+")
     # the longer sessions against the shorter ones, the other store against the default
-    assert "× its 5-call run" in rows[-1]["comparison"]
-    assert "× toolledger (JsonlStore)" in rows[-1]["comparison"]
+    looped = [row for row in rows if row["group"] == "agent loop"]
+    assert "× its 5-call run" in looped[-1]["comparison"]
+    assert "× toolledger (JsonlStore)" in looped[-1]["comparison"]
+    # the long loop: each long run against the short one on its store, with the target and
+    # what the collector took in the long run
+    long = [row for row in rows if row["group"] == "long loop"]
+    for short, longer in (long[0:2], long[2:4], long[4:6]):
+        assert longer["baseline"]["name"] == short["figure"]["name"]
+        assert longer["comparison"].endswith("× its 20-call run")
+    for row in long[1], long[3]:
+        assert row["target"] == "≤ 1.1× the 20-call run" and row["met"] in (True, False)
+        assert re.fullmatch(r"the cyclic collector: \d+\.\d µs a call, \d+ full passes",
+                            row["note"]), row["note"]
+
+
+@pytest.mark.parametrize("store", ["jsonl", "memory", "unchecked"])
+def test_the_instructions_probe_runs_on_each_store(store: str) -> None:
+    # the code valgrind counts, run without it (the count itself is the slow test's)
+    from benchmarks.instructions import PROBE
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for what in ("dispatch", "loop"):
+        subprocess.run([sys.executable, "-c", PROBE, what, "3", store], cwd=ROOT, env=env,
+                       check=True, capture_output=True, timeout=300)
+
+
+def test_the_instructions_command_refuses_an_unknown_store() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-m", "benchmarks.instructions", "--store", "disk"],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 2 and "invalid choice: 'disk'" in done.stderr
 
 
 def test_the_peers_command_names_the_peers_not_installed() -> None:
