@@ -105,6 +105,15 @@ class NestedCalls:
             return None
         return Match(call_id=self._new_id(), differs_from=same_tool)
 
+    def new_call(self) -> str | None:
+        """The id of the next new call when no recorded call is left unanswered (a body's
+        first run, always): what :meth:`match` would give any request then, without canonical
+        JSON or a :class:`Match` per request. ``None`` while recorded calls are unanswered:
+        ask :meth:`match`."""
+        if self._unanswered:
+            return None
+        return self._new_id()
+
     def claim(self, name: str, arguments: Any, *, decide: bool = True) -> Match | None:
         """The old name of :meth:`match` (it warns): the stores own the word "claim"."""
         warn_renamed("NestedCalls.claim", "NestedCalls.match")

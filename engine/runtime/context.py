@@ -180,24 +180,28 @@ class CallContext(ToolContext):
         arguments, problem = admitted(arguments, env.limits)
         name = str(name)
         nested = self._nested or self._nested_calls()
-        match = nested.match(name, arguments, decide=False)
-        if match is None:
-            # another call of this tool is recorded unanswered: a sibling of this request may
-            # be about to ask for it (engine.core.nested). Only the body's own tasks can be
-            # that sibling: wait until every other one is blocked, then decide.
-            await self._tasks.wait_blocked()
-            match = nested.match(name, arguments, decide=True)
-            assert match is not None
-        call_id = match.call_id
-        if not match.recorded:
+        new = nested.new_call()  # a first run of the body: every request is a new call
+        recorded, differs_from = False, None
+        if new is None:  # the log holds calls of this body unanswered: which one is it?
+            match = nested.match(name, arguments, decide=False)
+            if match is None:
+                # another call of this tool is recorded unanswered: a sibling of this request
+                # may be about to ask for it (engine.core.nested). Only the body's own tasks
+                # can be that sibling: wait until every other one is blocked, then decide.
+                await self._tasks.wait_blocked()
+                match = nested.match(name, arguments, decide=True)
+                assert match is not None
+            new, recorded, differs_from = match.call_id, match.recorded, match.differs_from
+        call_id = new
+        if not recorded:
             recorder.record(ToolCallRequested(call_id=call_id, name=name, arguments=arguments,
                                               origin="nested", parent_id=self._call.call_id))
             if problem is not None:
                 return call_id, self._outcome(
                     call_id, refuse_unreadable(recorder, call_id, name, problem))
-            if match.differs_from is not None:
+            if differs_from is not None:
                 return call_id, self._outcome(
-                    call_id, self._mismatch(call_id, match.differs_from, arguments))
+                    call_id, self._mismatch(call_id, differs_from, arguments))
         return call_id, None
 
     async def nested_call(self, name: str, arguments: Any = None, *,

@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import json_values
 
 from engine import (
     LATER,
@@ -19,7 +22,7 @@ from engine import (
     text,
     tool,
 )
-from engine.core.nested import NestedCalls, first_difference
+from engine.core.nested import Match, NestedCalls, first_difference
 from engine.core.reducers import ToolResultEntry
 from engine.models import FauxModel, faux_text, faux_tool_call
 from events import MemoryStore
@@ -196,6 +199,28 @@ def test_a_match_is_by_name_and_canonical_arguments_in_recorded_order() -> None:
     assert nested.match("f", {"a": 1, "b": 2}).call_id == "1.0/2"
     assert nested.match("f", {"a": 1}).call_id == "1.0/1"
     assert not nested.match("f", {"a": 1}).recorded  # all answered: new
+
+
+@given(st.lists(st.tuples(st.sampled_from(["f", "g"]), json_values), max_size=6),
+       st.lists(st.tuples(st.sampled_from(["f", "g"]), json_values), max_size=3))
+def test_a_new_call_is_what_a_match_would_be_once_no_recorded_call_is_left(
+    requests: list[tuple[str, Any]], recorded: list[tuple[str, Any]]
+) -> None:
+    # two runs of one body asking the same things, one by new_call() where it answers, one
+    # by match() alone: the same ids, and new_call() answers only once nothing recorded is
+    # left to match
+    log = [(f"1.0/{i}", name, arguments) for i, (name, arguments) in enumerate(recorded)]
+    quick, reference = NestedCalls("1.0", log), NestedCalls("1.0", log)
+    for name, arguments in requests:
+        left = bool(reference.unanswered())
+        new = quick.new_call()
+        match = reference.match(name, arguments)
+        assert (new is None) == left
+        if new is None:
+            new_match = quick.match(name, arguments)
+            assert new_match == match
+        else:
+            assert match is not None and match == Match(call_id=new)
 
 
 def test_the_first_difference_is_named_by_its_path() -> None:
