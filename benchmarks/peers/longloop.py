@@ -102,6 +102,17 @@ def per_call(store: str, calls: int, clock: Callable[[], float] = time.perf_coun
     return (whole - empty) / calls * US
 
 
+def sampled(store: str, calls: int, inner: int, clock: Callable[[], float] = time.perf_counter,
+            collected: list[tuple[float, int]] | None = None, *, collector: bool = True
+            ) -> float:
+    """The median of ``inner`` measures of :func:`per_call` (of :func:`without_collector`
+    if not ``collector``): a short run is over in milliseconds, so one would be one tick of a
+    busy machine."""
+    measure = partial(per_call, collected=collected) if collector else without_collector
+    values = sorted(measure(store, calls, clock) for _ in range(inner))
+    return values[len(values) // 2]
+
+
 def without_collector(store: str, calls: int, clock: Callable[[], float] = time.perf_counter
                       ) -> float:
     """:func:`per_call` with CPython's cyclic collector off (reference counting still frees
@@ -121,12 +132,15 @@ def long_loop(settings: Settings, stacks: Sequence[str] = ("toolledger",)) -> li
         return []
     short, long = (20, 2_000) if settings.quick else (200, 20_000)
     clock = settings.clock
+
+    def inner(length: int) -> int:  # the short runs of a sample: a tenth of the long one's calls
+        return max(1, long // length // 10)
     rows: list[Row] = []
     for store in STORES:
         per_call(store, short, clock)  # warm up: imports, schemas, the first session
         collected: dict[int, list[tuple[float, int]]] = {short: [], long: []}
         samples = interleave(settings.reps(3, 1), [
-            partial(per_call, store, length, clock, collected[length])
+            partial(sampled, store, length, inner(length), clock, collected[length])
             for length in (short, long)])
         figures = [Figure(name=f"toolledger long loop, {length:,} calls, {store}",
                           unit="µs/call", samples=tuple(values))
@@ -135,7 +149,8 @@ def long_loop(settings: Settings, stacks: Sequence[str] = ("toolledger",)) -> li
         passes = sorted(collected[long])
         spent, full = passes[len(passes) // 2]
         rows.append(Row(group="long loop", figure=figures[0],
-                        note="(run(K) − run(0)) / K, one trio.run per timed block"))
+                        note="(run(K) − run(0)) / K, one trio.run per timed block; a sample "
+                             f"is the median of {inner(short)} such measures"))
         rows.append(Row(
             group="long loop", figure=figures[1], baseline=figures[0],
             comparison=f"{ratio:.2f}× its {short:,}-call run",
@@ -145,7 +160,8 @@ def long_loop(settings: Settings, stacks: Sequence[str] = ("toolledger",)) -> li
     # difference between the lengths when no pass walks what the session keeps
     store = next(iter(STORES))
     samples = interleave(settings.reps(3, 1), [
-        partial(without_collector, store, length, clock) for length in (short, long)])
+        partial(sampled, store, length, inner(length), clock, collector=False)
+        for length in (short, long)])
     off = [Figure(name=f"toolledger long loop, {length:,} calls, {store}, cyclic GC off",
                   unit="µs/call", samples=tuple(values))
            for length, values in zip((short, long), samples)]
