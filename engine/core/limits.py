@@ -195,7 +195,7 @@ def result_size(result: ToolResult) -> int:
     A result of text blocks only (what most tools return) is measured by arithmetic whose
     terms the encoded form gave, without building that form: the same number
     (:func:`encoded_result_size`, which ``tests/core/test_limits.py`` holds it to for
-    arbitrary results), for a tenth of the work."""
+    arbitrary results), in under a third of the time (docs/performance.md)."""
     if _TEXT_ONLY and type(result) is ToolResult:
         size = _BARE
         content = result.content
