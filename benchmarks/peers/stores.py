@@ -88,9 +88,10 @@ def _process(side: Side, target: str, session: str, count: int, ready: Any,
     if side == "eventsourcing":
         from . import with_eventsourcing
 
-        recorder = (with_eventsourcing.postgres_recorder(target, "eventsourcing_bench")
+        recorder = (with_eventsourcing.postgres_recorder(target, "eventsourcing_bench",
+                                                         create=False)
                     if target.startswith("postgresql:")
-                    else with_eventsourcing.sqlite_recorder(target))
+                    else with_eventsourcing.sqlite_recorder(target, create=False))
         ready.wait()
         out.put(with_eventsourcing.write_batches(recorder, batches))
         return
@@ -121,19 +122,31 @@ def processes(side: Side, where: Callable[[str], str], count: int) -> float:
     ready, out = context.Barrier(PROCESSES), context.Queue()
     with tempfile.TemporaryDirectory(prefix="peers-stores-") as directory:
         target = where(directory)
-        if not target.startswith("postgresql:"):  # the tables made before the processes race
-            _write(side, target, "setup", BATCH)
+        _write(side, target, f"setup-{os.urandom(4).hex()}", BATCH)  # the tables made first
         runs = os.urandom(4).hex()
         children = [context.Process(target=_process,
                                     args=(side, target, f"p{runs}-{n}", count, ready, out))
                     for n in range(PROCESSES)]
         for child in children:
             child.start()
-        readings = [out.get(timeout=600) for _ in children]
+        readings = [_reading(out, children) for _ in children]
         for child in children:
             child.join()
     return PROCESSES * count / (max(end for _, end in readings)
                                 - min(start for start, _ in readings))
+
+
+def _reading(out: Any, children: list[Any]) -> tuple[float, float]:
+    """A child's readings; a child that died instead stops the figure at once."""
+    import queue
+
+    while True:
+        try:
+            reading: tuple[float, float] = out.get(timeout=1)
+            return reading
+        except queue.Empty:
+            if any(child.exitcode not in (None, 0) for child in children):
+                raise RuntimeError("a writing process failed (its traceback is above)") from None
 
 
 @contextmanager

@@ -31,19 +31,20 @@ from events.stores.base import encode_bodies
 __all__ = ["postgres_recorder", "sqlite_recorder", "write_batches"]
 
 
-def sqlite_recorder(path: str) -> ApplicationRecorder:
+def sqlite_recorder(path: str, *, create: bool = True) -> ApplicationRecorder:
     """The library's SQLite application recorder on the database at ``path`` (WAL, the
-    default ``synchronous=FULL``), its table made."""
+    default ``synchronous=FULL``), its table made if ``create``."""
     from eventsourcing.sqlite import SQLiteApplicationRecorder, SQLiteDatastore
 
     recorder = SQLiteApplicationRecorder(SQLiteDatastore(db_name=path, lock_timeout=30))
-    recorder.create_table()
+    if create:
+        recorder.create_table()
     return recorder
 
 
-def postgres_recorder(url: str, schema: str) -> ApplicationRecorder:
+def postgres_recorder(url: str, schema: str, *, create: bool = True) -> ApplicationRecorder:
     """The library's PostgreSQL application recorder on the server ``url`` names, its table
-    made in ``schema`` (the server's default ``synchronous_commit``)."""
+    made in ``schema`` if ``create`` (the server's default ``synchronous_commit``)."""
     from psycopg.conninfo import conninfo_to_dict
 
     from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastore
@@ -54,7 +55,8 @@ def postgres_recorder(url: str, schema: str) -> ApplicationRecorder:
                                   user=info.get("user", "postgres"),
                                   password=info.get("password", ""), schema=schema)
     recorder = PostgresApplicationRecorder(datastore)
-    recorder.create_table()
+    if create:  # not by processes at once: concurrent CREATE TABLE IF NOT EXISTS can fail
+        recorder.create_table()
     return recorder
 
 
