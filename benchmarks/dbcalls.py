@@ -9,8 +9,10 @@ its completion after), on
   own checkpoints inside its inline commits (how it ran before the checkpoints moved to a
   worker thread, :mod:`events.stores.sqlite_checkpoint`), interleaved; wall time, since a
   checkpoint's cost is a wait for the disk;
-- ``PostgresStore()`` (not durable: ``synchronous_commit=off``), beside the same call on
-  ``MemoryStore()``: the difference is the database's share.
+- ``PostgresStore()`` (not durable: ``synchronous_commit=off``), beside the same store with
+  every statement in a worker thread (how it ran before an append's statement was sent from
+  the event loop, :mod:`events.stores.pgloop`), interleaved;
+- ``MemoryStore()``, the same call with no database at all.
 
 Each beside its floor, the same call's two appends of its records and nothing else (the
 store's work for the call: encode, prove, seal, one transaction or statement each).
@@ -22,6 +24,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -34,7 +37,7 @@ from .peers.ledger import add
 from .peers.tool import ARGS
 from .stores import call_records
 
-__all__ = ["InlineCheckpoints", "call_tool_us", "run", "two_appends_us"]
+__all__ = ["InlineCheckpoints", "ThreadsOnly", "call_tool_us", "run", "two_appends_us"]
 
 US = 1e6
 #: the issue's targets, microseconds per call
@@ -49,6 +52,24 @@ class InlineCheckpoints(SqliteStore):
         assert self._write_conn is not None
         self._write_conn.execute("PRAGMA wal_autocheckpoint=1000")
         self._checkpoints.committed = lambda written: None  # type: ignore[method-assign]
+
+
+class ThreadsOnly:
+    """The PostgreSQL baseline: the store with every statement in a worker thread."""
+
+    def __new__(cls, url: str) -> EventStore:  # type: ignore[misc]
+        from events.stores import pgloop
+        from events.stores.postgres import PostgresStore
+
+        class Threads(PostgresStore):
+            async def append(self, *args: Any, **kwargs: Any) -> None:
+                pgloop.ON_LOOP = False
+                try:
+                    await super().append(*args, **kwargs)
+                finally:
+                    pgloop.ON_LOOP = True
+
+        return Threads(url)
 
 
 def call_tool_us(make: Callable[[str], EventStore], calls: int) -> float:
@@ -108,8 +129,9 @@ def run(settings: Settings, postgres: str | None) -> list[Row]:
     if postgres is not None:
         from events.stores.postgres import PostgresStore
 
-        sides.append(("PostgresStore()", lambda _: PostgresStore(postgres), "MemoryStore()",
-                      lambda _: MemoryStore()))
+        sides.append(("PostgresStore()", lambda _: PostgresStore(postgres),
+                      "PostgresStore(), every statement in a worker thread",
+                      lambda _: ThreadsOnly(postgres)))
     rows = []
     for name, make, other_name, other in sides:
         n = calls if name.startswith("Sqlite") else max(calls // 4, 25)
@@ -129,4 +151,9 @@ def run(settings: Settings, postgres: str | None) -> list[Row]:
                         floor=f"{floors.median:.0f} µs/call: {floors.name}",
                         note="not durable, wall time"))
         rows.append(Row(group="calls", figure=floors, note="the store's share of a call"))
+    memory = interleave(settings.reps(5, 2), [lambda: call_tool_us(lambda _: MemoryStore(),
+                                                                   calls)])[0]
+    rows.append(Row(group="calls", figure=Figure(name="Session.call_tool on MemoryStore()",
+                                                 unit="µs/call", samples=tuple(memory)),
+                    note="no database: the engine's and the codec's share"))
     return rows

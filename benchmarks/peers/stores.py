@@ -188,8 +188,10 @@ def run(settings: Settings, stacks: Sequence[str]) -> list[Row]:
                 baseline = Figure(name=f"eventsourcing {theirs_name}, {label}",
                                   unit="events/s", samples=tuple(theirs), better="higher")
                 ratio = paired(figure, baseline, lambda a, b: a / b)
+                targeted = database == "SQLite"  # the targets are SQLite's
                 rows.append(Row(group="stores", figure=figure, baseline=baseline,
                                 comparison=f"{ratio:.2f}× eventsourcing",
-                                target="≥ 1.00× eventsourcing", met=ratio >= 1.0,
+                                target="≥ 1.00× eventsourcing" if targeted else "",
+                                met=ratio >= 1.0 if targeted else None,
                                 note=f"{database}, batches of {BATCH}, durable, wall time"))
     return rows
