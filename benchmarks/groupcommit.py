@@ -13,9 +13,10 @@ Beside them, one durable writer through the store against the same ``FULL`` comm
 on the event loop (:class:`InlineFull`): the thread hop's cost, and what an inline durable
 commit would block the loop for.
 
-Its rows close the ``stores`` group (``PYTHONPATH=. python -m benchmarks --only stores``), or
-alone ``PYTHONPATH=. python -m benchmarks.groupcommit [--quick]``; the decisions they informed
-are in docs/performance.md (SQLite group commit; The database paths, second round).
+The group commit rows close the ``stores`` group (``PYTHONPATH=. python -m benchmarks --only
+stores``); ``PYTHONPATH=. python -m benchmarks.groupcommit [--quick]`` prints them with the
+inline row first. The decisions they informed are in docs/performance.md (SQLite group
+commit; The database paths, second round).
 """
 
 from __future__ import annotations
@@ -129,9 +130,8 @@ def inline_row(settings: Settings) -> Row:
 
 
 def run(settings: Settings) -> list[Row]:
-    """Group commit against a transaction per batch, for 8 durable sessions and for 1; one
-    durable writer against its commit made inline."""
-    rows = [inline_row(settings)]
+    """Group commit against a transaction per batch, for 8 durable sessions and for 1."""
+    rows = []
     for sessions, per_session in ((8, settings.size(200, 8)), (1, settings.size(800, 16))):
         measures: list[Callable[[], float]] = [
             lambda: concurrent_rate(sessions, per_session, grouped=True),
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     add_run_options(parser)
     args = parser.parse_args(argv)
     settings = Settings(quick=args.quick, repeat=args.repeat, clock_name="wall")
-    rows = run(settings)
+    rows = [inline_row(settings), *run(settings)]
     if args.json:
         json.dump(to_json(rows, settings={"quick": args.quick, "clock": "wall"}), sys.stdout,
                   indent=2, ensure_ascii=False)

@@ -11,11 +11,11 @@ import trio
 import trio.testing
 
 from events.errors import ConflictError
-from tests.stores.conformance.backends import postgres_url, recs
+from tests.stores.conformance.backends import postgres_url, recs, spy_postgres_writes
 
 psycopg = pytest.importorskip("psycopg")
 
-from events.stores import pgappend, pgloop  # noqa: E402
+from events.stores import pgloop  # noqa: E402
 from events.stores.postgres import PostgresStore  # noqa: E402
 
 
@@ -27,15 +27,7 @@ def url(postgres_server: Any, tmp_path: Path) -> str:
 @pytest.fixture
 def threads(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """The sessions of each group the worker thread's append writes."""
-    seen: list[list[str]] = []
-    write = pgappend.Appender.write
-
-    def spy(self: pgappend.Appender, conn: Any, group: list[pgappend.Pending]) -> None:
-        seen.append([pending.session_id for pending in group])
-        write(self, conn, group)
-
-    monkeypatch.setattr(pgappend.Appender, "write", spy)
-    return seen
+    return spy_postgres_writes(monkeypatch)
 
 
 async def test_appends_after_the_first_go_from_the_loop(url: str,
