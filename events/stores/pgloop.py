@@ -8,9 +8,9 @@ its synchronous ``Cursor.execute`` runs, with its waits for the connection's soc
 trio (:func:`trio.lowlevel.wait_readable`), so the loop runs other tasks while the server
 works, and the statement's parameters, preparation and errors are psycopg's own.
 
-The generator is psycopg's private ``_execute_gen`` (stable across psycopg 3's versions, and
-used by both its sync and async cursors): :func:`supported` says whether this psycopg has it;
-the store uses the thread otherwise. A statement once sent is finished whatever happens to the
+The generator is psycopg's private ``_execute_gen`` (the one its sync and async cursors both
+run), so it is a dependency on psycopg's inside: :func:`supported` says whether this psycopg
+has it, and the store uses the thread for every statement otherwise. A statement once sent is finished whatever happens to the
 task (its wait is shielded), as a worker thread's statement is.
 """
 
