@@ -2,8 +2,8 @@
 
 psycopg's async connection runs on asyncio only, so the PostgreSQL store runs its statements
 in worker threads; each costs a hop to a thread and back on top of the round trip. The
-statement of an append whose session's head the store knows (every append after a session's
-first, in the store that wrote it) runs here instead: psycopg's own execute generator, the code
+statement of an append whose session's head the store knows (a new session's first, and
+every one after an append this store made) runs here instead: psycopg's own execute generator, the code
 its synchronous ``Cursor.execute`` runs, with its waits for the connection's socket made by
 trio (:func:`trio.lowlevel.wait_readable`), so the loop runs other tasks while the server
 works, and the statement's parameters, preparation and errors are psycopg's own.
