@@ -29,10 +29,13 @@ from outcome import Error, Outcome
 
 from .sqlite_connect import connect
 
-__all__ = ["WAL_PAGES", "Checkpointer"]
+__all__ = ["PAGES_PER_COMMIT", "WAL_PAGES", "Checkpointer"]
 
 #: the pages committed inline after which a checkpoint starts (SQLite's own default)
 WAL_PAGES = 1000
+#: the pages a commit adds to the WAL beside its rows' (measured: 300 commits of a call's
+#: four records, about 1.3 KB each, left 1 394 frames in the WAL)
+PAGES_PER_COMMIT = 4
 
 
 class Checkpointer:
@@ -54,10 +57,11 @@ class Checkpointer:
         self.started = 0
 
     def committed(self, written: int) -> None:
-        """After an inline commit of ``written`` bytes of rows: count its pages (its rows',
-        and the session's row and the index pages it moved), and start a checkpoint once
-        they pass :data:`WAL_PAGES` and none is running."""
-        self._pages += 2 + written // self._page_size
+        """After an inline commit of ``written`` bytes of rows: count the pages it added to
+        the WAL (its rows', and about :data:`PAGES_PER_COMMIT` more: the B-trees' pages it
+        moved, the session's row), and start a checkpoint once they pass :data:`WAL_PAGES`
+        and none is running."""
+        self._pages += PAGES_PER_COMMIT + written // self._page_size
         if self._pages < WAL_PAGES or not self._ended.is_set():
             return
         self._pages = 0
