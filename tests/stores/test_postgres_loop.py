@@ -82,3 +82,30 @@ async def test_a_statement_sent_from_the_loop_finishes_if_cancelled(url: str) ->
                 blocker.commit()
         assert returned  # committed whole, returned as if not cancelled
         assert await store.read("s") == recs("s", 1, 3)
+
+
+async def test_a_wait_for_either_direction_returns_the_one_that_came() -> None:
+    import socket
+
+    from psycopg.waiting import Ready, Wait
+
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        ours.setblocking(False)
+        assert await pgloop._ready(ours.fileno(), Wait.RW) == Ready.W  # writable at once
+        try:
+            while True:  # fill the buffers: neither readable nor writable now
+                ours.send(b"x" * 65536)
+        except BlockingIOError:
+            pass
+        async with trio.open_nursery() as nursery:
+            ready: list[int] = []
+
+            async def wait() -> None:
+                ready.append(await pgloop._ready(ours.fileno(), Wait.RW))
+
+            nursery.start_soon(wait)
+            await trio.testing.wait_all_tasks_blocked()
+            assert ready == []  # still waiting: the socket is ready for nothing
+            theirs.send(b"answer")
+        assert ready == [Ready.R]
