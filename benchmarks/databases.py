@@ -1,10 +1,12 @@
 """The shared stores, SQLite and PostgreSQL, beside the JSONL file in one run.
 
-``python -m benchmarks.databases [--quick] [--json | --markdown] [--postgres URL]``: events
-per second in batches of four (a call's events, as a session appends them), for one writer
+``python -m benchmarks.databases [--quick] [--json | --markdown] [--postgres URL] [--group
+rates|calls ...]``: events per second (group ``rates``) in batches of four (a call's events, as a session appends them), for one writer
 (one session, one task) and for eight sessions appended to at once by eight tasks on one store
 object, each store not durable and durable. Each figure's baseline is the JSONL store with the
-same durability and the same writers, measured in the same run.
+same durability and the same writers, measured in the same run. Group ``calls``: one tool
+call through ``Session.call_tool`` on each database, and the store's share of it
+(:mod:`benchmarks.dbcalls`).
 
 PostgreSQL is a throwaway server started from the machine's binaries with the server's
 default settings (``tests/pgserver.py``; ``fsync`` on), on loopback, unless ``--postgres URL``
@@ -176,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(parser)
     add_postgres_option(parser)
+    parser.add_argument("--group", nargs="+", choices=("rates", "calls"),
+                        default=["rates", "calls"], help="run only these groups")
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
@@ -185,7 +189,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     with postgres_url(args.postgres) as (url, absent), \
             Console(stderr=True).status("timing the stores…"):
-        rows = run(settings, url)
+        rows = run(settings, url) if "rates" in args.group else []
+        if "calls" in args.group:
+            from . import dbcalls
+
+            rows += dbcalls.run(settings, url)
     took = time.perf_counter() - started
     about = machine()
     facts = {"quick": args.quick, "repeat": args.repeat, "clock": "wall",

@@ -9,8 +9,14 @@ through its group commit (:mod:`events.stores.groupcommit`). The baseline is the
 write of a batch (the same checks, sealing and rows), but each batch in its own transaction,
 one after another in a worker thread: how the store wrote them before group commit.
 
-Its rows close the ``stores`` group (``PYTHONPATH=. python -m benchmarks --only stores``); the
-decision they informed is in docs/performance.md (SQLite group commit).
+Beside them, one durable writer through the store against the same ``FULL`` commit made inline
+on the event loop (:class:`InlineFull`): the thread hop's cost, and what an inline durable
+commit would block the loop for.
+
+The group commit rows close the ``stores`` group (``PYTHONPATH=. python -m benchmarks --only
+stores``); ``PYTHONPATH=. python -m benchmarks.groupcommit [--quick]`` prints them with the
+inline row first. The decisions they informed are in docs/performance.md (SQLite group
+commit; The database paths, second round).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from events.stores.sqlite_connect import connect
 from .harness import Figure, Row, Settings, interleave, paired
 from .stores import call_records
 
-__all__ = ["TransactionPerBatch", "run"]
+__all__ = ["InlineFull", "TransactionPerBatch", "main", "run"]
 
 BATCH = 4
 
@@ -64,14 +70,27 @@ class TransactionPerBatch:
         self._store.close()
 
 
-def concurrent_rate(sessions: int, per_session: int, *, grouped: bool) -> float:
+class InlineFull(SqliteStore):
+    """The other baseline: the durable store committing inline, on the event loop's thread,
+    as the store does when not durable (its connections are ``synchronous=FULL``; only the
+    choice of the inline path is the non-durable store's)."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, durable=True)
+        self.durable = False  # append_nowait then commits inline instead of refusing
+
+
+def concurrent_rate(sessions: int, per_session: int, *, grouped: bool,
+                    inline: bool = False) -> float:
     """Events per second, ``sessions`` sessions appending batches of :data:`BATCH` at once
     into one durable database: through the store's group commit, or one transaction per
-    batch."""
+    batch (in a worker thread, or ``inline`` on the event loop)."""
     logs = [call_records(f"s{n}", per_session - per_session % BATCH) for n in range(sessions)]
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "log.db")
-        writer = SqliteStore(path, durable=True) if grouped else TransactionPerBatch(path)
+        writer: SqliteStore | TransactionPerBatch = (
+            SqliteStore(path, durable=True) if grouped
+            else InlineFull(path) if inline else TransactionPerBatch(path))
 
         async def session(records: list[Record]) -> None:
             for i in range(0, len(records), BATCH):
@@ -89,6 +108,25 @@ def concurrent_rate(sessions: int, per_session: int, *, grouped: bool) -> float:
         finally:
             writer.close()
     return sum(map(len, logs)) / elapsed
+
+
+def inline_row(settings: Settings) -> Row:
+    """One durable writer through the store (its commit in a worker thread) against the same
+    ``FULL`` commit made inline on the event loop: what the thread hop costs a durable
+    append, beside what the loop would be blocked for."""
+    per_session = settings.size(800, 16)
+    ours, theirs = interleave(settings.reps(5, 2), [
+        lambda: concurrent_rate(1, per_session, grouped=True),
+        lambda: concurrent_rate(1, per_session, grouped=False, inline=True)])
+    figure = Figure(name="SqliteStore(durable=True), 1 session (its commit in a worker thread)",
+                    unit="events/s", samples=tuple(ours), better="higher")
+    baseline = Figure(name="the same FULL commit inline, on the event loop", unit="events/s",
+                      samples=tuple(theirs), better="higher")
+    ratio = paired(figure, baseline, lambda a, b: a / b)
+    blocked = BATCH * 1e6 / baseline.median
+    return Row(group="stores", figure=figure, baseline=baseline, comparison=f"{ratio:.2f}×",
+               note=f"batches of {BATCH}, wall time; inline, each append would block the loop "
+                    f"~{blocked:,.0f} µs")
 
 
 def run(settings: Settings) -> list[Row]:
@@ -109,3 +147,31 @@ def run(settings: Settings) -> list[Row]:
         rows.append(Row(group="stores", figure=figure, baseline=baseline,
                         comparison=f"{ratio:.2f}×", note=f"batches of {BATCH}, wall time"))
     return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks.groupcommit [--quick] [--json | --markdown]``: these rows
+    alone."""
+    import argparse
+    import json
+    import sys
+
+    from .__main__ import add_run_options, show
+    from .report import to_json
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.groupcommit")
+    add_run_options(parser)
+    args = parser.parse_args(argv)
+    settings = Settings(quick=args.quick, repeat=args.repeat, clock_name="wall")
+    rows = [inline_row(settings), *run(settings)]
+    if args.json:
+        json.dump(to_json(rows, settings={"quick": args.quick, "clock": "wall"}), sys.stdout,
+                  indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        show(rows, "SQLite durable commits, wall time", as_markdown=args.markdown)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

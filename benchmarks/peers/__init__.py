@@ -36,7 +36,7 @@ from ..harness import Figure, Row, Settings, fmt, interleave, paired
 from .longloop import long_loop
 from .tool import ARGS, add
 
-__all__ = ["GROUPS", "INSTALL", "PEERS", "Peer", "missing", "run", "versions"]
+__all__ = ["GROUPS", "INSTALL", "PEERS", "STORE_PEERS", "Peer", "missing", "run", "versions"]
 
 US = 1e6
 INSTALL = "pip install toolledger[bench]"
@@ -64,17 +64,20 @@ PEERS = (
     Peer("pydantic-ai", "pydantic_ai", "with_pydantic_ai"),
     Peer("mcp", "mcp", "with_mcp"),
 )
-STACKS = ("toolledger", *(peer.name for peer in PEERS))
+#: the peers of the ``stores`` group only (:mod:`.stores`)
+STORE_PEERS = (Peer("eventsourcing", "eventsourcing", "with_eventsourcing"),)
+STACKS = ("toolledger", *(peer.name for peer in PEERS + STORE_PEERS))
 
 
 def missing(only: Sequence[str] = ()) -> list[str]:
     """The peers asked for (all by default) that are not installed."""
-    return [peer.name for peer in PEERS if (not only or peer.name in only) and not peer.installed]
+    return [peer.name for peer in PEERS + STORE_PEERS
+            if (not only or peer.name in only) and not peer.installed]
 
 
 def versions(only: Sequence[str] = ()) -> dict[str, str]:
     """The version of each stack timed."""
-    names = ["toolledger"] + [peer.name for peer in PEERS
+    names = ["toolledger"] + [peer.name for peer in PEERS + STORE_PEERS
                               if (not only or peer.name in only) and peer.installed]
     found = {}
     for name in names:
@@ -280,8 +283,16 @@ def run(settings: Settings, only: Sequence[str] = (), groups: Sequence[str] = ()
     return rows
 
 
+def stores_group(settings: Settings, stacks: Sequence[str]) -> list[Row]:
+    """toolledger's database stores beside the ``eventsourcing`` library's recorders
+    (:mod:`.stores`)."""
+    from . import stores as group
+
+    return group.run(settings, stacks)
+
+
 #: The groups, by the name ``--group`` takes.
 GROUPS: dict[str, Callable[[Settings, Sequence[str]], list[Row]]] = {
-    "tool-path": tool_path, "agent-loop": agent_loop, "served": served,
+    "tool-path": tool_path, "agent-loop": agent_loop, "served": served, "stores": stores_group,
     "long-loop": long_loop,
 }

@@ -105,23 +105,45 @@ class Appender:
             return
         prev = self._prev(conn, pending)
         for _ in range(2):  # a second time only if the head we knew was not the session's
-            lines, head = seal_lines(pending.bodies, prev, self.key)
+            query, params, head = self.statement(pending, prev)
             try:
-                cursor = conn.execute(
-                    pgschema.APPEND_NEW if expected == 0 else pgschema.APPEND,
-                    {"sid": sid_of(session_id), "last": records[-1].seq, "head": head,
-                     "expected": expected, "prev": prev, "seqs": [r.seq for r in records],
-                     "lines": [line[:-1] for line in lines]})
+                cursor = conn.execute(query, params)
             except psycopg.errors.UniqueViolation:
                 # a new session's records met records already there: its row is missing
                 self.head_of(conn, session_id, expected)  # SessionRowError says so
                 raise
-            if cursor.rowcount == len(records):
-                self.heads[session_id] = (records[-1].seq, head)
+            if self.stored(pending, cursor.rowcount, head):
                 return
-            self.heads.pop(session_id, None)
             prev = self.head_of(conn, session_id, expected)  # ConflictError if it moved
         raise ConflictError(session_id, expected, last_seq(conn, session_id))
+
+    def known(self, pending: Pending) -> str | None:
+        """The head to chain the batch onto without reading it (a new session's genesis, or
+        the head this store left), or ``None``."""
+        if pending.expected_seq == 0:
+            return GENESIS
+        known = self.heads.get(pending.session_id)
+        return known[1] if known is not None and known[0] == pending.expected_seq else None
+
+    def statement(self, pending: Pending, prev: str) -> tuple[str, dict[str, object], str]:
+        """The batch sealed onto ``prev``: its statement, the statement's parameters, and
+        the session's new head."""
+        records = pending.records
+        lines, head = seal_lines(pending.bodies, prev, self.key)
+        return (pgschema.APPEND_NEW if pending.expected_seq == 0 else pgschema.APPEND,
+                {"sid": sid_of(pending.session_id), "last": records[-1].seq, "head": head,
+                 "expected": pending.expected_seq, "prev": prev,
+                 "seqs": [r.seq for r in records], "lines": [line[:-1] for line in lines]},
+                head)
+
+    def stored(self, pending: Pending, rowcount: int, head: str) -> bool:
+        """After the statement: whether it stored the batch (the head is remembered then;
+        else forgotten, and the head must be read)."""
+        if rowcount == len(pending.records):
+            self.heads[pending.session_id] = (pending.records[-1].seq, head)
+            return True
+        self.heads.pop(pending.session_id, None)
+        return False
 
     def _write_group(self, conn: Connection, group: list[Pending]) -> None:
         sealed: list[tuple[Pending, str, list[bytes], str]] = []
@@ -162,11 +184,9 @@ class Appender:
     def _prev(self, conn: Connection, pending: Pending) -> str:
         """The head to chain the batch onto: the genesis value for a new session, the one this
         store remembers, else the session's (read, and with a key verified first)."""
-        if pending.expected_seq == 0:
-            return GENESIS
-        known = self.heads.get(pending.session_id)
-        if known is not None and known[0] == pending.expected_seq:
-            return known[1]
+        known = self.known(pending)
+        if known is not None:
+            return known
         return self.head_of(conn, pending.session_id, pending.expected_seq)
 
     def head_of(self, conn: Connection, session_id: str, expected_seq: int) -> str:

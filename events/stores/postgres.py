@@ -10,6 +10,8 @@ synchronous API in worker threads (:func:`trio.to_thread.run_sync`), one connect
 thread from a small pool (``connections``). A statement that has started is not abandoned
 when its task is cancelled: an append is committed or rolled back whole and returns (or
 raises) as it would have, and the cancellation is delivered at the task's next checkpoint.
+The one exception is an append's statement when the store knows the session's head: it is
+sent and awaited from the event loop, with no thread hop (:mod:`events.stores.pgloop`).
 
 **One round trip per append.** The store remembers each session's last seq and head as it
 left them. An append seals the batch onto that head and sends one statement
@@ -51,7 +53,7 @@ from ..errors import SessionInUse
 from ..integrity import Anchor, VerifyReport
 from ..renamed import warn_renamed
 from ..types import Record
-from . import pgschema
+from . import pgloop, pgschema
 from ..fast.prepared import Encodings
 from .base import Claim, Claims, ClosingStore, check_artifact, check_batch, encode_bodies
 from .pgappend import Appender, Connection, Pending, checked_head, last_seq, rows
@@ -225,7 +227,9 @@ class PostgresStore(ClosingStore):
                 group = self._take_group()
                 if group:
                     try:
-                        await trio.to_thread.run_sync(self._appender.write, conn, group)
+                        alone = len(group) == 1  # its statement, if known, from the loop
+                        if not (alone and await pgloop.append(self._appender, conn, group[0])):
+                            await trio.to_thread.run_sync(self._appender.write, conn, group)
                     finally:
                         for taken in group:
                             taken.done.set()

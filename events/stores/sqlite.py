@@ -20,7 +20,9 @@ first tries the write lock without waiting; if another process holds it, or the 
 ``durable`` (``COMMIT`` waits for the disk), the append runs in a worker thread on a
 connection of its own that waits up to ``busy_timeout`` seconds, in one transaction with the
 other appends waiting then (:mod:`events.stores.groupcommit`), and once its transaction has
-begun it finishes even if its task is cancelled. Reads run inline (in WAL mode a reader never
+begun it finishes even if its task is cancelled. An inline commit never checkpoints the WAL
+(which waits for the disk): a worker thread does (:mod:`events.stores.sqlite_checkpoint`).
+Reads run inline (in WAL mode a reader never
 waits for a writer). Not thread-safe: use one store from one event loop.
 
 The tables' layout is versioned (:mod:`events.stores.sqlite_schema`): an empty database gets
@@ -48,6 +50,7 @@ from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
 from .locks import claim_file
 from .rows import check_head, check_rows, decode_row, session_of, sid_of, verify_tables
+from .sqlite_checkpoint import Checkpointer
 from .sqlite_connect import connect, create_file
 from .sqlite_schema import check_schema, init_schema
 
@@ -124,6 +127,8 @@ class SqliteStore(InlineStore):
                 if not read_only:  # inline appends: never wait for a lock on the event loop
                     self._write_conn = connect(self.path, busy_timeout, durable=durable,
                                                 waits=False)
+                    # nor for the disk: its checkpoints run in a worker thread
+                    self._write_conn.execute("PRAGMA wal_autocheckpoint=0")
             except BaseException:
                 conn.close()
                 raise
@@ -131,6 +136,9 @@ class SqliteStore(InlineStore):
             raise DatabaseSchemaError(
                 self.path, f"cannot be opened as an SQLite database ({exc})") from exc
         self._read_conn: sqlite3.Connection | None = conn
+        self._checkpoints = Checkpointer(
+            self.path, busy_timeout, durable=durable,
+            page_size=int(conn.execute("PRAGMA page_size").fetchone()[0]))
         # appends that wait, grouped, in a worker thread, on a connection that waits
         self._group = GroupCommit(
             lambda: connect(self.path, busy_timeout, durable=durable), self._write_batch)
@@ -160,6 +168,7 @@ class SqliteStore(InlineStore):
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+        self._checkpoints.committed(sum(map(len, bodies)))
         self._appended.notify()
 
     async def append_waiting(
@@ -352,6 +361,7 @@ class SqliteStore(InlineStore):
         """Close the database. Idempotent; the store refuses to be used afterwards."""
         conns = (self._read_conn, self._write_conn)
         self._read_conn = self._write_conn = None
+        self._checkpoints.wait()  # its connection closes before the store's last one does
         for conn in conns:
             if conn is not None:
                 conn.close()

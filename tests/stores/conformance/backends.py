@@ -81,6 +81,22 @@ def postgres_url(directory: Path) -> str:
     return url
 
 
+def spy_postgres_writes(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The sessions of each group a PostgreSQL store's worker thread writes, in order (the
+    appends sent from the event loop are not among them)."""
+    from events.stores import pgappend
+
+    seen: list[list[str]] = []
+    write = pgappend.Appender.write
+
+    def spy(self: pgappend.Appender, conn: object, group: list[pgappend.Pending]) -> None:
+        seen.append([pending.session_id for pending in group])
+        write(self, conn, group)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pgappend.Appender, "write", spy)
+    return seen
+
+
 def make_store(kind: str, directory: Path) -> EventStore:
     if kind == "memory":
         return MemoryStore()
