@@ -10,7 +10,8 @@ works, and the statement's parameters, preparation and errors are psycopg's own.
 
 The generator is psycopg's private ``_execute_gen`` (the one its sync and async cursors both
 run), so it is a dependency on psycopg's inside: :func:`supported` says whether this psycopg
-has it, and the store uses the thread for every statement otherwise. A statement once sent is finished whatever happens to the
+is one of the releases it was tested with (:data:`TESTED`) and has it, and the store uses the
+thread for every statement otherwise: a newer psycopg is slower here, never wrong. A statement once sent is finished whatever happens to the
 task (its wait is shielded), as a worker thread's statement is.
 """
 
@@ -26,14 +27,20 @@ from psycopg.waiting import Ready, Wait
 
 from .pgappend import Appender, Connection, Pending
 
-__all__ = ["append", "execute", "supported"]
+__all__ = ["TESTED", "append", "execute", "supported"]
 
 Cursor = psycopg.Cursor[tuple[Any, ...]]
 
 
-def supported() -> bool:
-    """Whether this psycopg's cursor has the execute generator :func:`execute` drives."""
-    return callable(getattr(psycopg.Cursor, "_execute_gen", None))
+#: The psycopg releases (major.minor) whose private execute generator this was tested with.
+TESTED = ("3.2", "3.3")
+
+
+def supported(version: str = psycopg.__version__) -> bool:
+    """Whether this psycopg is a release :data:`TESTED` and its cursor has the execute
+    generator :func:`execute` drives: a private API may change its meaning in any release."""
+    release = ".".join(version.split(".")[:2])
+    return release in TESTED and callable(getattr(psycopg.Cursor, "_execute_gen", None))
 
 
 #: whether an append's statement is sent from the event loop (else always from a thread)

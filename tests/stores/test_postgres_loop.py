@@ -109,3 +109,12 @@ async def test_a_wait_for_either_direction_returns_the_one_that_came() -> None:
             assert ready == []  # still waiting: the socket is ready for nothing
             theirs.send(b"answer")
         assert ready == [Ready.R]
+
+
+def test_a_psycopg_release_it_was_not_tested_with_uses_the_thread() -> None:
+    """The execute generator is psycopg's private API: a release outside ``TESTED`` may give
+    it another meaning, so the store keeps every statement in its worker thread there."""
+    assert pgloop.supported()  # the installed release is one of them (CI tests this path)
+    assert not pgloop.supported("3.9.0")
+    assert not pgloop.supported("4.0.1")
+    assert pgloop.supported(pgloop.TESTED[-1] + ".0")
