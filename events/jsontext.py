@@ -16,7 +16,7 @@ from typing import Any
 from .fast.parse import UNPARSED
 from .fast.parse import parse as _PARSE
 
-__all__ = ["dumps_compact", "dumps_str", "loads_strict"]
+__all__ = ["dumps_compact", "dumps_str", "loads_reference", "loads_strict"]
 
 
 def _unknown(value: Any) -> Any:
@@ -65,13 +65,21 @@ def loads_strict(line: str | bytes) -> Any:
     by default), and a line nested too deeply to parse is a ``ValueError``, not a crash.
 
     msgspec's parser reads it first (:mod:`events.fast.parse`, the same values about three
-    times faster); any text it refuses is read here, the reference, which says what is wrong.
+    times faster); any text it refuses is read by :func:`loads_reference`, which says what is
+    wrong.
     """
     kind = type(line)
     if kind is bytes or kind is str:
         value = _PARSE(line)
         if value is not UNPARSED:
             return value
+    return loads_reference(line)
+
+
+def loads_reference(line: str | bytes) -> Any:
+    """:func:`loads_strict` with the standard library's scanner alone: the reference that
+    msgspec's parser is held to (``tests/events/test_compiled_parse.py``) and measured against
+    (``benchmarks/codec.py``)."""
     try:
         if type(line) is bytes and line[:2] == b'{"':
             # a record as stores write it: UTF-8 (what json.detect_encoding makes of bytes that

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from events.codec import decode_line
 from events.errors import CodecError
 from events.fast.parse import UNPARSED, parse
-from events.jsontext import loads_strict
+from events.jsontext import loads_reference, loads_strict
 from tests.strategies import json_values
 
 
@@ -89,6 +89,12 @@ def test_a_damaged_line_is_read_or_refused_as_the_reference_does(
         "trailing", "bom-bytes", "bom-str", "trailing-comma", "leading-zero"])
 def test_what_msgspec_refuses_the_reference_decides(text: str | bytes) -> None:
     agree(text)
+
+
+@given(wide_values)
+def test_the_reference_reads_what_msgspec_reads(value: Any) -> None:
+    line = json.dumps({"data": value}, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    assert typed(loads_reference(line)) == typed(loads_strict(line))
 
 
 def test_a_lone_surrogate_reads_back_through_the_reference() -> None:
