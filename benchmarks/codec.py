@@ -3,9 +3,10 @@
 ``python -m benchmarks.codec [--records N] [--repeat R]``: for the four records of a call
 (requested, policy decided, started, completed), repeated, the time per record of each way to
 make a store's line and to know that it reads back, and of each part of it, every figure the
-median of ``R`` runs (CPU time), interleaved. orjson and ``cattrs.preconf.orjson`` are measured
-when orjson is importable (it is not a dependency: install it in a scratch environment to see
-them), with whether orjson's bytes equal the reference's for these records.
+median of ``R`` runs (CPU time, the cyclic collector off), interleaved. orjson and
+``cattrs.preconf.orjson`` are measured when orjson is importable (it is not a dependency:
+install it in a scratch environment to see them), with whether orjson's bytes equal the
+reference's for these records.
 
 Rows for msgspec (a dependency since "A compiled codec") compare decoding a line with its
 parser and with the reference's, and what its encoder would cost with the walk that refusing
@@ -16,6 +17,7 @@ it and the decisions they led to.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import statistics
 import sys
@@ -119,9 +121,16 @@ def main(argv: list[str] | None = None) -> int:
     samples: dict[str, list[float]] = {name: [] for name in found}
     for _ in range(args.repeat):
         for name, work in found.items():
-            start = time.process_time()
-            work()
-            samples[name].append((time.process_time() - start) / args.records * US)
+            # the cyclic collector off while timing: a full collection over the records kept
+            # alive otherwise lands on whichever row happens to run then
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.process_time()
+                work()
+                samples[name].append((time.process_time() - start) / args.records * US)
+            finally:
+                gc.enable()
     print(f"{'candidate':<44} {'µs per record':>14}  (min–max)")
     for name, values in samples.items():
         print(f"{name:<44} {statistics.median(values):>14.2f}  "
