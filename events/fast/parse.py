@@ -10,8 +10,8 @@ The two agree on every text msgspec accepts (``tests/events/test_compiled_parse.
 them to that, with Hypothesis): the same values, of the same types (integers past 64 bits
 too). Where they differ, msgspec refuses and the reference decides, saying what it always
 said: a number past the float range (``1e400``, which ``json`` reads as infinity), a lone
-surrogate written as ``\\udc80`` (which ``encode_line`` writes for a file name that is not
-UTF-8), ``NaN``/``Infinity`` (which the reference refuses in its own words), bytes that are
+surrogate, written as ``\\udc80`` (which ``encode_line`` writes for a file name that is not
+UTF-8) or held as it is by a ``str``, ``NaN``/``Infinity`` (which the reference refuses in its own words), bytes that are
 not UTF-8, nesting too deep, and any malformed line. Only exact ``bytes`` and ``str`` come
 here (a ``bytearray`` in UTF-16 is the reference's to detect). Pure: no I/O.
 """
@@ -35,5 +35,7 @@ def parse(line: str | bytes) -> Any:
     text msgspec refuses or might read otherwise than the reference."""
     try:
         return _DECODE(line)
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError, UnicodeEncodeError):
+        # (UnicodeEncodeError: a ``str`` holding a lone surrogate, which msgspec reads as
+        # UTF-8 and the reference reads as it is)
         return UNPARSED

@@ -52,12 +52,14 @@ def agree(text: str | bytes) -> None:
     assert got == reference(text)
 
 
-# values with integers past 64 bits, floats of every size and strings with any character
+# values with integers past 64 bits, floats of every size and strings with any character, lone
+# surrogates too (what os.fsdecode makes of a file name that is not UTF-8)
+any_char = st.characters() | st.characters(categories=["Cs"])
 wide_values: st.SearchStrategy[Any] = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-(2**80), max_value=2**80)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
-                                                                 max_size=3),
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(any_char, max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(any_char, max_size=5),
+                                                                 inner, max_size=3),
     max_leaves=10,
 )
 
@@ -67,6 +69,13 @@ def test_msgspec_reads_every_json_text_as_the_reference_does(
         value: Any, ascii_only: bool, as_bytes: bool) -> None:
     text = json.dumps(value, ensure_ascii=ascii_only, separators=(",", ":"))
     agree(text.encode("utf-8", "surrogatepass") if as_bytes else text)
+
+
+@given(st.text(any_char, min_size=1, max_size=6), st.booleans())
+def test_text_with_any_code_point_is_read_as_the_reference_does(text: str, ascii_only: bool) -> None:
+    line = json.dumps({"x": text}, ensure_ascii=ascii_only)
+    agree(line)
+    agree(line.encode("utf-8", "surrogatepass"))
 
 
 @given(json_values, st.integers(min_value=0, max_value=40), st.text(max_size=3))
@@ -84,9 +93,10 @@ def test_a_damaged_line_is_read_or_refused_as_the_reference_does(
     b'{"x":"caf\xed\xb3\xa9"}',  # the same surrogate as bytes (surrogatepass)
     b'{"x":1' + b'0' * 5000 + b'}',  # past the digits json reads
     b'[' * 100_000 + b']' * 100_000,  # nested too deeply
+    '{"x":"caf\udce9"}',       # a str holding the surrogate itself, which UTF-8 cannot hold
     b'{"x":1}\n', b'{"x":1} x', b'\xef\xbb\xbf{"x":1}', "\ufeff{}", b'{"x":1,}', b'01',
-], ids=["1e400", "escaped-surrogate", "raw-surrogate", "long-int", "deep", "newline",
-        "trailing", "bom-bytes", "bom-str", "trailing-comma", "leading-zero"])
+], ids=["1e400", "escaped-surrogate", "raw-surrogate", "long-int", "deep", "surrogate-str",
+        "newline", "trailing", "bom-bytes", "bom-str", "trailing-comma", "leading-zero"])
 def test_what_msgspec_refuses_the_reference_decides(text: str | bytes) -> None:
     agree(text)
 
