@@ -11,9 +11,10 @@ them to that, with Hypothesis): the same values, of the same types (integers pas
 too). Where they differ, msgspec refuses and the reference decides, saying what it always
 said: a number past the float range (``1e400``, which ``json`` reads as infinity), a lone
 surrogate, written as ``\\udc80`` (which ``encode_line`` writes for a file name that is not
-UTF-8) or held as it is by a ``str``, ``NaN``/``Infinity`` (which the reference refuses in its own words), bytes that are
-not UTF-8, nesting too deep, and any malformed line. Only exact ``bytes`` and ``str`` come
-here (a ``bytearray`` in UTF-16 is the reference's to detect). Pure: no I/O.
+UTF-8) or held as it is by a ``str``, ``NaN``/``Infinity`` (which the reference refuses in
+its own words), bytes that are not UTF-8, nesting too deep, and any malformed line. Only
+exact ``bytes`` and ``str`` come here (a ``bytearray`` in UTF-16 is the reference's to
+detect). Pure: no I/O.
 """
 
 from __future__ import annotations
