@@ -34,7 +34,11 @@ directly; anything else, valid or not, goes to the converter, which decides (and
 wrong). :func:`decode_record` is the one place that picks the path; ``decode_record(obj,
 fast=False)`` takes the converter alone, so a benchmark and a property test can hold the two
 side by side (docs/performance.md, "One codec": the readers make a fold about a fifth
-faster, and the tests check that they agree with the converter on every event type).
+faster, and the tests check that they agree with the converter on every event type). A line's
+JSON is parsed by msgspec's compiled parser first (:mod:`events.fast.parse`, through
+:func:`loads_strict`), the ``json`` module's reader deciding whatever it refuses; lines are
+written by the ``json`` module's encoder, whose bytes the hash chain covers (docs/performance.md,
+"A compiled codec", says why msgspec's encoder is not used).
 
 The same readers make writing cheap: a store must know that a line reads back before it writes
 it, and :func:`encode_stored` proves that with the reader taking the dict the line was encoded

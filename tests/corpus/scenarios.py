@@ -114,6 +114,14 @@ async def dig(call: Any, ctx: Any) -> ToolResult:
     return ToolResult(content=[text(f"below: {outcome.result.text}")])
 
 
+@tool(annotations=SAFE)
+async def measure(call: Any, ctx: Any) -> ToolResult:
+    """Returns numbers and text that JSON encoders spell differently."""
+    return ToolResult(content=[text("café ✓, and a file name that is not UTF-8: caf\udce9")],
+                      structured_content={"huge": 1e16, "tiny": 1e-05, "big": 10**30,
+                                          "negative": -0.0, "echo": call.arguments})
+
+
 async def grant_for_the_session(request: ApprovalRequest) -> ApprovalAnswer:
     """Grants every request, for the session."""
     return ApprovalAnswer(granted=True, scope="session")
@@ -186,6 +194,18 @@ SCENARIOS = {
         approver=grant_for_the_session,
         rules=PolicyRules(allow=["squ*"], deny=["delete_*"], ask=["dig"]),
         max_depth=2,
+    ),
+    # numbers and text the standard json encoder spells its own way (1e+16, 1e-05, an integer
+    # past 64 bits, \u escapes for a lone surrogate): the log of tests/corpus/json-encoder
+    "numbers": Scenario(
+        name="numbers",
+        tools=[measure],
+        script=lambda: [
+            [faux_tool_call("measure", {"x": 1e16, "y": 2.5e-07, "n": 2**70, "s": "naïve"}),
+             faux_tool_call("measure", {})],
+            faux_text("measured"),
+        ],
+        approver=grant_for_the_session,
     ),
 }
 

@@ -56,7 +56,8 @@ EXPECTED: dict[str, list[str]] = {
         "agent loop, 2,000 calls, cyclic GC off",
     ],
     "fold": ["open JsonlStore, read, fold ", "fold ",
-             "fold, events decoded by the converter alone"],
+             "fold, events decoded by the converter alone",
+             "fold, lines parsed by json's scanner alone"],
     "stores": [
         "JsonlStore(durable=False)",
         "MemoryStore() (checks encoding)",
