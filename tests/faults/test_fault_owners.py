@@ -139,7 +139,7 @@ def test_store_calls_under_a_lock_held_elsewhere_never_stop_the_loop(
 ) -> None:
     """Each operation runs with the file's lock held elsewhere (or not); while it waits, another
     task of the loop runs and lets the lock go. The answers are those of an unhindered store."""
-    from test_store_locks import HeldElsewhere, other_task  # the tests' own holder
+    from tests.stores.lockholder import HeldElsewhere, other_task
 
     async def main(path: Path) -> None:
         seq = 0

@@ -28,37 +28,10 @@ from events.stores import EventStore
 from events.stores import jsonl as jsonl_module
 from events.stores import locks
 from events.types import Record, UserMessage
-
-#: how long a holder waits for the loop before it gives up (only a frozen loop makes it wait)
-PATIENCE = 10.0
-
+from tests.stores.lockholder import PATIENCE, HeldElsewhere, other_task
 
 def rec(seq: int, session: str = "s") -> Record:
     return Record(session_id=session, seq=seq, time=1.0 + seq, event=UserMessage(text=f"#{seq}"))
-
-
-class HeldElsewhere:
-    """An exclusive lock on the log, held through a descriptor of its own until
-    :meth:`let_go` (or :data:`PATIENCE` seconds, if the loop never gets to say so)."""
-
-    def __init__(self, path: Path) -> None:
-        self.fd = os.open(path, os.O_RDONLY)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        self._go = threading.Event()
-        self._thread = threading.Thread(target=self._hold)
-        self._thread.start()
-
-    def _hold(self) -> None:
-        self._go.wait(PATIENCE)
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-
-    def let_go(self) -> None:
-        self._go.set()
-
-    def join(self) -> None:
-        self._go.set()
-        self._thread.join()
-        os.close(self.fd)
 
 
 @pytest.fixture
@@ -66,12 +39,6 @@ def log(tmp_path: Path) -> Iterator[Path]:
     path = tmp_path / "log.jsonl"
     JsonlStore(path).close()
     yield path
-
-
-async def other_task(order: list[str], held: HeldElsewhere) -> None:
-    await trio.testing.wait_all_tasks_blocked()  # everyone else waits: for the lock, say
-    order.append("another task ran")
-    held.let_go()
 
 
 async def test_a_lock_held_elsewhere_does_not_stop_the_loop_while_an_append_waits(
