@@ -215,18 +215,22 @@ class SqliteStore(InlineStore):
 
     # -- reading --------------------------------------------------------------------------
 
-    async def read(self, session_id: str, after: int = 0) -> list[Record]:
-        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+    async def read(self, session_id: str, after: int = 0, limit: int | None = None
+                   ) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown. At
+        most ``limit`` if given: :meth:`follow` reads a long session a part at a time, so its
+        first record comes before the whole session is decoded."""
         conn = self._ensure_open(self._read_conn)
         after = max(after, 0)
         sid = sid_of(session_id)
+        last = after + limit if limit is not None else 2**62
         if self._key is None:
             rows = conn.execute("SELECT seq, line FROM records WHERE session_id = ? AND seq > ? "
-                                "ORDER BY seq", (sid, after)).fetchall()
+                                "AND seq <= ? ORDER BY seq", (sid, after, last)).fetchall()
             return [self._decode(session_id, seq, line)[0] for seq, line in rows]
         # with a key, the row before the first handed out gives the hash the first links to
         rows = conn.execute("SELECT seq, line FROM records WHERE session_id = ? AND seq >= ? "
-                            "ORDER BY seq", (sid, after)).fetchall()
+                            "AND seq <= ? ORDER BY seq", (sid, after, last)).fetchall()
         return self._check_rows(session_id, after, rows)[0]
 
     async def last_seq(self, session_id: str) -> int:
