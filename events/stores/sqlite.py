@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from contextlib import closing
 from collections.abc import AsyncIterator, Iterable, Sequence
 
 import trio
@@ -334,8 +335,17 @@ class SqliteStore(InlineStore):
         and each session's row in the table of sessions against its records. A broken link
         names the session and seq (its ``line`` is ``None``: rows have no line number); a row
         that disagrees names the session (see :func:`~events.stores.rows.verify_tables`).
-        Reads one session at a time, in order of first appearance."""
-        conn = self._ensure_open(self._read_conn)
+        Reads one session at a time, in order of first appearance, in a worker thread on a
+        connection of its own: a long check never holds the event loop."""
+        self._ensure_open(self._read_conn)
+        return await trio.to_thread.run_sync(self._verify, session, tuple(anchors))
+
+    def _verify(self, session: str | None, anchors: Sequence[Anchor]) -> VerifyReport:
+        with closing(connect(self.path, self.busy_timeout, durable=False, read_only=True)) as conn:
+            return self._verify_on(conn, session, anchors)
+
+    def _verify_on(self, conn: sqlite3.Connection, session: str | None,
+                   anchors: Sequence[Anchor]) -> VerifyReport:
         only, args = ("WHERE session_id = ? ", (sid_of(session),)) if session is not None \
             else ("", ())  # one session's check reads that session's row only
         rows = {session_of(sid): (int(last), str(head)) for sid, last, head in conn.execute(
