@@ -7,7 +7,8 @@ read it yet, opening a session of 100 000 calls (some 700 000 records: seconds t
 decode) — is not folded on the page's path:
 
 - a **background fold** (one per session, in the console's nursery: see :meth:`Sessions.running`)
-  reads it through the store's ``follow``, a part at a time, and folds each record;
+  reads it a part at a time (:data:`PART` records: the stores' ``read`` takes a ``limit``),
+  folds each part, and lets the other tasks run between parts;
 - a page waits for that fold up to a short deadline (:data:`WAIT`), then shows what is folded:
   the session's first calls are complete (they are at the log's start), and ``Folded.reading``
   says how far the fold has to go, so the page says it is still reading and withholds its
@@ -20,12 +21,22 @@ decode) — is not folded on the page's path:
 
 Without the nursery (a console whose lifespan nobody ran), a session is folded on the page's
 path, whole, as before.
+
+While it reads and folds one part, the fold holds off Python's cyclic garbage collector: the
+records it decodes die at once (reference counting frees them), and what it keeps is the
+session's projection, which the collector would otherwise scan again and again as it grows
+(it found nothing to free, and took some 40% of a 700 000-record fold: docs/performance.md,
+"The web console over big logs"). The collector runs again between parts.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import gc
+import inspect
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+
+from typing import Any
 
 import attrs
 import trio
@@ -34,12 +45,26 @@ from events.stores import EventStore
 
 from .state import Folded
 
-__all__ = ["BEHIND", "WAIT", "Sessions"]
+__all__ = ["BEHIND", "PART", "WAIT", "Sessions"]
 
 #: A session more records behind the store than this is folded in the background.
 BEHIND = 5_000
 #: How long (seconds) a page waits for a background fold before it shows what is folded.
 WAIT = 0.5
+#: How many records a background fold reads and folds at once (some 20 ms of work).
+PART = 2_000
+
+
+@contextmanager
+def _collector_held() -> Iterator[None]:
+    """Hold off the cyclic garbage collector for the block (see the module docstring)."""
+    held = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if held:
+            gc.enable()
 
 
 @attrs.define(eq=False)
@@ -56,13 +81,16 @@ class Sessions:
     ``behind`` and ``wait``: :data:`BEHIND` and :data:`WAIT` unless given (tests make a small
     session count as long)."""
 
-    def __init__(self, store: EventStore, *, behind: int = BEHIND, wait: float = WAIT) -> None:
+    def __init__(self, store: EventStore, *, behind: int | None = None,
+                 wait: float | None = None) -> None:
         self.store = store
-        self.behind = behind
-        self.wait = wait
+        self.behind = BEHIND if behind is None else behind
+        self.wait = WAIT if wait is None else wait
         self._folded: dict[str, Folded] = {}
         self._locks: dict[str, trio.Lock] = {}
         self._folds: dict[str, _Fold] = {}
+        # the embedded and database stores read a part at a time; another store reads whole
+        self._parts = "limit" in inspect.signature(store.read).parameters
         #: where background work runs while :meth:`running`'s block does; None outside it
         self.nursery: trio.Nursery | None = None
 
@@ -112,25 +140,28 @@ class Sessions:
         return folded
 
     async def _fold(self, folded: Folded, fold: _Fold) -> None:
-        """Fold the session through the store's ``follow`` until it has read what the store
-        holds (what was appended meanwhile too), then end."""
+        """Fold the session a part at a time until it has read what the store holds (what
+        was appended meanwhile too), then end."""
         sid = folded.session_id
-        records = self.store.follow(sid, folded.last_seq)
+        read: Any = self.store.read
         try:
-            async for record in records:
-                folded.apply(record)
-                if folded.reading is not None and record.seq >= folded.reading:
+            while True:
+                with _collector_held():
+                    records = await (read(sid, folded.last_seq, PART) if self._parts
+                                     else read(sid, folded.last_seq))
+                    for record in records:
+                        folded.apply(record)
+                if not records:
+                    break  # the store holds no more than that, whatever its last seq says
+                if folded.reading is not None and folded.last_seq >= folded.reading:
                     last = await self.store.last_seq(sid)
-                    if record.seq >= last:
+                    if folded.last_seq >= last:
                         break
                     folded.reading = last  # appended while we read: read that too
+                await trio.lowlevel.checkpoint()  # pages are served between parts
         except Exception as exc:  # noqa: BLE001 - every waiting page shows it
             fold.error = exc
         finally:
             folded.reading = None
             del self._folds[sid]
             fold.done.set()
-            aclose = getattr(records, "aclose", None)
-            if aclose is not None:
-                with trio.CancelScope(shield=True):
-                    await aclose()
