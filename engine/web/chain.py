@@ -71,8 +71,9 @@ class Chains:
 
     async def _report(self, **kwargs: Any) -> VerifyReport:
         if self._one_pass:  # a file read in a thread: the console goes on serving meanwhile
+            # a console that stops does not wait for a check of a long file: it is left to end
             report: VerifyReport = await trio.to_thread.run_sync(
-                partial(trio.run, partial(self._verify, **kwargs)))
+                partial(trio.run, partial(self._verify, **kwargs)), abandon_on_cancel=True)
             return report
         return await self._verify(**kwargs)  # type: ignore[no-any-return]
 

@@ -44,13 +44,16 @@ async def lifespan(app: App) -> AsyncIterator[None]:
             raise RuntimeError(f"the app did not {expected.rpartition('.')[2]}: "
                                 f"{message.get('message') or message['type']}")
 
-    async with trio.open_nursery() as nursery, to_app, from_app:
+    async with to_app, from_app, trio.open_nursery() as nursery:
         nursery.start_soon(run)
         await to_app.send({"type": "lifespan.startup"})
         await said("lifespan.startup.complete")
         try:
             yield
         finally:
-            with trio.CancelScope(shield=True, deadline=trio.current_time() + STOPPING):
+            with trio.CancelScope(shield=True,
+                                  deadline=trio.current_time() + STOPPING) as stopping:
                 await to_app.send({"type": "lifespan.shutdown"})
                 await said("lifespan.shutdown.complete")
+            if stopping.cancelled_caught:  # an app that does not stop is stopped
+                nursery.cancel_scope.cancel()

@@ -336,9 +336,11 @@ class SqliteStore(InlineStore):
         names the session and seq (its ``line`` is ``None``: rows have no line number); a row
         that disagrees names the session (see :func:`~events.stores.rows.verify_tables`).
         Reads one session at a time, in order of first appearance, in a worker thread on a
-        connection of its own: a long check never holds the event loop."""
+        connection of its own: a long check never holds the event loop, and a cancelled one
+        is left to end there."""
         self._ensure_open(self._read_conn)
-        return await trio.to_thread.run_sync(self._verify, session, tuple(anchors))
+        return await trio.to_thread.run_sync(self._verify, session, tuple(anchors),
+                                             abandon_on_cancel=True)
 
     def _verify(self, session: str | None, anchors: Sequence[Anchor]) -> VerifyReport:
         with closing(connect(self.path, self.busy_timeout, durable=False, read_only=True)) as conn:
