@@ -29,7 +29,8 @@ import secrets
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import attrs
@@ -115,30 +116,52 @@ def _write(store: EventStore, records: Sequence[Record], batch: int = 5_000) -> 
     trio.run(main)
 
 
-async def _get(store: EventStore, path: str) -> float:
-    """Seconds to serve ``path`` by a new console over ``store`` (its token already given)."""
+#: What the session's page says while the console still reads its log.
+READING = "Still reading this session"
+
+
+@asynccontextmanager
+async def _console(store: EventStore, running: bool = True
+                   ) -> AsyncIterator[tuple[httpx.AsyncClient, str]]:
+    """A client of a new console over ``store`` (its lifespan running, as ``toolledger web``
+    runs it, unless not ``running``), and the console's token."""
     token = secrets.token_urlsafe()
     app = console_app(store, token=token, read_only=True)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                 base_url="http://127.0.0.1") as client:
-        start = time.perf_counter()
-        response = await client.get(path + ("&" if "?" in path else "?") + f"token={token}",
-                                    follow_redirects=True)
-        took = time.perf_counter() - start
+    async with AsyncExitStack() as stack:
+        if running:
+            await stack.enter_async_context(lifespan(app))
+        yield await stack.enter_async_context(httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")), token
+
+
+async def _first(client: httpx.AsyncClient, token: str, path: str) -> httpx.Response:
+    """The first request of a client: with the token, then sent on to ``path``."""
+    response = await client.get(path + ("&" if "?" in path else "?") + f"token={token}",
+                                follow_redirects=True)
     assert response.status_code == 200, response.text[:500]
-    return took
+    return response
+
+
+async def _whole(client: httpx.AsyncClient, path: str, response: httpx.Response) -> None:
+    """Ask for the session's page again until it no longer says it is still reading (each
+    request waits for the fold a moment at most)."""
+    while READING in response.text:
+        response = await client.get(path)
+
+
+async def _get(store: EventStore, path: str) -> float:
+    """Seconds to serve ``path`` by a new console over ``store`` that folds on the page's
+    path (no lifespan: how every console went before the background fold)."""
+    async with _console(store, running=False) as (client, token):
+        start = time.perf_counter()
+        await _first(client, token, path)
+        return time.perf_counter() - start
 
 
 async def _get_twice(store: EventStore, path: str, grow: Callable[[], Any]) -> float:
     """Seconds to serve ``path`` again, by a console that served it once, after ``grow``."""
-    token = secrets.token_urlsafe()
-    app = console_app(store, token=token, read_only=True)
-    async with lifespan(app), httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                                base_url="http://127.0.0.1") as client:
-        first = await client.get(path + f"&token={token}", follow_redirects=True)
-        assert first.status_code == 200, first.text[:500]
-        while READING in first.text:  # the whole session folded first
-            first = await client.get(path)
+    async with _console(store) as (client, token):
+        await _whole(client, path, await _first(client, token, path))
         await grow()
         start = time.perf_counter()
         response = await client.get(path)
@@ -147,24 +170,14 @@ async def _get_twice(store: EventStore, path: str, grow: Callable[[], Any]) -> f
     return took
 
 
-#: What the session's page says while the console still reads its log.
-READING = "Still reading this session"
-
-
 async def _open(store: EventStore, path: str) -> tuple[float, float]:
     """Seconds until a new console over ``store``, its lifespan running, serves ``path``, and
     until it has folded the whole session (the page no longer says it is still reading)."""
-    token = secrets.token_urlsafe()
-    app = console_app(store, token=token, read_only=True)
-    async with lifespan(app), httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                                base_url="http://127.0.0.1") as client:
+    async with _console(store) as (client, token):
         start = time.perf_counter()
-        response = await client.get(path + ("&" if "?" in path else "?") + f"token={token}",
-                                    follow_redirects=True)
+        response = await _first(client, token, path)
         served = time.perf_counter() - start
-        assert response.status_code == 200, response.text[:500]
-        while READING in response.text:  # each request waits for the fold, a moment at most
-            response = await client.get(path)
+        await _whole(client, path, response)
         return served, time.perf_counter() - start
 
 

@@ -67,13 +67,21 @@ def part(monkeypatch: pytest.MonkeyPatch) -> Any:
     return lambda size: monkeypatch.setattr(folding, "PART", size)
 
 
-async def test_a_long_session_opens_partial_without_controls_then_whole(
-        part: Any, autojump_clock: trio.testing.MockClock) -> None:
+@pytest.fixture
+async def gated(part: Any) -> tuple[Gated, int]:
+    """A long session in a :class:`Gated` store, holding from here, read in parts that end
+    where the second call is asked; and that seq."""
     store = Gated()
     first = await long_session(store)
-    total = await store.last_seq(SID)
     part(first)
     store.holding, store.reads = True, []  # from here: the console's reads
+    return store, first
+
+
+async def test_a_long_session_opens_partial_without_controls_then_whole(
+        gated: tuple[Gated, int], autojump_clock: trio.testing.MockClock) -> None:
+    store, first = gated
+    total = await store.last_seq(SID)
     async with Console(store) as console:
         page = await console.page("/session", id=SID)
         assert READING in page
@@ -99,11 +107,8 @@ async def test_a_long_session_opens_partial_without_controls_then_whole(
 
 
 async def test_two_requests_share_one_fold(
-        part: Any, autojump_clock: trio.testing.MockClock) -> None:
-    store = Gated()
-    first = await long_session(store)
-    part(first)
-    store.holding, store.reads = True, []  # from here: the console's reads
+        gated: tuple[Gated, int], autojump_clock: trio.testing.MockClock) -> None:
+    store, first = gated
     async with Console(store) as console:
         pages: list[str] = []
 
@@ -122,11 +127,8 @@ async def test_two_requests_share_one_fold(
 
 
 async def test_the_live_page_follows_the_fold_to_its_end(
-        part: Any, autojump_clock: trio.testing.MockClock) -> None:
-    store = Gated()
-    first = await long_session(store)
-    part(first)
-    store.holding, store.reads = True, []  # from here: the console's reads
+        gated: tuple[Gated, int], autojump_clock: trio.testing.MockClock) -> None:
+    store, first = gated
     async with Console(store) as console:
         assert READING in await console.page("/session", id=SID)
         send, receive = trio.open_memory_channel[str](100)
