@@ -29,31 +29,38 @@ STOPPING = 10.0
 async def lifespan(app: App) -> AsyncIterator[None]:
     """Start ``app`` (ASGI ``lifespan.startup``), run the block, then stop it
     (``lifespan.shutdown``), as a server would: e.g. in a host's own lifespan,
-    ``async with lifespan(console): yield``."""
+    ``async with lifespan(console): yield``. An app that fails to start or to stop raises
+    ``RuntimeError`` with what it said."""
     to_app, from_us = trio.open_memory_channel[Message](2)
     to_us, from_app = trio.open_memory_channel[Message](2)
     scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
+    failed: str | None = None
 
     async def run() -> None:
         async with from_us, to_us:
             await app(scope, from_us.receive, to_us.send)
 
-    async def said(expected: str) -> None:
+    async def said(what: str) -> str | None:
         message = await from_app.receive()
-        if message["type"] != expected:
-            raise RuntimeError(f"the app did not {expected.rpartition('.')[2]}: "
-                                f"{message.get('message') or message['type']}")
+        if message["type"] == f"lifespan.{what}.complete":
+            return None
+        return f"the app did not {'start' if what == 'startup' else 'stop'}: " + str(
+            message.get("message") or message["type"])
 
     async with to_app, from_app, trio.open_nursery() as nursery:
         nursery.start_soon(run)
         await to_app.send({"type": "lifespan.startup"})
-        await said("lifespan.startup.complete")
-        try:
-            yield
-        finally:
-            with trio.CancelScope(shield=True,
-                                  deadline=trio.current_time() + STOPPING) as stopping:
-                await to_app.send({"type": "lifespan.shutdown"})
-                await said("lifespan.shutdown.complete")
-            if stopping.cancelled_caught:  # an app that does not stop is stopped
-                nursery.cancel_scope.cancel()
+        failed = await said("startup")
+        if failed is None:
+            try:
+                yield
+            finally:
+                with trio.CancelScope(shield=True,
+                                      deadline=trio.current_time() + STOPPING) as stopping:
+                    await to_app.send({"type": "lifespan.shutdown"})
+                    failed = await said("shutdown")
+                if stopping.cancelled_caught:
+                    failed = f"the app did not stop within {STOPPING:g} s"
+        nursery.cancel_scope.cancel()  # an app that failed, or did not stop, is stopped
+    if failed is not None:
+        raise RuntimeError(failed)
