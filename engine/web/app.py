@@ -341,7 +341,9 @@ def _refusal(page: Page, title: str, heading: str, status: int, *paragraphs: Chi
 def console_app(store: EventStore, *, token: str, read_only: bool = False,
                 desk: WebDesk | None = None, renderers: Renderers | None = None) -> Guard:
     """The web console over ``store``, as an ASGI app: serve it (``toolledger web``), or mount
-    it in a host's Starlette app (``Mount("/console", console_app(...))``).
+    it in a host's Starlette app (``Mount("/console", console_app(...))``) and run its
+    lifespan in the host's (:func:`~engine.web.lifespan.lifespan`): the nursery where long
+    sessions are folded while their pages are served (see :mod:`engine.web.folding`).
 
     ``token`` is required on every request (see :mod:`engine.web.guard`): draw a random one
     (``secrets.token_urlsafe()``) and give the person the URL with ``?token=...``.
