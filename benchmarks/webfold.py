@@ -1,6 +1,7 @@
 """The web console's background fold of a long session: its own work, on the CPU clock.
 
-``python -m benchmarks.webfold [--quick] [--json | --markdown]``: the session of
+``python -m benchmarks.webfold [--quick] [--json | --markdown]`` (``--clock`` is ignored:
+always the CPU clock): the session of
 ``benchmarks.web`` (100 000 model calls, some 700 000 records) on a JSONL file and on SQLite,
 folded as the console's background fold folds it — read a part of ``engine.web.folding.PART``
 records at a time (the stores' ``read(limit=...)``), each part folded with Python's cyclic
@@ -13,6 +14,7 @@ says more about the neighbours than about the fold).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -29,7 +31,7 @@ from events.stores.base import EventStore
 
 from .__main__ import add_run_options, render, show, title
 from .harness import Figure, Row, Settings, interleave, paired
-from .report import machine
+from .report import machine, to_json
 from .web import _template, _write, session_records
 
 __all__ = ["main", "run"]
@@ -97,8 +99,14 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(quick=args.quick, repeat=args.repeat, clock_name="cpu")
     started = time.perf_counter()
     rows = run(settings)
-    show(rows, title(machine(), quick=args.quick, seconds=time.perf_counter() - started,
-                     clock="cpu"),
+    took = time.perf_counter() - started
+    if args.json:
+        json.dump(to_json(rows, settings={"quick": args.quick, "clock": "cpu",
+                                          "seconds": round(took, 1)}),
+                  sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return 0
+    show(rows, title(machine(), quick=args.quick, seconds=took, clock="cpu"),
          as_markdown=args.markdown)
     return 0
 
