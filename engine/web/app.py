@@ -5,12 +5,15 @@ Routes (under wherever the app is mounted): ``/`` the sessions list (``?state=``
 ``/pending`` every pending approval and question, ``/answer`` (POST) a person's answer,
 ``/replay`` (POST) a re-drive of one session with its recorded tools, and its report,
 ``/events?...`` the server-sent events that keep a page live, ``/static/...`` the shipped
-stylesheet and script. Every route sits behind :class:`~engine.web.guard.Guard`.
+stylesheet and script. Every route sits behind :class:`~engine.web.guard.Guard`. The app's
+lifespan holds the nursery where long sessions are folded and long chains checked (see
+:mod:`engine.web.folding`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs
@@ -31,11 +34,12 @@ from .answers import Refused, record_approval, record_question
 from .chain import Chains
 from .controls import approval_answer, question_answer
 from .desk import WebDesk
+from .folding import Sessions
 from .guard import Guard, csrf_token
 from .markup import Child, Safe, tag
 from .pages import Page, layout, pending_page, session_page, sessions_page
 from .replaying import replay_session, report_page
-from .state import Sessions, Summary, summary
+from .state import Folded, Summary, summary
 
 __all__ = ["PER_PAGE", "console_app"]
 
@@ -45,6 +49,8 @@ PER_PAGE = 50
 MAX_FORM = 2_000_000
 #: How often (seconds) the list and the pending page look for changes to send.
 POLL = 1.0
+#: How often (seconds) a session's page is sent again while the console reads its log.
+PROGRESS = 0.75
 STATIC = Path(__file__).resolve().parent / "static"
 
 
@@ -69,7 +75,7 @@ class _Console:
                  desk: WebDesk | None, renderers: Renderers) -> None:
         self.store = store
         self.sessions = Sessions(store)
-        self.chains = Chains(store)
+        self.chains = Chains(store, lambda: self.sessions.nursery)
         self.csrf = csrf_token(token)
         self.read_only = read_only
         self.desk = desk
@@ -78,6 +84,12 @@ class _Console:
     def page(self, request: Request) -> Page:
         return Page(base=request.scope.get("root_path", "").rstrip("/"), csrf=self.csrf,
                     read_only=self.read_only)
+
+    @asynccontextmanager
+    async def lifespan(self, app: object) -> AsyncIterator[None]:
+        """While the app runs: the nursery of the background folds and chain checks."""
+        async with self.sessions.running():
+            yield
 
     def summary(self, folded: Any) -> Summary:
         return summary(folded, live=self.desk is not None and self.desk.runs(folded.session_id))
@@ -88,16 +100,17 @@ class _Console:
         state = _one(fields, "state") or None
         number = _number(fields, "page")
         ids = await self.sessions.ids()
+        deadline = trio.current_time() + self.sessions.wait  # one wait for the whole page
         chosen: list[Summary] = []
         more = False
         if state is None:
             window = ids[number * PER_PAGE:(number + 1) * PER_PAGE]
-            chosen = [self.summary(await self.sessions.get(sid)) for sid in window]
+            chosen = [self.summary(await self.sessions.get(sid, deadline)) for sid in window]
             more = len(ids) > (number + 1) * PER_PAGE
         else:
             skip = number * PER_PAGE
             for sid in ids:
-                row = self.summary(await self.sessions.get(sid))
+                row = self.summary(await self.sessions.get(sid, deadline))
                 if row.state != state:
                     continue
                 if skip:
@@ -111,17 +124,22 @@ class _Console:
         return sessions_page(page, [(row, badges[row.session_id]) for row in chosen], state,
                              number, more)
 
-    async def session_body(self, page: Page, fields: Mapping[str, list[str]]) -> Safe | None:
+    async def session_body(self, page: Page, fields: Mapping[str, list[str]],
+                           deadline: float | None = None) -> tuple[Safe, Folded] | None:
+        """The session's page body and its fold (as far as read by ``deadline``: see
+        :meth:`Sessions.get`), or None for a session the log does not hold."""
         sid = _one(fields, "id")
         if sid not in await self.store.sessions():
             return None
-        folded = await self.sessions.get(sid)
-        badge = await self.chains.badge(sid, folded.last_seq)
+        folded = await self.sessions.get(sid, deadline)
+        # while reading, the check covers what the log holds: one check, not one a page
+        badge = await self.chains.badge(sid, folded.reading or folded.last_seq)
         return session_page(page, folded, self.summary(folded), badge, _number(fields, "calls"),
-                            self.renderers)
+                            self.renderers), folded
 
     async def pending_body(self, page: Page) -> Safe:
-        folded = [await self.sessions.get(sid) for sid in await self.sessions.ids()]
+        deadline = trio.current_time() + self.sessions.wait
+        folded = [await self.sessions.get(sid, deadline) for sid in await self.sessions.ids()]
         return pending_page(page, [f for f in folded
                                    if f.projection.pending_approvals
                                    or f.projection.pending_questions])
@@ -138,14 +156,15 @@ class _Console:
     async def session(self, request: Request) -> Response:
         page = self.page(request)
         fields = _parse(request.scope.get("query_string", b""))
-        body = await self.session_body(page, fields)
-        if body is None:
+        shown = await self.session_body(page, fields)
+        if shown is None:
             return _html(layout(page, "Not found", tag(
                 "p", None, "No session ", _one(fields, "id"), " in this log.")), 404)
+        body, folded = shown
         sid = _one(fields, "id")
-        after = (await self.sessions.get(sid)).last_seq
         return _html(layout(page, f"Session {sid}", body, page.url(
-            "/events", view="session", id=sid, calls=_number(fields, "calls"), after=after)))
+            "/events", view="session", id=sid, calls=_number(fields, "calls"),
+            after=folded.last_seq)))
 
     async def pending(self, request: Request) -> Response:
         page = self.page(request)
@@ -175,13 +194,29 @@ class _Console:
                                                            " in this log.")), 404)
         return fields, None
 
+    async def _whole(self, page: Page, sid: str) -> tuple[Folded, Response | None]:
+        """The session folded to its end, or the page that refuses to act on it while the
+        console is still reading its log: an answer is checked against the whole session."""
+        folded = await self.sessions.get(sid)
+        if folded.reading is None:
+            return folded, None
+        back = page.url("/session", id=sid)
+        return folded, _refusal(
+            page, "Still reading", "Nothing was done: the console is still reading this "
+            "session's log", 503, f"It has read {folded.last_seq:,} of {folded.reading:,} "
+            "records; what waits for an answer, and whether it still does, is known only once "
+            "it has read them all. Try again in a moment.",
+            tag("a", {"href": back}, "Back to the session"), live=back)
+
     async def answer(self, request: Request) -> Response:
         page = self.page(request)
         fields, refused = await self._form(request)
         if refused is not None:
             return refused
         sid = _one(fields, "session")
-        folded = await self.sessions.get(sid)
+        folded, unread = await self._whole(page, sid)
+        if unread is not None:
+            return unread
         try:
             if _one(fields, "kind") == "question":
                 qid = _one(fields, "question")
@@ -207,7 +242,9 @@ class _Console:
         if refused is not None:
             return refused
         sid = _one(fields, "session")
-        folded = await self.sessions.get(sid)
+        folded, unread = await self._whole(page, sid)
+        if unread is not None:
+            return unread
         try:
             report = await replay_session(self.store, sid)
         except ReplayError as exc:
@@ -217,11 +254,7 @@ class _Console:
 
     async def unfoldable(self, request: Request, exc: Exception) -> Response:
         """A log whose records cannot follow each other: a page that says where, not a crash."""
-        page = self.page(request)
-        return _refusal(page, "Log inconsistent", "This log cannot be read as a session", 422,
-                        str(exc), "The records up to that one are shown nowhere else: check "
-                                  "the log with toolledger verify, and read it with toolledger "
-                                  "show.")
+        return _html(layout(self.page(request), "Log inconsistent", _unfoldable(exc)), 422)
 
     async def events(self, request: Request) -> Response:
         page = self.page(request)
@@ -240,13 +273,27 @@ class _Console:
                               ) -> AsyncIterator[str]:
         """The session's page body, again after each change the store's ``follow`` shows."""
         sid = _one(fields, "id")
+        after = _number(fields, "after")
         yield "retry: 2000\n\n"
-        async for record in self.store.follow(sid, _number(fields, "after")):
-            if await self.store.last_seq(sid) > record.seq:
-                continue  # more is stored already: send the page once, after the last
-            body = await self.session_body(page, fields)
-            if body is not None:
-                yield _event(body, record.seq)
+        try:
+            while True:  # while the console reads the log: the page as far as read, now and then
+                shown = await self.session_body(page, fields,
+                                                trio.current_time() + PROGRESS)
+                if shown is None:
+                    return
+                if shown[1].last_seq > after:
+                    after = shown[1].last_seq
+                    yield _event(shown[0], after)
+                if shown[1].reading is None:
+                    break
+            async for record in self.store.follow(sid, after):
+                if await self.store.last_seq(sid) > record.seq:
+                    continue  # more is stored already: send the page once, after the last
+                shown = await self.session_body(page, fields)
+                if shown is not None:
+                    yield _event(shown[0], record.seq)
+        except LogInconsistency as exc:  # the page becomes the error page, and stays so
+            yield _event(_unfoldable(exc), None)
 
     async def _polled_events(self, page: Page, fields: Mapping[str, list[str]], view: str
                              ) -> AsyncIterator[str]:
@@ -264,6 +311,18 @@ class _Console:
             await trio.sleep(POLL)
 
 
+def _unfoldable(exc: Exception) -> Safe:
+    """What the page of a session whose log cannot be folded says instead."""
+    return _refused("This log cannot be read as a session", str(exc),
+                    "The records up to that one are shown nowhere else: check the log with "
+                    "toolledger verify, and read it with toolledger show.")
+
+
+def _refused(heading: str, *paragraphs: Child) -> Safe:
+    return tag("div", {"class": "refused"}, tag("h1", None, heading),
+               *(tag("p", None, paragraph) for paragraph in paragraphs))
+
+
 def _event(body: str, seq: int | None) -> str:
     lines = "".join(f"data: {line}\n" for line in body.split("\n"))
     return "event: update\n" + (f"id: {seq}\n" if seq is not None else "") + lines + "\n"
@@ -276,15 +335,15 @@ def _html(text: str, status: int = 200) -> HTMLResponse:
 def _refusal(page: Page, title: str, heading: str, status: int, *paragraphs: Child,
              live: str | None = None) -> HTMLResponse:
     """A page that says what was not done and why: ``heading``, then a paragraph each."""
-    return _html(layout(page, title, tag(
-        "div", {"class": "refused"}, tag("h1", None, heading),
-        *(tag("p", None, paragraph) for paragraph in paragraphs)), live), status)
+    return _html(layout(page, title, _refused(heading, *paragraphs), live), status)
 
 
 def console_app(store: EventStore, *, token: str, read_only: bool = False,
                 desk: WebDesk | None = None, renderers: Renderers | None = None) -> Guard:
     """The web console over ``store``, as an ASGI app: serve it (``toolledger web``), or mount
-    it in a host's Starlette app (``Mount("/console", console_app(...))``).
+    it in a host's Starlette app (``Mount("/console", console_app(...))``) and run its
+    lifespan in the host's (:func:`~engine.web.lifespan.lifespan`): the nursery where long
+    sessions are folded while their pages are served (see :mod:`engine.web.folding`).
 
     ``token`` is required on every request (see :mod:`engine.web.guard`): draw a random one
     (``secrets.token_urlsafe()``) and give the person the URL with ``?token=...``.
@@ -305,5 +364,5 @@ def console_app(store: EventStore, *, token: str, read_only: bool = False,
         Route("/replay", console.replay, methods=["POST"]),
         Route("/events", console.events),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
-    ], exception_handlers={LogInconsistency: console.unfoldable})
+    ], exception_handlers={LogInconsistency: console.unfoldable}, lifespan=console.lifespan)
     return Guard(app, token)

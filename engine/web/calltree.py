@@ -119,7 +119,10 @@ def call_html(folded: Folded, view: CallView, depth: int = 0,
     projection = folded.projection
     cid = view.call_id
     took = _seconds(folded.asked.get(cid), folded.ended.get(cid))
+    # a call whose end the console has not read yet is not known to be running
+    unread = folded.reading is not None and view.terminal is None
     head = tag("summary", None, tag("span", {"class": "tool"}, view.name), " ",
+               tag("span", {"class": "status unread"}, "not read yet") if unread else
                tag("span", {"class": f"status {view.status}"}, view.status), " ",
                tag("span", {"class": "id"}, cid), None if took is None else f" {took}")
     facts: list[Safe | None] = [_fact("arguments", json_tree(view.arguments))]

@@ -6,10 +6,12 @@ check reads that session's rows only), all at once in a JSONL file (a check of o
 reads the whole file anyway, so one pass serves every row).
 
 A check of up to :data:`INLINE` records is made before the page is sent. A longer one (a
-session of 100 000 calls is some 700 000 records: seconds) runs in the background, a JSONL
-file's in a thread of its own, and the page says so and shows the last answer it has; the next
-page (or the live update) shows the new one. A store that keeps no chain
-(:class:`~events.stores.MemoryStore`) says so.
+session of 100 000 calls is some 700 000 records: seconds) runs in the background, in the
+console's nursery (its lifespan's: see :mod:`engine.web.folding`), and off the event loop (a
+JSONL file's in a thread of its own, an SQLite database's in the store's worker thread), and
+the page says so and shows the last answer it has; the next page (or the live update) shows
+the new one. A console whose lifespan nobody ran checks on the page's path. A store that keeps
+no chain (:class:`~events.stores.MemoryStore`) says so.
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ def _keyed(report: VerifyReport) -> str:
 class Chains:
     """The chain badges of one store's sessions, each kept while its session is unchanged."""
 
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: EventStore,
+                 nursery: Callable[[], trio.Nursery | None] = lambda: None) -> None:
         self._verify: Any = getattr(store, "verify", None)
+        self._nursery = nursery  # where a long check runs, if anywhere
         self._one_pass = isinstance(store, JsonlStore)
         self._kept: dict[str, tuple[int, str]] = {}
         self._running: set[str | None] = set()  # sessions being checked (None: every one)
@@ -47,7 +51,8 @@ class Chains:
                      check: Callable[[], Awaitable[None]]) -> None:
         """Run ``check`` now if it covers at most :data:`INLINE` records, else in the
         background (once at a time per ``key``)."""
-        if records <= INLINE:
+        nursery = self._nursery()
+        if records <= INLINE or nursery is None:
             await check()
             return
         if key in self._running:
@@ -62,12 +67,13 @@ class Chains:
             finally:
                 self._running.discard(key)
 
-        trio.lowlevel.spawn_system_task(background)
+        nursery.start_soon(background)
 
     async def _report(self, **kwargs: Any) -> VerifyReport:
         if self._one_pass:  # a file read in a thread: the console goes on serving meanwhile
+            # a console that stops does not wait for a check of a long file: it is left to end
             report: VerifyReport = await trio.to_thread.run_sync(
-                partial(trio.run, partial(self._verify, **kwargs)))
+                partial(trio.run, partial(self._verify, **kwargs)), abandon_on_cancel=True)
             return report
         return await self._verify(**kwargs)  # type: ignore[no-any-return]
 

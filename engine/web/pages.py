@@ -72,6 +72,21 @@ def _when(moment: float | None) -> str:
 STATES = ("running", "waiting", "paused", "closed")
 
 
+def _as_far(summary: Summary) -> str:
+    return f"as far as read: {summary.records:,} of {summary.reading:,} records"
+
+
+def reading_notice(summary: Summary) -> Safe | None:
+    """While the console still reads the session's log: what the page shows, and what not."""
+    if summary.reading is None:
+        return None
+    return tag("p", {"class": "reading"}, tag("b", None, "Still reading this session's log: "),
+               f"read {summary.records:,} of {summary.reading:,} records. The state, counts, "
+               "pending requests and chain badge are as far as read; calls whose end is not "
+               "read yet say so. This page updates as reading goes on, and its controls "
+               "appear once the whole log is read.")
+
+
 def sessions_page(page: Page, rows: Sequence[tuple[Summary, str]], state: str | None,
                   number: int, more: bool) -> Safe:
     """The list: one row per session, newest first, ``number`` the page (from 0)."""
@@ -83,7 +98,8 @@ def sessions_page(page: Page, rows: Sequence[tuple[Summary, str]], state: str | 
     body = [tag("tr", {"class": summary.state}, tag("td", None, tag(
         "a", {"href": session_link(page, summary.session_id)}, summary.session_id)),
         tag("td", None, summary.state,
-            tag("div", {"class": "whom"}, summary.waiting_for) if summary.waiting_for else None),
+            tag("div", {"class": "whom"}, summary.waiting_for) if summary.waiting_for else None,
+            tag("div", {"class": "reading"}, _as_far(summary)) if summary.reading else None),
         tag("td", None, _when(summary.last_time)), tag("td", None, summary.model or "—"),
         tag("td", None, summary.calls), tag("td", None, summary.records),
         tag("td", {"class": "chain"}, chain)) for summary, chain in rows]
@@ -131,6 +147,8 @@ def pending_section(page: Page, folded: Folded) -> Safe | None:
         return None
     sid = folded.session_id
     action = page.url("/answer")
+    # an answer is checked against the whole session: no controls on a part of it
+    page = page if folded.reading is None else attrs.evolve(page, read_only=True)
     items = []
     for request in approvals:
         items.append(tag("div", {"class": "request"}, tag("h3", None, "Approve ", tag(
@@ -212,6 +230,7 @@ def session_page(page: Page, folded: Folded, summary: Summary, chain: str,
     """One session: its facts, what waits, the transcript beside the call tree; both paged,
     ``calls_page`` the page (from 0) of each; each call with its tool's own view, if
     ``renderers`` has one."""
+    page = page if folded.reading is None else attrs.evolve(page, read_only=True)
     tree, tree_pages = call_tree(folded, calls_page, renderers)
     transcript, transcript_pages = _transcript(folded, calls_page)
     pages = max(tree_pages, transcript_pages)
@@ -229,7 +248,7 @@ def session_page(page: Page, folded: Folded, summary: Summary, chain: str,
                 replay_form(page, sid))
     return join([
         tag("h1", None, "Session ", tag("span", {"class": "id"}, sid)), facts,
-        pending_section(page, folded),
+        reading_notice(summary), pending_section(page, folded),
         tag("div", {"class": "columns"},
             tag("section", {"class": "transcript"}, tag("h2", None, "Transcript"), transcript),
             tag("section", {"class": "calls"}, tag("h2", None, "Calls"),

@@ -1,10 +1,8 @@
-"""What the console knows of each session: its projection, kept up to date from the store.
+"""What the console knows of each session: its projection, and what a page shows beside it.
 
-A page needs a session folded; folding a long session again for every request would make a
-page as slow as the log is long. :class:`Sessions` keeps each session's
-:class:`~engine.core.reducers.Projection` and reads only the records appended since
-(``store.read(after=...)``), so a refresh costs what changed. Beside the projection it keeps
-what the projection does not: when each call was asked, started and ended (timings), the
+:class:`Folded` is one session folded as far as the console has read it (kept up to date by
+:class:`~engine.web.folding.Sessions`): its :class:`~engine.core.reducers.Projection` and what
+the projection does not keep: when each call was asked, started and ended (timings), the
 model a session last asked, its progress updates and the time of its last record.
 """
 
@@ -13,16 +11,14 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 import attrs
-import trio
 
 from events.callevents import ToolExecutionStarted, ToolProgress
 from events.modelturns import ModelRequested
-from events.stores import EventStore
 from events.types import Record, TerminalEvent, ToolCallRequested
 
 from ..core.reducers import Projection
 
-__all__ = ["Folded", "Sessions", "State", "Summary", "summary"]
+__all__ = ["Folded", "State", "Summary", "summary"]
 
 State = Literal["running", "waiting", "paused", "closed"]
 
@@ -45,6 +41,9 @@ class Folded:
     #: The top-level calls' ids, in the order they were requested: a page of the call tree
     #: takes its slice, and builds the views of those calls only.
     roots: list[str] = attrs.field(factory=list)
+    #: While a background fold reads the session: the seq it reads up to (the store's last
+    #: when it looked); what the page shows is then as far as read. None once it is read.
+    reading: int | None = None
 
     @property
     def last_seq(self) -> int:
@@ -82,6 +81,9 @@ class Summary:
     model: str | None
     calls: int
     records: int
+    #: The records the log holds while the console is still reading it (else None): the
+    #: state and counts are then as far as read.
+    reading: int | None = None
 
 
 def summary(folded: Folded, live: bool = False) -> Summary:
@@ -101,29 +103,5 @@ def summary(folded: Folded, live: bool = False) -> Summary:
         state, waiting_for = "closed", None
     return Summary(session_id=folded.session_id, state=state, waiting_for=waiting_for,
                    last_time=folded.last_time, model=folded.model,
-                   calls=len(projection.calls), records=projection.last_seq)
-
-
-class Sessions:
-    """Each session of one store, folded on demand and kept: see the module docstring."""
-
-    def __init__(self, store: EventStore) -> None:
-        self.store = store
-        self._folded: dict[str, Folded] = {}
-        self._locks: dict[str, trio.Lock] = {}
-
-    async def ids(self) -> list[str]:
-        """Every session id, newest first (the store lists them oldest first)."""
-        return list(reversed(await self.store.sessions()))
-
-    async def get(self, session_id: str) -> Folded:
-        """The session folded up to the store's last record (an unknown id folds empty)."""
-        lock = self._locks.setdefault(session_id, trio.Lock())
-        async with lock:
-            folded = self._folded.get(session_id)
-            if folded is None:
-                folded = self._folded[session_id] = Folded(session_id)
-            if await self.store.last_seq(session_id) > folded.last_seq:
-                for record in await self.store.read(session_id, folded.last_seq):
-                    folded.apply(record)
-            return folded
+                   calls=len(projection.calls), records=projection.last_seq,
+                   reading=folded.reading)

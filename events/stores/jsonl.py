@@ -245,8 +245,11 @@ class JsonlStore(JsonlIndex, InlineStore):
         index.head = head
         self._appended.notify()
 
-    async def read(self, session_id: str, after: int = 0) -> list[Record]:
-        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+    async def read(self, session_id: str, after: int = 0, limit: int | None = None
+                   ) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown. At
+        most ``limit`` if given: :meth:`follow` reads a long session a part at a time, so its
+        first record comes before the whole session is decoded."""
         fd = self._ensure_open()
         if file_size(fd) != self._size:  # another process appended: index its lines first
             fd = await self._catch_up()
@@ -254,8 +257,10 @@ class JsonlStore(JsonlIndex, InlineStore):
         if index is None:
             return []
         first, count = max(after, 0), len(index.offsets)
+        if limit is not None:
+            count = min(count, first + limit)
         # the session's first read takes what the opening scan decoded (a prefix of its lines)
-        records = self._decoded.pop(session_id, [])[first:]
+        records = self._decoded.pop(session_id, [])[first:count]
         first += len(records)
         # with a key, each line handed out is checked again: it must link to the line before
         prev = self._prev_hash(fd, index, session_id, first) if self._key and first < count else ""

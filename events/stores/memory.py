@@ -53,11 +53,15 @@ class MemoryStore(InlineStore):
         self._sessions.setdefault(session_id, []).extend(records)
         self._appended.notify()
 
-    async def read(self, session_id: str, after: int = 0) -> list[Record]:
-        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+    async def read(self, session_id: str, after: int = 0, limit: int | None = None
+                   ) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown. At
+        most ``limit`` if given (as a follower reads)."""
         self._ensure_open()
         # Seqs run 1, 2, 3, ... so the record with seq n sits at index n - 1.
-        return list(self._sessions.get(session_id, ())[max(after, 0) :])
+        first = max(after, 0)
+        records = self._sessions.get(session_id, [])
+        return list(records[first:] if limit is None else records[first:first + limit])
 
     async def last_seq(self, session_id: str) -> int:
         """The seq of the session's last record; 0 for an unknown session."""

@@ -35,11 +35,13 @@ __all__ = ["Appender", "Connection", "Pending", "checked_head", "last_seq", "row
 Connection = psycopg.Connection[tuple[Any, ...]]
 
 
-def rows(conn: Connection, session_id: str, first: int) -> list[tuple[int, bytes]]:
-    """The session's ``(seq, line)`` rows from seq ``first`` on, in order."""
+def rows(conn: Connection, session_id: str, first: int,
+         last: int = 2**62) -> list[tuple[int, bytes]]:
+    """The session's ``(seq, line)`` rows from seq ``first`` on (to seq ``last``), in order."""
     cursor = conn.cursor(binary=True)
     cursor.execute("SELECT seq, line FROM toolledger_records WHERE session_id = %s "
-                   "AND seq >= %s ORDER BY seq", (sid_of(session_id), first))
+                   "AND seq >= %s AND seq <= %s ORDER BY seq",
+                   (sid_of(session_id), first, last))
     return cursor.fetchall()
 
 

@@ -30,6 +30,7 @@ import trio
 import trio.lowlevel
 
 from ..types import Record
+from . import following
 from .pgschema import CHANNEL
 
 __all__ = ["Followed", "follow_session"]
@@ -43,8 +44,10 @@ class Followed(Protocol):
     #: the sockets followers wait on, which closing the store wakes
     listening: set[int]
 
-    async def read(self, session_id: str, after: int = 0) -> Sequence[Record]:
-        """The session's records after seq ``after``, verified as any reader gets them."""
+    async def read(self, session_id: str, after: int = 0, limit: int | None = None
+                   ) -> Sequence[Record]:
+        """The session's records after seq ``after`` (at most ``limit``), verified as any
+        reader gets them."""
         ...
 
     def ensure_open(self) -> None:
@@ -79,10 +82,12 @@ async def follow_session(store: Followed, session_id: str,
             moved = True  # catch up first: what was appended while nobody listened
             pgconn = conn.pgconn
             while True:
-                if moved:
-                    for record in await store.read(session_id, after):
+                while moved:  # a part at a time: a long backlog is not decoded whole first
+                    records = await store.read(session_id, after, following.CHUNK)
+                    for record in records:
                         yield record
                         after = record.seq
+                    moved = len(records) == following.CHUNK
                 store.ensure_open()
                 store.listening.add(pgconn.socket)
                 try:

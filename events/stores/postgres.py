@@ -263,16 +263,19 @@ class PostgresStore(ClosingStore):
 
     # -- reading --------------------------------------------------------------------------
 
-    async def read(self, session_id: str, after: int = 0) -> list[Record]:
-        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+    async def read(self, session_id: str, after: int = 0, limit: int | None = None
+                   ) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown. At
+        most ``limit`` if given (a follower reads a long session a part at a time)."""
         after = max(after, 0)
+        last = 2**62 if limit is None else after + limit
 
         def read(conn: Connection) -> list[Record]:
             if self._key is None:
                 return [decode_row(self.where, session_id, seq, line)[0]
-                        for seq, line in rows(conn, session_id, after + 1)]
+                        for seq, line in rows(conn, session_id, after + 1, last)]
             # with a key, the row before the first handed out gives the hash it links to
-            found = rows(conn, session_id, after)
+            found = rows(conn, session_id, after, last)
             return check_rows(self.where, self._key, session_id, after, found)[0]
 
         return await self._run(read)

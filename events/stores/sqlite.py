@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from contextlib import closing
 from collections.abc import AsyncIterator, Iterable, Sequence
 
 import trio
@@ -224,18 +225,22 @@ class SqliteStore(InlineStore):
 
     # -- reading --------------------------------------------------------------------------
 
-    async def read(self, session_id: str, after: int = 0) -> list[Record]:
-        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown."""
+    async def read(self, session_id: str, after: int = 0, limit: int | None = None
+                   ) -> list[Record]:
+        """The session's records with ``seq > after``, in seq order; ``[]`` if unknown. At
+        most ``limit`` if given: :meth:`follow` reads a long session a part at a time, so its
+        first record comes before the whole session is decoded."""
         conn = self._ensure_open(self._read_conn)
         after = max(after, 0)
         sid = sid_of(session_id)
+        last = after + limit if limit is not None else 2**62
         if self._key is None:
             rows = conn.execute("SELECT seq, line FROM records WHERE session_id = ? AND seq > ? "
-                                "ORDER BY seq", (sid, after)).fetchall()
+                                "AND seq <= ? ORDER BY seq", (sid, after, last)).fetchall()
             return [self._decode(session_id, seq, line)[0] for seq, line in rows]
         # with a key, the row before the first handed out gives the hash the first links to
         rows = conn.execute("SELECT seq, line FROM records WHERE session_id = ? AND seq >= ? "
-                            "ORDER BY seq", (sid, after)).fetchall()
+                            "AND seq <= ? ORDER BY seq", (sid, after, last)).fetchall()
         return self._check_rows(session_id, after, rows)[0]
 
     async def last_seq(self, session_id: str) -> int:
@@ -339,8 +344,19 @@ class SqliteStore(InlineStore):
         and each session's row in the table of sessions against its records. A broken link
         names the session and seq (its ``line`` is ``None``: rows have no line number); a row
         that disagrees names the session (see :func:`~events.stores.rows.verify_tables`).
-        Reads one session at a time, in order of first appearance."""
-        conn = self._ensure_open(self._read_conn)
+        Reads one session at a time, in order of first appearance, in a worker thread on a
+        connection of its own: a long check never holds the event loop, and a cancelled one
+        is left to end there."""
+        self._ensure_open(self._read_conn)
+        return await trio.to_thread.run_sync(self._verify, session, tuple(anchors),
+                                             abandon_on_cancel=True)
+
+    def _verify(self, session: str | None, anchors: Sequence[Anchor]) -> VerifyReport:
+        with closing(connect(self.path, self.busy_timeout, durable=False, read_only=True)) as conn:
+            return self._verify_on(conn, session, anchors)
+
+    def _verify_on(self, conn: sqlite3.Connection, session: str | None,
+                   anchors: Sequence[Anchor]) -> VerifyReport:
         only, args = ("WHERE session_id = ? ", (sid_of(session),)) if session is not None \
             else ("", ())  # one session's check reads that session's row only
         rows = {session_of(sid): (int(last), str(head)) for sid, last, head in conn.execute(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from contextlib import AsyncExitStack
 from typing import Any
 from urllib.parse import urlencode
 
@@ -13,7 +14,7 @@ import httpx
 from engine import LATER, Annotations, Session, ToolResult, text, tool
 from engine.models import FauxModel, faux_text, faux_tool_call
 from engine.present.renderers import Renderers
-from engine.web import WebDesk, console_app
+from engine.web import WebDesk, console_app, lifespan
 from events.stores import EventStore
 
 SID = "s1"
@@ -76,7 +77,9 @@ async def resumed(store: EventStore, tools: Tools, session_id: str = SID) -> Ses
 
 
 class Console:
-    """A console app over ``store`` and a client already through its token."""
+    """A console app over ``store`` and a client already through its token; inside
+    ``async with``, its lifespan runs (as a server runs it), with the nursery of its
+    background folds and checks."""
 
     def __init__(self, store: EventStore, *, read_only: bool = False,
                  desk: WebDesk | None = None, renderers: Renderers | None = None) -> None:
@@ -85,14 +88,17 @@ class Console:
                                renderers=renderers)
         self.client = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app),
                                         base_url="http://127.0.0.1")
+        self._running = AsyncExitStack()
 
     async def __aenter__(self) -> Console:
+        await self._running.enter_async_context(lifespan(self.app))
         entered = await self.client.get("/", params={"token": self.token})
         assert entered.status_code == 303
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.client.aclose()
+        await self._running.aclose()
 
     async def page(self, path: str = "/", **params: Any) -> str:
         query = urlencode(params, errors="surrogatepass")  # ids may hold lone surrogates

@@ -9,6 +9,7 @@ import os
 import sys
 import textwrap
 from collections.abc import AsyncIterator
+from typing import Any
 from contextlib import closing
 from pathlib import Path
 
@@ -208,3 +209,36 @@ async def test_a_follower_sees_what_another_process_appends(kind: str, tmp_path:
                                                 check=False, capture_stderr=True)
             assert writer.returncode == 0, writer.stderr.decode(errors="replace")
         assert got == recs("s", 1, 60)
+
+
+@pytest.mark.trio
+async def test_a_long_backlog_is_read_a_part_at_a_time_and_misses_nothing(
+        store: EventStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    from events.stores import following
+
+    monkeypatch.setattr(following, "CHUNK", 2)  # a part of two records: 7 take four reads
+    await store.append("s", recs("s", 1, 7), expected_seq=0)
+    reads: list[tuple[int, int | None]] = []
+    read = store.read
+
+    async def counted(session_id: str, after: int = 0, limit: int | None = None
+                      ) -> list[Record]:
+        reads.append((after, limit))
+        return await read(session_id, after, limit)  # type: ignore[call-arg]
+
+    monkeypatch.setattr(store, "read", counted)
+    follower = store.follow("s", 1)
+    assert await take(follower, 1) == [rec("s", 2)]
+    assert reads == [(1, 2)]  # the first record came before the rest was read
+    assert await take(follower, 5) == recs("s", 3, 7)
+    assert {limit for _, limit in reads} == {2}
+
+
+@pytest.mark.trio
+async def test_a_read_with_a_limit_takes_that_many_from_after(store: EventStore) -> None:
+    await store.append("s", recs("s", 1, 5), expected_seq=0)
+    read: Any = store.read
+    assert await read("s", 1, 3) == recs("s", 2, 4)
+    assert await read("s", 3, 10) == recs("s", 4, 5)
+    assert await read("s", 5, 2) == []
+    assert await read("nobody", 0, 2) == []
