@@ -144,8 +144,6 @@ class JsonlStore(JsonlIndex, InlineStore):
         except BaseException:
             os.close(fd)
             raise
-        finally:
-            self._keep = 0  # only the opening scan keeps what it decoded
         self._fd = fd
 
     def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
@@ -259,9 +257,7 @@ class JsonlStore(JsonlIndex, InlineStore):
         first, count = max(after, 0), len(index.offsets)
         if limit is not None:
             count = min(count, first + limit)
-        # the session's first read takes what the opening scan decoded (a prefix of its lines)
-        records = self._decoded.pop(session_id, [])[first:count]
-        first += len(records)
+        records: list[Record] = []
         # with a key, each line handed out is checked again: it must link to the line before
         prev = self._prev_hash(fd, index, session_id, first) if self._key and first < count else ""
         while first < count:
@@ -278,7 +274,8 @@ class JsonlStore(JsonlIndex, InlineStore):
                 pos += index.lengths[i]
                 record, digest = self._decode_indexed(raw, session_id, i + 1, index.lines[i])
                 if self._key is not None:
-                    prev = self._check_link(index.lines[i], raw, record, digest, prev)
+                    prev = self._check_link(index.lines[i], raw, session_id, i + 1,
+                                            record.version, digest, prev)
                 records.append(record)
             first = stop
         return records
@@ -362,7 +359,6 @@ class JsonlStore(JsonlIndex, InlineStore):
                 os.close(claims)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
-            self._decoded.clear()
             os.close(fd)
             self._appended.notify()  # a waiting follower's next read says the store is closed
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import events.stores.jsonl as jsonl_module
-import events.stores.jsonlindex as jsonlindex_module
+import events.stores.jsonlines as jsonlines_module
 from events.codec import encode_line
 from events.errors import ConflictError, CorruptLogError
 from events.stores import JsonlStore, read_jsonl
@@ -244,9 +244,8 @@ async def test_reads_long_runs_across_chunks(path: Path, monkeypatch: pytest.Mon
 
 
 @pytest.mark.trio
-@pytest.mark.parametrize("keep", [1 << 20, 300])
-async def test_opening_and_a_first_read_decode_each_line_once(
-    path: Path, monkeypatch: pytest.MonkeyPatch, keep: int
+async def test_opening_builds_no_event_and_a_read_decodes_what_it_hands_out(
+    path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_lines(path, recs("a", 1, 6) + recs("b", 1, 2) + recs("a", 7, 8))
     decoded: list[bytes] = []
@@ -257,16 +256,11 @@ async def test_opening_and_a_first_read_decode_each_line_once(
         return real(name, line, raw)
 
     monkeypatch.setattr(jsonl_module, "decode_stored", counting)  # reads
-    monkeypatch.setattr(jsonlindex_module, "decode_stored", counting)  # the opening scan
-    monkeypatch.setattr(jsonlindex_module, "_KEEP_DECODED", keep)  # 300 bytes: only a few kept
+    monkeypatch.setattr(jsonlines_module, "decode_stored", counting)  # the opening scan's
     with JsonlStore(path) as store:
-        assert len(decoded) == 10
+        assert decoded == []  # today's lines are indexed by their envelopes alone
         assert await store.read("a", after=2) == recs("a", 3, 8)
+        assert len(decoded) == 6
         assert await store.read("b") == recs("b", 1, 2)
-        first_reads = len(decoded) - 10
-        if keep > path.stat().st_size:
-            assert first_reads == 0  # the opening scan's records served the first reads
-        else:  # what is not kept (past the first 300 bytes) is decoded again
-            assert 0 < first_reads < 8
-        assert await store.read("a") == recs("a", 1, 8)  # a later read decodes the file again
-        assert len(decoded) == 10 + first_reads + 8
+        assert await store.read("a") == recs("a", 1, 8)
+        assert len(decoded) == 6 + 2 + 8
