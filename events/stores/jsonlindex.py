@@ -22,7 +22,7 @@ from array import array
 
 from ..errors import CorruptLogError, UnverifiedRecordError
 from ..integrity import GENESIS, LinkError, check_link
-from .jsonlines import check_seq, index_fields, is_torn
+from .jsonlines import check_seq, decode_stored, index_fields, is_torn
 from .locks import locked_elsewhere, try_lock
 
 __all__ = ["JsonlIndex", "SessionIndex", "file_size", "write_all"]
@@ -160,6 +160,8 @@ class JsonlIndex:
                     current, index = session_id, sessions.get(session_id)
                 last = len(index.offsets) if index is not None else 0
                 if seq != last + 1:
+                    if index is not None and last:  # is the line before not even a record?
+                        self._decode_previous(fd, index)
                     check_seq(path, line, session_id, seq, last)
                 if key is not None:
                     digest = self._check_link(line, raw, session_id, seq, version, digest,
@@ -184,6 +186,14 @@ class JsonlIndex:
                 index.head = digest or GENESIS
                 self._lines = line
                 offset = self._size = offset + length
+
+    def _decode_previous(self, fd: int, index: SessionIndex) -> None:
+        """:class:`CorruptLogError` naming the session's last indexed line if the codec
+        refuses it. A line the codec refuses only for its event's data is indexed and refused
+        when read; but when the next line of its session breaks the seq run (as a bad line
+        put before a good one does), the bad line is what the error must name."""
+        raw = os.pread(fd, index.lengths[-1], index.offsets[-1])
+        decode_stored(self.path, index.lines[-1], raw)
 
     def _check_link(
         self, line: int, raw: bytes, session_id: str, seq: int, version: int,
