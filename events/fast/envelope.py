@@ -4,7 +4,7 @@ Opening a :class:`~events.stores.JsonlStore` indexes every line of its file, and
 line's event was most of that work (docs/performance.md, "Opening a big JSONL log"). The index
 needs only the envelope: the session, the seq, the schema version, the event type's name and
 the chain hash. :func:`read_envelope` reads those with msgspec's compiled parser into a small
-struct, and skips the event's data, checking only that it is an object. Skipping still checks
+struct (one call a line, no Python between its fields), and skips the event's data, checking only that it is an object. Skipping still checks
 the JSON's syntax (strings, escapes, numbers, nesting); it does not check that the bytes inside
 a skipped string are UTF-8, so a line that is not ASCII is decoded as UTF-8 here too.
 
@@ -23,14 +23,14 @@ from __future__ import annotations
 from collections.abc import Container
 import msgspec
 
-__all__ = ["Envelope", "read_envelope"]
+__all__ = ["read_envelope"]
 
 
 class _Object(msgspec.Struct):
     """Any JSON object, its members skipped (their syntax checked, their values not built)."""
 
 
-class Envelope(msgspec.Struct, forbid_unknown_fields=True):
+class _Envelope(msgspec.Struct, forbid_unknown_fields=True):
     """The fields of a stored line other than its event's data, as the index needs them."""
 
     v: int
@@ -43,20 +43,23 @@ class Envelope(msgspec.Struct, forbid_unknown_fields=True):
     hash: str | msgspec.UnsetType = msgspec.UNSET
 
 
-_DECODE = msgspec.json.Decoder(Envelope).decode
+_DECODE = msgspec.json.Decoder(_Envelope).decode
 
 
-def read_envelope(line: bytes, version: int, types: Container[str]) -> Envelope | None:
-    """The envelope of a stored ``line`` of schema ``version`` whose event type is one of
-    ``types``; ``None`` for any line the reference must decide (see the module's docstring)."""
+def read_envelope(line: bytes, version: int, types: Container[str]
+                  ) -> tuple[str, int, int, str | None] | None:
+    """The session, seq, schema version and chain hash (``None`` if it has none) of a stored
+    ``line`` of schema ``version`` whose event type is one of ``types``; ``None`` for any line
+    the reference must decide (see the module's docstring)."""
     try:
         envelope = _DECODE(line)
     except (msgspec.DecodeError, RecursionError):
         return None
     if envelope.v != version or envelope.type not in types:
         return None
-    digest = envelope.hash
-    if isinstance(digest, str):
+    stored = envelope.hash
+    digest = stored if isinstance(stored, str) else None
+    if digest is not None:
         try:  # 64 lowercase hex digits: the one text of 32 bytes that bytes.hex writes back
             if len(digest) != 64 or bytes.fromhex(digest).hex() != digest:
                 return None
@@ -67,4 +70,4 @@ def read_envelope(line: bytes, version: int, types: Container[str]) -> Envelope 
             line.decode("utf-8")  # what skipping data did not check
         except UnicodeDecodeError:
             return None
-    return envelope
+    return envelope.session_id, envelope.seq, envelope.v, digest

@@ -20,8 +20,11 @@ import fcntl
 import os
 from array import array
 
+from ..codec import EVENT_TYPES
 from ..errors import CorruptLogError, UnverifiedRecordError
+from ..fast.envelope import read_envelope
 from ..integrity import GENESIS, LinkError, check_link
+from ..types import SCHEMA_VERSION
 from .jsonlines import check_seq, decode_stored, index_fields, is_torn
 from .locks import locked_elsewhere, try_lock
 
@@ -155,7 +158,9 @@ class JsonlIndex:
                             os.fsync(fd)
                         self.dropped_tail = raw
                     return
-                session_id, seq, version, digest = index_fields(path, line, raw)
+                session_id, seq, version, digest = (
+                    read_envelope(raw, SCHEMA_VERSION, EVENT_TYPES)
+                    or index_fields(path, line, raw))
                 if session_id != current:
                     current, index = session_id, sessions.get(session_id)
                 last = len(index.offsets) if index is not None else 0

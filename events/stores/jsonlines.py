@@ -141,12 +141,12 @@ def index_fields(path: str, line: int, raw: bytes) -> tuple[str, int, int, str |
     JSON is checked whole, and its envelope as the codec checks it, but what the codec checks
     inside the event's data is left to the line's first read, which decodes it. Any other line
     is decoded by the codec here, and :class:`CorruptLogError` names it if it is no record.
+    (The opening scan calls :func:`read_envelope` itself, and this only for what it refuses:
+    a call less a line.)
     """
-    envelope = read_envelope(raw, SCHEMA_VERSION, EVENT_TYPES)
-    if envelope is not None:
-        digest = envelope.hash
-        return (envelope.session_id, envelope.seq, envelope.v,
-                digest if isinstance(digest, str) else None)
+    fields = read_envelope(raw, SCHEMA_VERSION, EVENT_TYPES)
+    if fields is not None:
+        return fields
     record, stored = decode_stored(path, line, raw)  # the reference, which says what is wrong
     return record.session_id, record.seq, record.version, stored
 

@@ -47,12 +47,9 @@ def read(line: bytes) -> Any:
 @given(records)
 def test_every_line_a_store_writes_is_read_by_its_envelope(record: Record) -> None:
     line = stored(record)
-    envelope = read(line)
-    assert envelope is not None
     decoded, digest = decode_stored_line(line)
-    assert (envelope.session_id, envelope.seq, envelope.v, envelope.hash) == (
-        decoded.session_id, decoded.seq, decoded.version, digest)
-    assert envelope.type == type_name(type(record.event))
+    assert read(line) == (decoded.session_id, decoded.seq, decoded.version, digest)
+    assert digest is not None
 
 
 ENVELOPE_FIELDS = ["v", "session_id", "seq", "time", "type", "data", "hash", "extra"]
@@ -85,19 +82,17 @@ def changed_lines(draw: st.DrawFn) -> bytes:
          b'"data":{"text":"a"},"hash":null}')
 @given(changed_lines())
 def test_the_envelope_vouches_for_no_line_the_codec_reads_otherwise(line: bytes) -> None:
-    envelope = read(line)
-    if envelope is None:
+    fields = read(line)
+    if fields is None:
         return  # the reference decides, in its own words
     obj = loads_strict(line)  # whole JSON, as the reference reads it
     assert isinstance(obj, dict) and isinstance(obj["data"], dict)
     try:
         record, digest = decode_stored_line(line)
     except CodecError as exc:  # only for the event's data
-        assert str(exc).startswith(f"malformed {envelope.type!r} record"), exc
+        assert str(exc).startswith(f"malformed {obj['type']!r} record"), exc
         return
-    assert (record.session_id, record.seq, record.version, digest, type_name(type(record.event))
-            ) == (envelope.session_id, envelope.seq, envelope.v,
-                  envelope.hash if isinstance(envelope.hash, str) else None, envelope.type)
+    assert (record.session_id, record.seq, record.version, digest) == fields
 
 
 LINE = {"v": SCHEMA_VERSION, "session_id": "s", "seq": 1, "time": 1.0, "type": "user_message",
@@ -117,10 +112,9 @@ def test_the_reference_decides_each_line_that_is_not_of_today_s_shape(
 
 
 def test_a_line_without_a_hash_or_with_one_is_read() -> None:
-    with_hash = read(json.dumps(LINE).encode())
-    assert with_hash is not None and with_hash.hash == "0" * 64
+    assert read(json.dumps(LINE).encode()) == ("s", 1, SCHEMA_VERSION, "0" * 64)
     without = {k: v for k, v in LINE.items() if k != "hash"}
-    assert read(json.dumps(without).encode()) is not None
+    assert read(json.dumps(without).encode()) == ("s", 1, SCHEMA_VERSION, None)
 
 
 def test_bytes_that_are_not_utf8_inside_data_are_left_to_the_reference() -> None:
