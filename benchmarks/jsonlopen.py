@@ -13,12 +13,10 @@ store's opening counted), against the issue's target of a second.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 
 import trio
@@ -26,9 +24,8 @@ import trio
 from events import JsonlStore
 from events.stores.jsonlines import read_jsonl
 
-from .__main__ import add_run_options, render, show, title
+from .__main__ import command
 from .harness import Figure, Row, Settings, interleave, paired
-from .report import machine, to_json
 from .web import TARGET, _console, _first, _template, _write, session_records
 
 __all__ = ["main", "run"]
@@ -106,25 +103,7 @@ def run(settings: Settings) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.jsonlopen", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_options(parser)
-    args = parser.parse_args(argv)
-    if args.render:
-        return render(args.render, as_markdown=args.markdown)
-    settings = Settings(quick=args.quick, repeat=args.repeat, clock_name=args.clock)
-    started = time.perf_counter()
-    rows = run(settings)
-    took = time.perf_counter() - started
-    if args.json:
-        json.dump(to_json(rows, settings={"quick": args.quick, "clock": args.clock,
-                                          "seconds": round(took, 1)}),
-                  sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-        return 0
-    show(rows, title(machine(), quick=args.quick, seconds=took, clock=args.clock),
-         as_markdown=args.markdown)
-    return 0
+    return command("python -m benchmarks.jsonlopen", __doc__, run, argv)
 
 
 if __name__ == "__main__":
