@@ -4,9 +4,10 @@ Opening a :class:`~events.stores.JsonlStore` indexes every line of its file, and
 line's event was most of that work (docs/performance.md, "Opening a big JSONL log"). The index
 needs only the envelope: the session, the seq, the schema version, the event type's name and
 the chain hash. :func:`read_envelope` reads those with msgspec's compiled parser into a small
-struct (one call a line, no Python between its fields), and skips the event's data, checking only that it is an object. Skipping still checks
-the JSON's syntax (strings, escapes, numbers, nesting); it does not check that the bytes inside
-a skipped string are UTF-8, so a line that is not ASCII is decoded as UTF-8 here too.
+struct (one call a line, no Python between its fields), and skips the event's data, checking
+only that it is an object. Skipping still checks the JSON's syntax (strings, escapes, numbers,
+nesting); it does not check that the bytes inside a skipped string are UTF-8, so a line that
+is not ASCII is decoded as UTF-8 here too.
 
 It is not the reference: :func:`events.codec.decode_stored_line` is. :func:`read_envelope`
 answers only for a line the reference would read into a record with the same envelope,
@@ -21,6 +22,7 @@ Hypothesis. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Container
+
 import msgspec
 
 __all__ = ["read_envelope"]

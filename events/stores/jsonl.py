@@ -10,10 +10,10 @@ line, which was never acknowledged to its writer. A store that may write drops i
 truncated to the end of the last complete line) and records the dropped bytes in
 :attr:`JsonlStore.dropped_tail`; nothing is warned. A last line that lacks only its newline
 (it parses) is not torn: it is checked like any line, kept, and its newline restored. Any
-other bad line (bad JSON, an envelope the codec refuses, such as an unknown event type or a newer
-schema version, a seq that breaks its session's run, a last line that is not even the start of
-a record, as in a file that is not a log) is :class:`~events.errors.CorruptLogError` naming the
-file and line, and the file is left exactly as it was.
+other bad line (bad JSON, an envelope the codec refuses, such as an unknown event type or a
+newer schema version, a seq that breaks its session's run, a last line that is not even the
+start of a record, as in a file that is not a log) is :class:`~events.errors.CorruptLogError`
+naming the file and line, and the file is left exactly as it was.
 
 Opening builds no event: a line of today's schema is indexed by its envelope alone
 (:func:`~events.stores.jsonlines.index_fields`), its whole JSON checked; older lines are
@@ -83,8 +83,9 @@ class JsonlStore(JsonlIndex, InlineStore):
 
     The file is opened (created if missing, owner-only: :mod:`events.stores.modes`) and
     scanned in ``__init__``, so a corrupt log is refused when the store is made, not at some
-    later ``await``. The scan keeps per session
-    the offset of each line; reads seek to those lines and decode only them.
+    later ``await`` (all but a line refused only for its event's data, which the scan does not
+    build: that is refused when read, see above). The scan keeps per session the offset of
+    each line; reads seek to those lines and decode only them.
 
     The ``async`` methods do their file I/O inline when they can: local appends and indexed
     reads are short, and handing them to a thread would cost more than it saves. What may

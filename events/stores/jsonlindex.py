@@ -3,15 +3,15 @@
 :class:`~events.stores.JsonlStore` is built on :class:`JsonlIndex`. The index is what the
 store knows about its file: for each session the offset, length and line number of every
 record, and the session's head (the hash its next line chains onto). It is filled by one scan
-that reads complete lines past what it has indexed, checks each (its JSON, its envelope, its seq,
-with a key its link in the session's hash chain: see :mod:`events.stores.jsonl`) and adds it,
-or stops at a torn last line. It builds no event: a line of today's schema is read by its
+that reads complete lines past what it has indexed, checks each (its JSON, its envelope, its
+seq, with a key its link in the session's hash chain: see :mod:`events.stores.jsonl`) and adds
+it, or stops at a torn last line. It builds no event: a line of today's schema is read by its
 envelope alone (:func:`~events.stores.jsonlines.index_fields`), and what the codec checks
-inside an event's data is checked when the line is first read. The same scan opens the file and, later, catches up with what
-other processes appended; a store's own appends add their lines without reading them back.
-Here the file is only read (and, when the caller may repair it, a torn last line cut off or
-a missing newline restored); appending, reading records out and claiming sessions are the
-store's.
+inside an event's data is checked when the line is first read. The same scan opens the file
+and, later, catches up with what other processes appended; a store's own appends add their
+lines without reading them back. Here the file is only read (and, when the caller may repair
+it, a torn last line cut off or a missing newline restored); appending, reading records out
+and claiming sessions are the store's.
 """
 
 from __future__ import annotations
