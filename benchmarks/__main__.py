@@ -11,6 +11,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -53,17 +54,37 @@ def main(argv: list[str] | None = None) -> int:
             continue
         with progress.status(f"running {name}…"):
             rows.extend(run(settings, [name]))
-    took = time.perf_counter() - started
-    about = machine()
+    return _print(rows, args, time.perf_counter() - started)
+
+
+def _print(rows: list[Row], args: argparse.Namespace, took: float) -> int:
+    """Print a run's rows as :func:`add_run_options`' options ask: JSON, Markdown or a table."""
     if args.json:
         out = to_json(rows, settings={"quick": args.quick, "repeat": args.repeat,
                                       "clock": args.clock, "seconds": round(took, 1)})
         json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return 0
-    show(rows, title(about, quick=args.quick, seconds=took, clock=args.clock),
+    show(rows, title(machine(), quick=args.quick, seconds=took, clock=args.clock),
          as_markdown=args.markdown)
     return 0
+
+
+def command(prog: str, description: str | None, run_rows: Callable[[Settings], list[Row]],
+            argv: list[str] | None) -> int:
+    """The ``main`` of one benchmark module's own command (``python -m benchmarks.schemas``,
+    ...): the options every benchmark takes, then its rows as a table, Markdown or JSON, or
+    a saved run rendered again; so each module says only what it measures."""
+    parser = argparse.ArgumentParser(prog=prog, description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_run_options(parser)
+    args = parser.parse_args(argv)
+    if args.render:
+        return render(args.render, as_markdown=args.markdown)
+    settings = Settings(quick=args.quick, repeat=args.repeat, clock_name=args.clock)
+    started = time.perf_counter()
+    rows = run_rows(settings)
+    return _print(rows, args, time.perf_counter() - started)
 
 
 def title(about: dict[str, Any], *, quick: bool, seconds: float, clock: str = "wall") -> str:

@@ -13,17 +13,14 @@ Python function that takes the arguments and returns ``None``. Needs the ``schem
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
 from engine.core.schemas.checking import compile_schema
 
-from .__main__ import add_run_options, render, show, title
+from .__main__ import command
 from .harness import Figure, Row, Settings, interleave, paired
-from .report import machine, to_json
 
 US = 1e6
 
@@ -87,27 +84,7 @@ def run(settings: Settings) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.schemas", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_options(parser)
-    args = parser.parse_args(argv)
-    if args.render:
-        return render(args.render, as_markdown=args.markdown)
-    settings = Settings(quick=args.quick, repeat=args.repeat, clock_name=args.clock)
-    started = time.perf_counter()
-    rows = run(settings)
-    took = time.perf_counter() - started
-    if args.json:
-        import json
-
-        out = to_json(rows, settings={"quick": args.quick, "repeat": args.repeat,
-                                      "clock": args.clock, "seconds": round(took, 1)})
-        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-        return 0
-    show(rows, title(machine(), quick=args.quick, seconds=took, clock=args.clock),
-         as_markdown=args.markdown)
-    return 0
+    return command("python -m benchmarks.schemas", __doc__, run, argv)
 
 
 if __name__ == "__main__":

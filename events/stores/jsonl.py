@@ -10,10 +10,18 @@ line, which was never acknowledged to its writer. A store that may write drops i
 truncated to the end of the last complete line) and records the dropped bytes in
 :attr:`JsonlStore.dropped_tail`; nothing is warned. A last line that lacks only its newline
 (it parses) is not torn: it is checked like any line, kept, and its newline restored. Any
-other bad line (bad JSON, a record the codec refuses, a seq that breaks its session's run, a
-last line that is not even the start of a record, as in a file that is not a log) is
-:class:`~events.errors.CorruptLogError` naming the file and line, and the file is left exactly
-as it was. Caveat: a crash can leave complete lines of a batch before the torn one; those are
+other bad line (bad JSON, an envelope the codec refuses, such as an unknown event type or a
+newer schema version, a seq that breaks its session's run, a last line that is not even the
+start of a record, as in a file that is not a log) is :class:`~events.errors.CorruptLogError`
+naming the file and line, and the file is left exactly as it was.
+
+Opening builds no event: a line of today's schema is indexed by its envelope alone
+(:func:`~events.stores.jsonlines.index_fields`), its whole JSON checked; older lines are
+decoded by the codec. What the codec checks inside an event's data is checked when the line is
+read: a line refused only for that opens, and every read that reaches it raises the same
+:class:`~events.errors.CorruptLogError` naming the file and line (the session's lines before
+it read as ever); if the next line of its session breaks the seq run, opening names the bad
+line. Caveat: a crash can leave complete lines of a batch before the torn one; those are
 kept (no line marks a batch's end). An I/O error during the write (a full disk) does not: the
 file is cut back to where it was.
 
@@ -23,8 +31,8 @@ last field, ``"hash"``, covers the previous record of the session and this line'
 open it is read from the session's last line (a version 1 line, written before the chain
 existed, has none: the session's next record starts a chain from the genesis value).
 Without a key, reading ignores the hash beyond checking its form (:func:`verify_jsonl` checks
-the chain), and each session's first read hands out the records the opening scan decoded (up to
-16 MiB of lines in all), so that opening and reading decode each line once. With a key the store trusts nothing it has not checked: every line it indexes, and
+the chain); a line is decoded when it is read. With a key the store trusts nothing it has not
+checked: every line it indexes, and
 again every line it hands out, must link to its session's previous line with an HMAC of the
 key (:func:`~events.integrity.check_link`); anything else, unchained version 1 records
 included, is :class:`~events.errors.UnverifiedRecordError` naming the record.
@@ -75,8 +83,9 @@ class JsonlStore(JsonlIndex, InlineStore):
 
     The file is opened (created if missing, owner-only: :mod:`events.stores.modes`) and
     scanned in ``__init__``, so a corrupt log is refused when the store is made, not at some
-    later ``await``. The scan keeps per session
-    the offset of each line; reads seek to those lines and decode only them.
+    later ``await`` (all but a line refused only for its event's data, which the scan does not
+    build: that is refused when read, see above). The scan keeps per session the offset of
+    each line; reads seek to those lines and decode only them.
 
     The ``async`` methods do their file I/O inline when they can: local appends and indexed
     reads are short, and handing them to a thread would cost more than it saves. What may
@@ -144,8 +153,6 @@ class JsonlStore(JsonlIndex, InlineStore):
         except BaseException:
             os.close(fd)
             raise
-        finally:
-            self._keep = 0  # only the opening scan keeps what it decoded
         self._fd = fd
 
     def append_nowait(self, session_id: str, records: Sequence[Record], expected_seq: int) -> None:
@@ -259,9 +266,7 @@ class JsonlStore(JsonlIndex, InlineStore):
         first, count = max(after, 0), len(index.offsets)
         if limit is not None:
             count = min(count, first + limit)
-        # the session's first read takes what the opening scan decoded (a prefix of its lines)
-        records = self._decoded.pop(session_id, [])[first:count]
-        first += len(records)
+        records: list[Record] = []
         # with a key, each line handed out is checked again: it must link to the line before
         prev = self._prev_hash(fd, index, session_id, first) if self._key and first < count else ""
         while first < count:
@@ -278,7 +283,8 @@ class JsonlStore(JsonlIndex, InlineStore):
                 pos += index.lengths[i]
                 record, digest = self._decode_indexed(raw, session_id, i + 1, index.lines[i])
                 if self._key is not None:
-                    prev = self._check_link(index.lines[i], raw, record, digest, prev)
+                    prev = self._check_link(index.lines[i], raw, session_id, i + 1,
+                                            record.version, digest, prev)
                 records.append(record)
             first = stop
         return records
@@ -362,7 +368,6 @@ class JsonlStore(JsonlIndex, InlineStore):
                 os.close(claims)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
-            self._decoded.clear()
             os.close(fd)
             self._appended.notify()  # a waiting follower's next read says the store is closed
 

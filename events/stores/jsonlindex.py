@@ -3,13 +3,15 @@
 :class:`~events.stores.JsonlStore` is built on :class:`JsonlIndex`. The index is what the
 store knows about its file: for each session the offset, length and line number of every
 record, and the session's head (the hash its next line chains onto). It is filled by one scan
-that reads complete lines past what it has indexed, checks each (its JSON, its seq, with a
-key its link in the session's hash chain: see :mod:`events.stores.jsonl`) and adds it, or
-stops at a torn last line. The same scan opens the file and, later, catches up with what
-other processes appended; a store's own appends add their lines without reading them back.
-Here the file is only read (and, when the caller may repair it, a torn last line cut off or
-a missing newline restored); appending, reading records out and claiming sessions are the
-store's.
+that reads complete lines past what it has indexed, checks each (its JSON, its envelope, its
+seq, with a key its link in the session's hash chain: see :mod:`events.stores.jsonl`) and adds
+it, or stops at a torn last line. It builds no event: a line of today's schema is read by its
+envelope alone (:func:`~events.stores.jsonlines.index_fields`), and what the codec checks
+inside an event's data is checked when the line is first read. The same scan opens the file
+and, later, catches up with what other processes appended; a store's own appends add their
+lines without reading them back. Here the file is only read (and, when the caller may repair
+it, a torn last line cut off or a missing newline restored); appending, reading records out
+and claiming sessions are the store's.
 """
 
 from __future__ import annotations
@@ -18,25 +20,22 @@ import fcntl
 import os
 from array import array
 
+from ..codec import EVENT_TYPES
 from ..errors import CorruptLogError, UnverifiedRecordError
+from ..fast.envelope import read_envelope
 from ..integrity import GENESIS, LinkError, check_link
-from ..types import Record
-from .jsonlines import check_seq, decode_stored, is_torn
+from ..types import SCHEMA_VERSION
+from .jsonlines import check_seq, decode_stored, index_fields, is_torn
 from .locks import locked_elsewhere, try_lock
 
 __all__ = ["JsonlIndex", "SessionIndex", "file_size", "write_all"]
-
-# Bytes of lines whose records an unkeyed store keeps from its opening scan for each session's
-# first read; a larger file's later lines are decoded again when read.
-_KEEP_DECODED = 16 << 20
 
 
 class SessionIndex:
     """Where a session's lines are: entry ``i`` is the line of seq ``i + 1``.
 
     Arrays of machine ints (24 bytes a record), not decoded records: memory stays small for
-    big logs, and :meth:`JsonlStore.read` decodes only what it is asked for (beyond the
-    bounded records an unkeyed store keeps from its opening scan for a first read).
+    big logs, and :meth:`JsonlStore.read` decodes only what it is asked for.
     """
 
     def __init__(self) -> None:
@@ -69,10 +68,6 @@ class JsonlIndex:
         self._lines = 0  # complete lines indexed
         # the session of the last line, if a read-only store indexed it without its newline
         self._open_line: str | None = None
-        # Without a key: the records the opening scan decoded, each session's from its seq 1,
-        # kept for the session's first read so that it decodes no line twice (see _keep).
-        self._decoded: dict[str, list[Record]] = {}
-        self._keep = 0 if key is not None else _KEEP_DECODED
         self._fd = -1
         self._holding = 0  # appends of this store that hold the lock across an await
 
@@ -147,11 +142,10 @@ class JsonlIndex:
             self._size += 1
             self._open_line = None
         path, key, sessions = self.path, self._key, self._index
-        # The session of the line before, with its index and kept records: a log's lines come
-        # in runs of one session, so a run looks them up once, not once a line.
+        # The session of the line before, with its index: a log's lines come in runs of one
+        # session, so a run looks it up once, not once a line.
         current: str | None = None
         index: SessionIndex | None = None
-        kept: list[Record] | None = None
         offset = self._size
         with open(fd, "rb", closefd=False) as file:
             file.seek(offset)
@@ -164,15 +158,18 @@ class JsonlIndex:
                             os.fsync(fd)
                         self.dropped_tail = raw
                     return
-                record, digest = decode_stored(path, line, raw)
-                session_id = record.session_id
+                session_id, seq, version, digest = (
+                    read_envelope(raw, SCHEMA_VERSION, EVENT_TYPES)
+                    or index_fields(path, line, raw))
                 if session_id != current:
-                    current, index, kept = session_id, sessions.get(session_id), None
+                    current, index = session_id, sessions.get(session_id)
                 last = len(index.offsets) if index is not None else 0
-                if record.seq != last + 1:
-                    check_seq(path, line, record, last)
+                if seq != last + 1:
+                    if index is not None and last:  # is the line before not even a record?
+                        self._decode_previous(fd, index)
+                    check_seq(path, line, session_id, seq, last)
                 if key is not None:
-                    digest = self._check_link(line, raw, record, digest,
+                    digest = self._check_link(line, raw, session_id, seq, version, digest,
                                               index.head if index is not None else GENESIS)
                     self._verified += 1
                 if not raw.endswith(b"\n"):  # a whole record that lacks only its newline
@@ -194,27 +191,30 @@ class JsonlIndex:
                 index.head = digest or GENESIS
                 self._lines = line
                 offset = self._size = offset + length
-                if self._keep >= length:
-                    self._keep -= length
-                    if kept is None:
-                        kept = self._decoded.setdefault(session_id, [])
-                    kept.append(record)
-                else:
-                    self._keep = 0  # each session's kept records stay a prefix of its lines
+
+    def _decode_previous(self, fd: int, index: SessionIndex) -> None:
+        """:class:`CorruptLogError` naming the session's last indexed line if the codec
+        refuses it. A line the codec refuses only for its event's data is indexed and refused
+        when read; but when the next line of its session breaks the seq run (as a bad line
+        put before a good one does), the bad line is what the error must name."""
+        raw = os.pread(fd, index.lengths[-1], index.offsets[-1])
+        decode_stored(self.path, index.lines[-1], raw)
 
     def _check_link(
-        self, line: int, raw: bytes, record: Record, digest: str | None, prev: str
+        self, line: int, raw: bytes, session_id: str, seq: int, version: int,
+        digest: str | None, prev: str
     ) -> str:
-        """The line's hash, if it links to ``prev`` with the store's key; else
+        """The hash of line ``line`` (``raw``, the record of ``session_id`` and ``seq`` in
+        schema ``version``), if it links to ``prev`` with the store's key; else
         :class:`UnverifiedRecordError` naming it."""
         assert self._key is not None
         body = raw[:-1] if raw.endswith(b"\n") else raw
         try:
-            verified = check_link(body, record.version, digest, prev, self._key,
+            verified = check_link(body, version, digest, prev, self._key,
                                   first=self._verified == 0)
         except LinkError as exc:
-            raise UnverifiedRecordError(self.path, line, exc.problem, session_id=record.session_id,
-                                        seq=record.seq, hint=exc.hint) from None
+            raise UnverifiedRecordError(self.path, line, exc.problem, session_id=session_id,
+                                        seq=seq, hint=exc.hint) from None
         assert verified is not None  # with a key, check_link refuses an unchained record
         return verified
 

@@ -14,10 +14,11 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import BinaryIO
 
-from ..codec import decode_stored_line, loads_strict
+from ..codec import EVENT_TYPES, decode_stored_line, loads_strict
 from ..errors import CodecError, CorruptLogError
+from ..fast.envelope import read_envelope
 from ..integrity import Anchor, ArtifactLoader, ChainVerifier, VerifyReport
-from ..types import Record
+from ..types import SCHEMA_VERSION, Record
 from .artifactfiles import ArtifactFiles
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "decode",
     "decode_stored",
     "file_lines",
+    "index_fields",
     "is_torn",
     "read_jsonl",
     "verify_jsonl",
@@ -51,7 +53,7 @@ def read_jsonl(path: str | os.PathLike[str]) -> list[Record]:
             if not raw.endswith(b"\n") and is_torn(name, line, raw):
                 break
             record = decode(name, line, raw)
-            check_seq(name, line, record, last.get(record.session_id, 0))
+            check_seq(name, line, record.session_id, record.seq, last.get(record.session_id, 0))
             last[record.session_id] = record.seq
             records.append(record)
     return records
@@ -131,12 +133,30 @@ def decode_stored(path: str, line: int, raw: bytes) -> tuple[Record, str | None]
         raise CorruptLogError(path, line, str(exc)) from exc
 
 
-def check_seq(path: str, line: int, record: Record, last: int) -> None:
-    """:class:`CorruptLogError` unless ``record`` follows seq ``last`` of its session."""
-    if record.seq != last + 1:
+def index_fields(path: str, line: int, raw: bytes) -> tuple[str, int, int, str | None]:
+    """The session, seq, schema version and chain hash (``None`` if none) of line ``line``:
+    what indexing it needs, without building its event.
+
+    A line of today's schema is read by its envelope alone (:mod:`events.fast.envelope`): its
+    JSON is checked whole, and its envelope as the codec checks it, but what the codec checks
+    inside the event's data is left to the line's first read, which decodes it. Any other line
+    is decoded by the codec here, and :class:`CorruptLogError` names it if it is no record.
+    (The opening scan calls :func:`read_envelope` itself, and this only for what it refuses:
+    a call less a line.)
+    """
+    fields = read_envelope(raw, SCHEMA_VERSION, EVENT_TYPES)
+    if fields is not None:
+        return fields
+    record, stored = decode_stored(path, line, raw)  # the reference, which says what is wrong
+    return record.session_id, record.seq, record.version, stored
+
+
+def check_seq(path: str, line: int, session_id: str, seq: int, last: int) -> None:
+    """:class:`CorruptLogError` unless ``seq`` follows seq ``last`` of ``session_id``."""
+    if seq != last + 1:
         raise CorruptLogError(
             path,
             line,
-            f"session {record.session_id!r} has seq {record.seq} after seq {last}; "
+            f"session {session_id!r} has seq {seq} after seq {last}; "
             f"a session's seqs must run 1, 2, 3, ...",
         )

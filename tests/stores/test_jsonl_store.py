@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 import events.stores.jsonl as jsonl_module
-import events.stores.jsonlindex as jsonlindex_module
-from events.codec import encode_line
-from events.errors import ConflictError, CorruptLogError
+import events.stores.jsonlines as jsonlines_module
+from events.codec import decode_line, encode_line
+from events.errors import CodecError, ConflictError, CorruptLogError
+from events.integrity import GENESIS
+from events.stores.base import seal_lines
 from events.stores import JsonlStore, read_jsonl
 from events.types import Record, UserMessage
 
@@ -104,7 +106,55 @@ CORRUPTIONS: dict[str, tuple[int, Callable[[], bytes], str]] = {
     "seq gap": (3, lambda: modified(rec("s", 3), seq=5), "seq 5 after seq 2"),
     "new session not at 1": (2, lambda: modified(rec("s", 2), session_id="t"), "after seq 0"),
     "complete invalid last line": (4, lambda: b'{"v":1,"sess\n', "not valid JSON"),
+    # bytes that are not UTF-8 inside the event's data, which the opening scan does not build
+    "not UTF-8 in data": (2, lambda: encode_line(rec("s", 2)).encode().replace(b"#", b"\xff")
+                          + b"\n", "not valid JSON"),
+    "data not an object": (2, lambda: modified(rec("s", 2), data=[]), "must be an object"),
+    "malformed hash": (3, lambda: modified(rec("s", 3), hash="F" * 64), "'hash'"),
 }
+
+
+def bad_data(record: Record) -> bytes:
+    """``record``'s line, with data its event type refuses: a whole envelope, a bad event."""
+    return modified(record, data={"text": 7})
+
+
+@pytest.mark.trio
+@pytest.mark.parametrize("key", [None, b"k"])
+async def test_a_line_refused_only_for_its_data_is_refused_when_read_naming_it(
+    path: Path, key: bytes | None
+) -> None:
+    bodies = [encode_line(r).encode() for r in recs("s", 1, 3)]
+    bodies[1] = bad_data(rec("s", 2))[:-1]
+    bodies.append(encode_line(rec("t", 1)).encode())  # another session, read as ever
+    sealed = seal_lines(bodies[:3], GENESIS, key)[0] + seal_lines(bodies[3:], GENESIS, key)[0]
+    path.write_bytes(b"".join(sealed))
+    with pytest.raises(CodecError) as codec:
+        decode_line(bodies[1])
+    with JsonlStore(path, key=key) as store:  # the opening scan builds no event
+        assert await store.sessions() == ["s", "t"]
+        assert await store.read("s", limit=1) == [rec("s", 1)]
+        for _ in range(2):  # and again: the store does not skip it
+            with pytest.raises(CorruptLogError) as info:
+                await store.read("s")
+            assert (info.value.path, info.value.line) == (str(path), 2)
+            assert str(codec.value) in info.value.problem
+        if key is None:  # (a keyed store decodes the line before too, for the link)
+            assert await store.read("s", after=2) == [rec("s", 3)]
+        assert await store.read("t") == [rec("t", 1)]
+        assert await store.last_seq("s") == 3
+
+
+def test_a_line_refused_for_its_data_before_a_seq_break_is_the_one_named(path: Path) -> None:
+    write_lines(path, recs("s", 1, 1))
+    with path.open("ab") as file:  # a bad line put before the good line whose seq it copies
+        file.write(bad_data(rec("s", 2)))
+    write_lines(path, recs("s", 2, 3))
+    before = path.read_bytes()
+    with pytest.raises(CorruptLogError) as info:
+        JsonlStore(path)
+    assert info.value.line == 2 and "malformed 'user_message' record" in info.value.problem
+    assert path.read_bytes() == before
 
 
 @pytest.mark.parametrize("name", CORRUPTIONS)
@@ -244,9 +294,8 @@ async def test_reads_long_runs_across_chunks(path: Path, monkeypatch: pytest.Mon
 
 
 @pytest.mark.trio
-@pytest.mark.parametrize("keep", [1 << 20, 300])
-async def test_opening_and_a_first_read_decode_each_line_once(
-    path: Path, monkeypatch: pytest.MonkeyPatch, keep: int
+async def test_opening_builds_no_event_and_a_read_decodes_what_it_hands_out(
+    path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_lines(path, recs("a", 1, 6) + recs("b", 1, 2) + recs("a", 7, 8))
     decoded: list[bytes] = []
@@ -257,16 +306,11 @@ async def test_opening_and_a_first_read_decode_each_line_once(
         return real(name, line, raw)
 
     monkeypatch.setattr(jsonl_module, "decode_stored", counting)  # reads
-    monkeypatch.setattr(jsonlindex_module, "decode_stored", counting)  # the opening scan
-    monkeypatch.setattr(jsonlindex_module, "_KEEP_DECODED", keep)  # 300 bytes: only a few kept
+    monkeypatch.setattr(jsonlines_module, "decode_stored", counting)  # the opening scan's
     with JsonlStore(path) as store:
-        assert len(decoded) == 10
+        assert decoded == []  # today's lines are indexed by their envelopes alone
         assert await store.read("a", after=2) == recs("a", 3, 8)
+        assert len(decoded) == 6
         assert await store.read("b") == recs("b", 1, 2)
-        first_reads = len(decoded) - 10
-        if keep > path.stat().st_size:
-            assert first_reads == 0  # the opening scan's records served the first reads
-        else:  # what is not kept (past the first 300 bytes) is decoded again
-            assert 0 < first_reads < 8
-        assert await store.read("a") == recs("a", 1, 8)  # a later read decodes the file again
-        assert len(decoded) == 10 + first_reads + 8
+        assert await store.read("a") == recs("a", 1, 8)
+        assert len(decoded) == 6 + 2 + 8
