@@ -71,16 +71,19 @@ def _print(rows: list[Row], args: argparse.Namespace, took: float) -> int:
 
 
 def command(prog: str, description: str | None, run_rows: Callable[[Settings], list[Row]],
-            argv: list[str] | None) -> int:
+            argv: list[str] | None, clock: str | None = None) -> int:
     """The ``main`` of one benchmark module's own command (``python -m benchmarks.schemas``,
     ...): the options every benchmark takes, then its rows as a table, Markdown or JSON, or
-    a saved run rendered again; so each module says only what it measures."""
+    a saved run rendered again; so each module says only what it measures. ``clock``: the
+    one clock a module's figures mean anything on (``--clock`` then names nothing else)."""
     parser = argparse.ArgumentParser(prog=prog, description=description,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     add_run_options(parser)
     args = parser.parse_args(argv)
     if args.render:
         return render(args.render, as_markdown=args.markdown)
+    if clock is not None:
+        args.clock = clock
     settings = Settings(quick=args.quick, repeat=args.repeat, clock_name=args.clock)
     started = time.perf_counter()
     rows = run_rows(settings)

@@ -13,8 +13,6 @@ says more about the neighbours than about the fold).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import sys
 import tempfile
@@ -29,9 +27,8 @@ from engine.web.state import Folded
 from events import JsonlStore, SqliteStore
 from events.stores.base import EventStore
 
-from .__main__ import add_run_options, render, show, title
+from .__main__ import command
 from .harness import Figure, Row, Settings, interleave, paired
-from .report import machine, to_json
 from .web import _template, _write, session_records
 
 __all__ = ["main", "run"]
@@ -90,25 +87,7 @@ def run(settings: Settings) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.webfold", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_run_options(parser)
-    args = parser.parse_args(argv)
-    if args.render:
-        return render(args.render, as_markdown=args.markdown)
-    settings = Settings(quick=args.quick, repeat=args.repeat, clock_name="cpu")
-    started = time.perf_counter()
-    rows = run(settings)
-    took = time.perf_counter() - started
-    if args.json:
-        json.dump(to_json(rows, settings={"quick": args.quick, "clock": "cpu",
-                                          "seconds": round(took, 1)}),
-                  sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
-        return 0
-    show(rows, title(machine(), quick=args.quick, seconds=took, clock="cpu"),
-         as_markdown=args.markdown)
-    return 0
+    return command("python -m benchmarks.webfold", __doc__, run, argv, clock="cpu")
 
 
 if __name__ == "__main__":
