@@ -9,7 +9,6 @@ call alone, as a result the model reads.
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from functools import partial
@@ -27,6 +26,7 @@ from events.types import ToolCallCompleted, ToolCallDenied, ToolCallFailed, Tool
 
 from mcp import StdioServerParameters
 from mcp_servers import calculator, remote_ref_server
+from tests.mcp.serverurl import server_url
 
 SERVERS = Path(__file__).resolve().parents[1] / "mcp_servers.py"
 
@@ -217,14 +217,9 @@ async def test_streamable_http_a_server_in_a_subprocess_is_mounted_by_its_url() 
             trio.run_process, [sys.executable, str(SERVERS), "http"], stderr=subprocess.PIPE,
             check=False))
         try:
-            seen = b""
-            while (found := re.search(rb"running on (http://[0-9.:]+)", seen)) is None:
-                chunk = await process.stderr.receive_some()
-                assert chunk, seen.decode()
-                seen += chunk
             async with Session.open(MemoryStore(), model=model,
                                     approver=approve_all) as session:
-                async with mount(session, found.group(1).decode() + "/mcp") as mounted:
+                async with mount(session, await server_url(process) + "/mcp") as mounted:
                     assert mounted.server == "calculator"
                     await session.prompt("go")
         finally:

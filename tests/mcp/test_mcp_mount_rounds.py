@@ -7,7 +7,6 @@ old rule holds (several at once: declined)."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -26,6 +25,7 @@ from engine.mcp import mount
 from engine.testing.invariants import check_log
 from events import MemoryStore
 from events.types import QuestionAnswered, QuestionAsked
+from tests.mcp.serverurl import server_url
 
 SERVER = Path(__file__).resolve().parents[1] / "mcp_asking.py"
 
@@ -67,12 +67,7 @@ async def served_over(transport: str) -> AsyncIterator[Any]:
                 trio.run_process, [sys.executable, str(SERVER), "http"],
                 stderr=subprocess.PIPE, check=False))
             try:
-                seen = b""
-                while (found := re.search(rb"running on (http://[0-9.:]+)", seen)) is None:
-                    chunk = await process.stderr.receive_some()
-                    assert chunk, seen.decode()
-                    seen += chunk
-                yield found.group(1).decode() + "/mcp"
+                yield await server_url(process) + "/mcp"
             finally:
                 process.terminate()
 
