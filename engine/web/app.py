@@ -31,6 +31,7 @@ from ..core.reducers import LogInconsistency
 from ..present.renderers import Renderers
 from ..replay import ReplayError
 from .answers import Refused, record_approval, record_question
+from .calltree import ROOTS_PER_PAGE
 from .chain import Chains
 from .controls import approval_answer, question_answer
 from .desk import WebDesk
@@ -131,10 +132,12 @@ class _Console:
         sid = _one(fields, "id")
         if sid not in await self.store.sessions():
             return None
-        folded = await self.sessions.get(sid, deadline)
+        calls = _number(fields, "calls")
+        # enough read for the page's calls (one more: the last one's end is read by then)
+        folded = await self.sessions.get(sid, deadline, (calls + 1) * ROOTS_PER_PAGE + 1)
         # while reading, the check covers what the log holds: one check, not one a page
         badge = await self.chains.badge(sid, folded.reading or folded.last_seq)
-        return session_page(page, folded, self.summary(folded), badge, _number(fields, "calls"),
+        return session_page(page, folded, self.summary(folded), badge, calls,
                             self.renderers), folded
 
     async def pending_body(self, page: Page) -> Safe:

@@ -12,7 +12,9 @@ decode) — is not folded on the page's path:
 - a page waits for that fold up to a short deadline (:data:`WAIT`), then shows what is folded:
   the session's first calls are complete (they are at the log's start), and ``Folded.reading``
   says how far the fold has to go, so the page says it is still reading and withholds its
-  controls;
+  controls. It stops waiting sooner once the fold's pace so far says it will not end by the
+  deadline: a session that takes seconds to read shows its first part at once, not after
+  the whole wait; one that ends within the wait is shown whole;
 - every request for the session while it runs waits on that same fold (the per-session lock
   guards starting it), and the live update follows its progress;
 - a fold that fails (a log that breaks half-way) hands its error to every request waiting on
@@ -51,8 +53,10 @@ __all__ = ["BEHIND", "PART", "WAIT", "Sessions"]
 BEHIND = 5_000
 #: How long (seconds) a page waits for a background fold before it shows what is folded.
 WAIT = 0.5
-#: How many records a background fold reads and folds at once (some 20 ms of work).
-PART = 2_000
+#: How many records a background fold reads and folds at once: some 5 ms of work, which a
+#: page's request waits at most between each two of its own steps (trio runs every ready task
+#: in turn). Parts of 2 000 (20 ms) made a page wait some 0.5 s while a fold ran.
+PART = 500
 
 
 @contextmanager
@@ -73,6 +77,24 @@ class _Fold:
 
     done: trio.Event = attrs.field(factory=trio.Event)
     error: Exception | None = None
+    #: set, and replaced by a new event, as each part is folded (and at the end)
+    progressed: trio.Event = attrs.field(factory=trio.Event)
+    #: seconds a record took to read and fold in the fastest part so far; None before one
+    pace: float | None = None
+
+    def ends_by(self, deadline: float, left: int) -> bool:
+        """Whether ``left`` more records end by ``deadline`` (trio's clock) at the pace of
+        the fastest part so far; true until a part has been folded. The fastest, not the
+        average: a part that waited (for a gated store, for a busy loop) says little of how
+        fast the rest goes, and a page that guesses wrong should wait, not give up early."""
+        return self.pace is None or trio.current_time() + self.pace * left <= deadline
+
+    def part_folded(self, records: int, seconds: float) -> None:
+        if records:
+            pace = seconds / records
+            self.pace = pace if self.pace is None else min(self.pace, pace)
+        progressed, self.progressed = self.progressed, trio.Event()
+        progressed.set()
 
 
 class Sessions:
@@ -110,10 +132,13 @@ class Sessions:
         """Every session id, newest first (the store lists them oldest first)."""
         return list(reversed(await self.store.sessions()))
 
-    async def get(self, session_id: str, deadline: float | None = None) -> Folded:
+    async def get(self, session_id: str, deadline: float | None = None, roots: int = 0
+                  ) -> Folded:
         """The session folded up to the store's last record (an unknown id folds empty); or,
         if a background fold still runs at ``deadline`` (trio's clock; :data:`WAIT` from now
-        unless given), as far as it has read: then its ``reading`` is not None."""
+        unless given), as far as it has read: then its ``reading`` is not None. Before the
+        deadline it stops waiting once the fold will not end in time (see the module
+        docstring) and has read ``roots`` top-level calls (what the page shows)."""
         if deadline is None:
             deadline = trio.current_time() + self.wait
         lock = self._locks.setdefault(session_id, trio.Lock())
@@ -134,7 +159,9 @@ class Sessions:
                 folded.reading = last
                 self.nursery.start_soon(self._fold, folded, fold)
         with trio.move_on_at(deadline):
-            await fold.done.wait()
+            while not fold.done.is_set() and (len(folded.roots) < roots or fold.ends_by(
+                    deadline, (folded.reading or folded.last_seq) - folded.last_seq)):
+                await fold.progressed.wait()
         if fold.error is not None:
             raise fold.error
         return folded
@@ -146,11 +173,13 @@ class Sessions:
         read: Any = self.store.read
         try:
             while True:
+                began = trio.current_time()
                 with _collector_held():
                     records = await (read(sid, folded.last_seq, PART) if self._parts
                                      else read(sid, folded.last_seq))
                     for record in records:
                         folded.apply(record)
+                fold.part_folded(len(records), trio.current_time() - began)
                 if not records:
                     break  # the store holds no more than that, whatever its last seq says
                 if folded.reading is not None and folded.last_seq >= folded.reading:
@@ -165,3 +194,4 @@ class Sessions:
             folded.reading = None
             del self._folds[sid]
             fold.done.set()
+            fold.part_folded(0, 0.0)  # wake the pages waiting for a part

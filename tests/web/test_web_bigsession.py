@@ -15,7 +15,7 @@ import trio.testing
 
 from engine import Session, approve_all
 from engine.models import FauxModel, faux_text, faux_tool_call
-from engine.web import folding
+from engine.web import app, folding
 from engine.web.guard import csrf_token
 from events import MemoryStore
 from events.types import Record, ToolCallRequested, ToolExecutionStarted
@@ -44,12 +44,12 @@ class Gated(MemoryStore):
         return await super().read(session_id, after, limit)
 
 
-async def long_session(store: MemoryStore) -> int:
-    """A session of :data:`CALLS` finished calls, then one waiting for approval; the seq of
-    the second call's request (where the first part ends)."""
+async def long_session(store: MemoryStore, calls: int = CALLS) -> int:
+    """A session of ``calls`` finished calls, then one waiting for approval; the seq of the
+    second call's request (where the first part ends)."""
     tools = Tools()
     model = FauxModel([*(faux_tool_call("delete_file", {"path": f"f{n}.md"})
-                         for n in range(CALLS)), faux_text("done")])
+                         for n in range(calls)), faux_text("done")])
     async with Session.open(store, model=model, tools=tools.specs, approver=approve_all,
                             session_id=SID, create=True) as session:
         await session.prompt("go")
@@ -104,6 +104,49 @@ async def test_a_long_session_opens_partial_without_controls_then_whole(
     assert f"deleted f{CALLS - 1}.md" in whole
     assert 'name="csrf"' in whole and "Approve" in whole  # the controls, now
     assert [after for after, _ in store.reads].count(0) == 1  # one fold, read once
+
+
+class Paced(MemoryStore):
+    """A store each read of a part of which takes ``pace`` seconds (of the test's clock)."""
+
+    pace = 0.01
+
+    async def read(self, session_id: str, after: int = 0, limit: int | None = None
+                   ) -> list[Record]:
+        if limit is not None:
+            await trio.sleep(self.pace)
+        return await super().read(session_id, after, limit)
+
+
+async def test_a_page_stops_waiting_once_its_calls_are_read_and_the_fold_cannot_end_in_time(
+        part: Any, autojump_clock: trio.testing.MockClock,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    store = Paced()
+    first = await long_session(store, 20)
+    total = await store.last_seq(SID)
+    monkeypatch.setattr(app, "ROOTS_PER_PAGE", 1)  # the page shows one call: wait for two
+    part(1)
+    # the second call is asked well within the page's wait; the whole log is read long after
+    assert first * Paced.pace < folding.WAIT / 2 and total * Paced.pace > folding.WAIT
+    async with Console(store) as console:
+        start = trio.current_time()
+        page = await console.page("/session", id=SID)
+        waited = trio.current_time() - start
+    assert READING in page
+    assert "deleted f0.md" in page  # the page's call, complete
+    assert waited < folding.WAIT / 2  # shown once its call was read, not after the whole wait
+
+
+async def test_a_page_waits_for_a_fold_that_ends_in_time(
+        part: Any, autojump_clock: trio.testing.MockClock) -> None:
+    store = Paced()
+    await long_session(store)
+    total = await store.last_seq(SID)
+    part(total // 3 + 1)  # three parts: 0.03 s, within the page's wait
+    async with Console(store) as console:
+        page = await console.page("/session", id=SID)
+    assert READING not in page
+    assert f"deleted f{CALLS - 1}.md" in page
 
 
 async def test_two_requests_share_one_fold(
