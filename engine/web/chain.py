@@ -8,16 +8,17 @@ reads the whole file anyway, so one pass serves every row).
 A check of up to :data:`INLINE` records is made before the page is sent. A longer one (a
 session of 100 000 calls is some 700 000 records: seconds) runs in the background, in the
 console's nursery (its lifespan's: see :mod:`engine.web.folding`), and off the event loop (a
-JSONL file's in a thread of its own, an SQLite database's in the store's worker thread), and
-the page says so and shows the last answer it has; the next page (or the live update) shows
-the new one. A console whose lifespan nobody ran checks on the page's path. A store that keeps
+JSONL file's in a child process, :meth:`~events.stores.JsonlStore.verify_apart`: in a thread
+it would share the interpreter's lock with the console's background fold and slow it tenfold;
+an SQLite database's in the store's worker thread), and the page says so and shows the last
+answer it has; the next page (or the live update) shows the new one. A console whose
+lifespan nobody ran checks on the page's path (a long file in a child process all the same). A store that keeps
 no chain (:class:`~events.stores.MemoryStore`) says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from functools import partial
 from typing import Any
 
 import trio
@@ -44,16 +45,19 @@ class Chains:
         self._verify: Any = getattr(store, "verify", None)
         self._nursery = nursery  # where a long check runs, if anywhere
         self._one_pass = isinstance(store, JsonlStore)
+        # a long check of a file: in a child process (see JsonlStore.verify_apart)
+        self._apart: Any = store.verify_apart if isinstance(store, JsonlStore) else None
         self._kept: dict[str, tuple[int, str]] = {}
         self._running: set[str | None] = set()  # sessions being checked (None: every one)
 
     async def _check(self, key: str | None, records: int,
-                     check: Callable[[], Awaitable[None]]) -> None:
+                     check: Callable[[bool], Awaitable[None]]) -> None:
         """Run ``check`` now if it covers at most :data:`INLINE` records, else in the
         background (once at a time per ``key``)."""
         nursery = self._nursery()
-        if records <= INLINE or nursery is None:
-            await check()
+        long = records > INLINE
+        if not long or nursery is None:
+            await check(long)
             return
         if key in self._running:
             return
@@ -61,7 +65,7 @@ class Chains:
 
         async def background() -> None:
             try:
-                await check()
+                await check(True)
             except Exception:  # noqa: BLE001 - the next page checks again
                 pass
             finally:
@@ -69,12 +73,9 @@ class Chains:
 
         nursery.start_soon(background)
 
-    async def _report(self, **kwargs: Any) -> VerifyReport:
-        if self._one_pass:  # a file read in a thread: the console goes on serving meanwhile
-            # a console that stops does not wait for a check of a long file: it is left to end
-            report: VerifyReport = await trio.to_thread.run_sync(
-                partial(trio.run, partial(self._verify, **kwargs)), abandon_on_cancel=True)
-            return report
+    async def _report(self, long: bool, **kwargs: Any) -> VerifyReport:
+        if long and self._apart is not None:  # a long file: in a child process
+            return await self._apart(**kwargs)  # type: ignore[no-any-return]
         return await self._verify(**kwargs)  # type: ignore[no-any-return]
 
     def _shown(self, session_id: str, last_seq: int) -> str:
@@ -90,8 +91,8 @@ class Chains:
             return UNCHAINED
         kept = self._kept.get(session_id)
         if kept is None or kept[0] != last_seq:
-            async def check() -> None:
-                report = await self._report(session=session_id)
+            async def check(long: bool) -> None:
+                report = await self._report(long, session=session_id)
                 if report.broken is not None:
                     text = f"chain BROKEN: {report.broken.problem}"
                 else:
@@ -111,8 +112,8 @@ class Chains:
             for sid, seq in changed:
                 await self.badge(sid, seq)
         elif changed:
-            async def check() -> None:
-                report: VerifyReport = await self._report()
+            async def check(long: bool) -> None:
+                report: VerifyReport = await self._report(long)
                 checked = {chain.session_id: chain for chain in report.sessions}
                 broken = report.broken.session_id if report.broken is not None else None
                 for sid, seq in changed:

@@ -68,6 +68,7 @@ from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies
 from .following import POLL_INTERVAL, Appended, follow_session
 from .jsonlindex import JsonlIndex, SessionIndex, file_size, write_all
 from .jsonlines import decode_stored, read_jsonl, verify_jsonl
+from .verifyapart import verify_apart
 from .locks import (byte_claims_hold, claim_byte, claim_file, locked_elsewhere, open_for_claims,
                     try_lock)
 from .modes import open_creating
@@ -323,6 +324,15 @@ class JsonlStore(JsonlIndex, InlineStore):
         self._ensure_open()
         return verify_jsonl(self.path, self._key, session=session, anchors=tuple(anchors),
                             artifacts=self.artifacts.get)
+
+    async def verify_apart(
+        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
+    ) -> VerifyReport:
+        """:meth:`verify` in a child process, for a long file checked while this process
+        goes on serving: neither the event loop nor the interpreter's lock is held for the
+        seconds it takes (:mod:`events.stores.verifyapart`)."""
+        self._ensure_open()
+        return await verify_apart(self.path, self._key, session=session, anchors=tuple(anchors))
 
     async def put_artifact(self, session_id: str, call_id: str, sha256: str,
                            data: bytes) -> None:

@@ -1,0 +1,70 @@
+"""``JsonlStore.verify_apart`` checks the chain in a child process and reports exactly what
+``verify`` reports: on a good log, with a key, for one session against an anchor, and on a log
+one byte of which was changed. A child that cannot check says so as a ``LogError``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine import approve_all
+from engine.models import FauxModel, faux_text
+from events import JsonlStore
+from events.chainreport import Anchor
+from events.errors import LogError
+from events.stores import verifyapart
+from tests.web.webconsole import SID, Tools, deleting
+
+KEY = b"the host's key"
+
+
+async def write_log(path: Path, key: bytes | None = None) -> None:
+    """Two sessions of real calls."""
+    from engine import Session
+
+    tools = Tools()
+    with JsonlStore(str(path), key=key) as store:
+        for sid in (SID, "other"):
+            model = FauxModel([deleting("a.md"), deleting("b.md"), faux_text("done")])
+            async with Session.open(store, model=model, tools=tools.specs, approver=approve_all,
+                                    session_id=sid, create=True) as session:
+                await session.prompt("go")
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["plain", "keyed"])
+async def test_a_check_apart_reports_what_a_check_here_reports(
+        tmp_path: Path, key: bytes | None) -> None:
+    path = tmp_path / "log.jsonl"
+    await write_log(path, key)
+    with JsonlStore(str(path), key=key, read_only=True) as store:
+        here = await store.verify()
+        apart = await store.verify_apart()
+        assert here.ok and here.records > 20 and here.keyed == (key is not None)
+        assert apart == here
+        anchor = Anchor(session_id=SID, seq=3, hash="0" * 64)  # not the record's hash
+        one = await store.verify(session=SID, anchors=[anchor])
+        assert not one.ok
+        assert await store.verify_apart(session=SID, anchors=[anchor]) == one
+
+
+async def test_a_changed_byte_is_the_same_broken_link_apart(tmp_path: Path) -> None:
+    path = tmp_path / "log.jsonl"
+    await write_log(path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[7] = lines[7].replace(b'"a.md"', b'"A.md"')  # same length, same JSON: another text
+    path.write_bytes(b"".join(lines))
+    with JsonlStore(str(path), read_only=True) as store:
+        here = await store.verify()
+        assert here.broken is not None and here.broken.line == 8
+        assert await store.verify_apart() == here
+
+
+async def test_a_child_that_cannot_check_is_a_log_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "log.jsonl"
+    await write_log(path)
+    monkeypatch.setattr(verifyapart, "_CHILD", "raise SystemExit('no checking here')")
+    with JsonlStore(str(path), read_only=True) as store:
+        with pytest.raises(LogError, match="exit status 1.*no checking here"):
+            await store.verify_apart()
