@@ -19,16 +19,20 @@ from __future__ import annotations
 import fcntl
 import os
 from array import array
+from itertools import accumulate, groupby
 
 from ..codec import EVENT_TYPES
 from ..errors import CorruptLogError, UnverifiedRecordError
-from ..fast.envelope import read_envelope
+from ..fast.envelope import read_envelope, read_envelopes
 from ..integrity import GENESIS, LinkError, check_link
 from ..types import SCHEMA_VERSION
 from .jsonlines import check_seq, decode_stored, index_fields, is_torn
 from .locks import locked_elsewhere, try_lock
 
-__all__ = ["JsonlIndex", "SessionIndex", "file_size", "write_all"]
+__all__ = ["BLOCK", "JsonlIndex", "SessionIndex", "file_size", "write_all"]
+
+#: How many bytes of a log the opening scan reads at once (see :meth:`JsonlIndex._index_blocks`).
+BLOCK = 1 << 23
 
 
 class SessionIndex:
@@ -141,6 +145,8 @@ class JsonlIndex:
             self._index[self._open_line].lengths[-1] += 1
             self._size += 1
             self._open_line = None
+        if self._key is None:
+            self._index_blocks(fd, size)
         path, key, sessions = self.path, self._key, self._index
         # The session of the line before, with its index: a log's lines come in runs of one
         # session, so a run looks it up once, not once a line.
@@ -191,6 +197,46 @@ class JsonlIndex:
                 index.head = digest or GENESIS
                 self._lines = line
                 offset = self._size = offset + length
+
+    def _index_blocks(self, fd: int, size: int) -> None:
+        """Index the whole lines past ``self._size`` a block at a time (:data:`BLOCK`
+        bytes, cut after its last newline) while :func:`~events.fast.envelope.read_envelopes`
+        answers for a block and its seqs run on; then stop, and the line-by-line scan of
+        :meth:`_refresh_locked` goes on from there: it takes the last line (which may lack
+        its newline), a block the fast reader leaves (an older version, a line without a
+        hash, a bad line: it names what is wrong), and a store with a key (each link is
+        checked). The index is what the line-by-line scan would have made of those lines,
+        and is committed a run of one session's lines at a time."""
+        sessions = self._index
+        while self._size < size:
+            start = self._size
+            block = os.pread(fd, min(BLOCK, size - start), start)
+            cut = block.rfind(b"\n") + 1
+            if not cut:  # the last line, without its newline; or a line longer than a block
+                return
+            read = read_envelopes(block[:cut], SCHEMA_VERSION, EVENT_TYPES)
+            if read is None:
+                return
+            ids, seqs, digests, lengths = read
+            offsets = list(accumulate(lengths, initial=start))
+            first = self._lines + 1  # the line number of the block's first line
+            done = 0
+            for session_id, run in groupby(ids):
+                count = len(list(run))
+                index = sessions.get(session_id)
+                last = len(index.offsets) if index is not None else 0
+                end = done + count
+                if seqs[done:end] != list(range(last + 1, last + count + 1)):
+                    return  # the line-by-line scan names the line and what it expected
+                if index is None:
+                    index = sessions[session_id] = SessionIndex()
+                index.offsets.extend(offsets[done:end])
+                index.lengths.extend(lengths[done:end])
+                index.lines.extend(range(first + done, first + end))
+                index.head = digests[end - 1]
+                done = end
+                self._lines = first + end - 1
+                self._size = offsets[end]
 
     def _decode_previous(self, fd: int, index: SessionIndex) -> None:
         """:class:`CorruptLogError` naming the session's last indexed line if the codec

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from events.codec import EVENT_TYPES, decode_stored_line, encode_line, loads_strict, type_name
 from events.errors import CodecError
-from events.fast.envelope import read_envelope
+from events.fast.envelope import read_envelope, read_envelopes
 from events.integrity import GENESIS
 from events.stores.base import seal_lines
 from events.types import SCHEMA_VERSION, Record
@@ -122,3 +122,36 @@ def test_bytes_that_are_not_utf8_inside_data_are_left_to_the_reference() -> None
     assert read(line) is None
     with pytest.raises(CodecError, match="not valid JSON"):
         decode_stored_line(line)
+
+
+def read_block(lines: list[bytes]) -> Any:
+    return read_envelopes(b"".join(lines), SCHEMA_VERSION, EVENT_TYPES)
+
+
+@given(st.lists(st.one_of(records.map(stored), changed_lines()), max_size=6))
+def test_a_block_is_read_as_its_lines_are_each_or_left_to_them(lines: list[bytes]) -> None:
+    # whole lines only: a line with no newline, or a newline inside, is not one line
+    lines = [line.replace(b"\n", b" ").rstrip(b"\n") + b"\n" for line in lines]
+    each = [read(line) for line in lines]
+    block = read_block(lines)
+    if block is None:  # left to the lines: fine whenever one of them is not vouched for
+        assert None in each or any(answer[3] is None for answer in each)
+        return
+    sessions, seqs, digests, lengths = block
+    assert [(sid, seq, SCHEMA_VERSION, digest)
+            for sid, seq, digest in zip(sessions, seqs, digests)] == each
+    assert lengths == [len(line) for line in lines]
+
+
+@given(st.lists(records.map(stored), min_size=1, max_size=6))
+def test_a_block_of_lines_a_store_wrote_is_read_whole(lines: list[bytes]) -> None:
+    assert read_block(lines) is not None
+
+
+def test_a_line_cannot_lend_a_value_to_the_next() -> None:
+    # Two lines that, joined without their newline, would read as one object: each is read
+    # on its own, so the first refuses (it is not JSON alone), and so the block.
+    first = (b'{"v":3,"session_id":"a","seq":1,"time":1.0,"type":"user_message",'
+             b'"data":{"text":"x')
+    second = b'"},"hash":"' + b"0" * 64 + b'"}'
+    assert read_block([first + b"\n", second + b"\n"]) is None
