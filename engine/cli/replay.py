@@ -22,7 +22,6 @@ from contextlib import closing
 from functools import partial
 
 import trio
-import trio.testing
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
@@ -33,6 +32,7 @@ from events.types import Record
 
 from ..core.visible import visible, visible_json
 from ..replay import ReplayError, ReplayReport, ReplaySetup, ToolMode, VerifiedRecords, redrive
+from ..replay.clock import virtual_clock
 from ..replay.trust import UnverifiedLogError, check_live
 from ._common import LOG_HELP, UsageError, load_key, open_log, read_sessions
 
@@ -41,9 +41,6 @@ __all__ = ["add_parser", "load_setup", "run"]
 #: A replay this long (sessions, or records in all) gets a progress bar on a terminal.
 LONG_REPLAY_SESSIONS = 5
 LONG_REPLAY_RECORDS = 500
-#: In recorded mode nothing waits for the world, so time is virtual: it jumps ahead whenever
-#: every task has waited this long (seconds), and a recorded timeout replays at once.
-AUTOJUMP_AFTER = 0.05
 #: What to do when live tools were to run from a log that was not verified.
 UNVERIFIED_REMEDY = (
     "Give the log's key with --key-file PATH or --key-env VAR (as to `toolledger verify`), or "
@@ -128,7 +125,7 @@ def run(args: argparse.Namespace, console: Console) -> int:
         )
     total = sum(len(records) for records in sessions.values())
     long = len(sessions) >= LONG_REPLAY_SESSIONS or total >= LONG_REPLAY_RECORDS
-    clock = None if mode == "live" else trio.testing.MockClock(autojump_threshold=AUTOJUMP_AFTER)
+    clock = None if mode == "live" else virtual_clock()
     replay_all = partial(_replay_all, sessions, mode, setup,
                          verified=key is not None, unverified=args.unverified,
                          log=args.log, key=key)

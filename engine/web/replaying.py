@@ -17,12 +17,12 @@ from typing import Any
 from urllib.parse import quote
 
 import trio
-import trio.testing
 
 from events.stores import EventStore
 from events.stores.base import keeps_artifacts
 
 from ..replay import Divergence, ReplayError, ReplayReport, redrive
+from ..replay.clock import virtual_clock
 from .calltree import ROOTS_PER_PAGE
 from .markup import Safe, join, tag
 from .pages import Page
@@ -32,8 +32,6 @@ __all__ = ["SHOWN", "call_link", "replay_session", "report_page"]
 
 #: How many divergences the report's page lists (the rest are counted).
 SHOWN = 500
-#: As the command: virtual time jumps ahead whenever every task has waited this long (s).
-AUTOJUMP_AFTER = 0.05
 
 
 class _Artifacts:
@@ -60,7 +58,7 @@ async def replay_session(store: EventStore, session_id: str) -> ReplayReport:
     artifacts = (_Artifacts(store, trio.lowlevel.current_trio_token())
                  if keeps_artifacts(store) else None)
     run = partial(redrive, records, tool_mode="recorded", artifacts=artifacts)
-    clock = trio.testing.MockClock(autojump_threshold=AUTOJUMP_AFTER)
+    clock = virtual_clock()
     report: ReplayReport = await trio.to_thread.run_sync(partial(trio.run, run, clock=clock))
     return report
 
