@@ -31,8 +31,10 @@ from .locks import locked_elsewhere, try_lock
 
 __all__ = ["BLOCK", "JsonlIndex", "SessionIndex", "file_size", "write_all"]
 
-#: How many bytes of a log the opening scan reads at once (see :meth:`JsonlIndex._index_blocks`).
-BLOCK = 1 << 23
+#: How many bytes of a log the opening scan reads at once (see :meth:`JsonlIndex._index_blocks`):
+#: a block and what is made of it stay in the processor's cache. Measured on a 190 MB log,
+#: blocks of 128-256 KiB open it in 0.85-0.89 s, of 8 MiB in 1.4 s, line by line in 1.2 s.
+BLOCK = 1 << 18
 
 
 class SessionIndex:
@@ -200,7 +202,7 @@ class JsonlIndex:
 
     def _index_blocks(self, fd: int, size: int) -> None:
         """Index the whole lines past ``self._size`` a block at a time (:data:`BLOCK`
-        bytes, cut after its last newline) while :func:`~events.fast.envelope.read_envelopes`
+        bytes, or more for a longer line, cut after its last newline) while :func:`~events.fast.envelope.read_envelopes`
         answers for a block and its seqs run on; then stop, and the line-by-line scan of
         :meth:`_refresh_locked` goes on from there: it takes the last line (which may lack
         its newline), a block the fast reader leaves (an older version, a line without a
@@ -209,10 +211,14 @@ class JsonlIndex:
         and is committed a run of one session's lines at a time."""
         sessions = self._index
         while self._size < size:
-            start = self._size
-            block = os.pread(fd, min(BLOCK, size - start), start)
-            cut = block.rfind(b"\n") + 1
-            if not cut:  # the last line, without its newline; or a line longer than a block
+            start, want = self._size, BLOCK
+            while True:  # a line longer than a block: read a block twice as long
+                block = os.pread(fd, min(want, size - start), start)
+                cut = block.rfind(b"\n") + 1
+                if cut or len(block) < want:
+                    break
+                want *= 2
+            if not cut:  # the last line, without its newline
                 return
             read = read_envelopes(block[:cut], SCHEMA_VERSION, EVENT_TYPES)
             if read is None:
