@@ -7,12 +7,12 @@ reads the whole file anyway, so one pass serves every row).
 
 A check of up to :data:`INLINE` records is made before the page is sent. A longer one (a
 session of 100 000 calls is some 700 000 records: seconds) runs in the background, in the
-console's nursery (its lifespan's: see :mod:`engine.web.folding`), and off the event loop (a
-JSONL file's in a child process, :meth:`~events.stores.JsonlStore.verify_apart`: in a thread
-it would share the interpreter's lock with the console's background fold and slow it tenfold;
-an SQLite database's in the store's worker thread), and the page says so and shows the last
-answer it has; the next page (or the live update) shows the new one. A console whose
-lifespan nobody ran checks on the page's path (a long file in a child process all the same). A store that keeps
+console's nursery (its lifespan's: see :mod:`engine.web.folding`), and off the event loop, in
+a child process (the stores' ``verify_apart``: in a thread it would share the interpreter's
+lock with the console's background fold and slow it tenfold), and the page says so and shows
+the last answer it has; the next page (or the live update) shows the new one. A console
+whose lifespan nobody ran checks on the page's path (a long check in a child process all
+the same). A store that keeps
 no chain (:class:`~events.stores.MemoryStore`) says so.
 """
 
@@ -45,8 +45,8 @@ class Chains:
         self._verify: Any = getattr(store, "verify", None)
         self._nursery = nursery  # where a long check runs, if anywhere
         self._one_pass = isinstance(store, JsonlStore)
-        # a long check of a file: in a child process (see JsonlStore.verify_apart)
-        self._apart: Any = store.verify_apart if isinstance(store, JsonlStore) else None
+        # a long check: in a child process (see events.stores.verifyapart)
+        self._apart: Any = getattr(store, "verify_apart", None)
         self._kept: dict[str, tuple[int, str]] = {}
         self._running: set[str | None] = set()  # sessions being checked (None: every one)
 
@@ -74,7 +74,7 @@ class Chains:
         nursery.start_soon(background)
 
     async def _report(self, long: bool, **kwargs: Any) -> VerifyReport:
-        if long and self._apart is not None:  # a long file: in a child process
+        if long and self._apart is not None:  # in a child process
             return await self._apart(**kwargs)  # type: ignore[no-any-return]
         return await self._verify(**kwargs)  # type: ignore[no-any-return]
 

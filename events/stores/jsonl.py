@@ -332,7 +332,8 @@ class JsonlStore(JsonlIndex, InlineStore):
         goes on serving: neither the event loop nor the interpreter's lock is held for the
         seconds it takes (:mod:`events.stores.verifyapart`)."""
         self._ensure_open()
-        return await verify_apart(self.path, self._key, session=session, anchors=tuple(anchors))
+        return await verify_apart("jsonl", self.path, self._key, session=session,
+                                  anchors=tuple(anchors))
 
     async def put_artifact(self, session_id: str, call_id: str, sha256: str,
                            data: bytes) -> None:

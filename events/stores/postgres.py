@@ -59,6 +59,7 @@ from .base import Claim, Claims, ClosingStore, check_artifact, check_batch, enco
 from .pgappend import Appender, Connection, Pending, checked_head, last_seq, rows
 from .pgclaims import DatabaseClaims
 from .pgfollow import follow_session
+from .verifyapart import verify_apart
 from .rows import check_rows, decode_row, session_of, sid_of, verify_tables
 
 __all__ = ["PostgresStore"]
@@ -304,6 +305,15 @@ class PostgresStore(ClosingStore):
         See :mod:`events.stores.pgfollow`."""
         self.ensure_open()
         return follow_session(self, session_id, after)
+
+    async def verify_apart(
+        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
+    ) -> VerifyReport:
+        """:meth:`verify` in a child process, for a long check made while this process goes
+        on serving: a worker thread would hold the interpreter's lock against the event loop
+        for most of it (:mod:`events.stores.verifyapart`)."""
+        return await verify_apart("postgresql", self.conninfo, self._key, session=session,
+                                  anchors=tuple(anchors))
 
     async def verify(
         self, *, session: str | None = None, anchors: Iterable[Anchor] = ()

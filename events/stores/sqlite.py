@@ -50,6 +50,7 @@ from .base import (Claim, InlineStore, check_artifact, check_batch, check_confli
 from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
 from .locks import claim_file
+from .verifyapart import verify_apart
 from .rows import check_head, check_rows, decode_row, session_of, sid_of, verify_tables
 from .sqlite_checkpoint import Checkpointer
 from .sqlite_connect import connect, create_file
@@ -335,6 +336,15 @@ class SqliteStore(InlineStore):
 
         await trio.to_thread.run_sync(init)
         self._unusable = None
+
+    async def verify_apart(
+        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
+    ) -> VerifyReport:
+        """:meth:`verify` in a child process, for a long check made while this process goes
+        on serving: a worker thread would hold the interpreter's lock against the event loop
+        for most of it (:mod:`events.stores.verifyapart`)."""
+        return await verify_apart("sqlite", self.path, self._key, session=session,
+                                  anchors=tuple(anchors))
 
     async def verify(
         self, *, session: str | None = None, anchors: Iterable[Anchor] = ()

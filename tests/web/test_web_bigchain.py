@@ -3,15 +3,17 @@ way, and the next page shows its answer."""
 
 from __future__ import annotations
 
-import threading
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio.testing
 
+import events.stores.jsonl as jsonl_module
 from engine.web import chain
-from events import SqliteStore
+from events import JsonlStore, SqliteStore
+from events.stores import verifyapart
 from tests.web.webconsole import SID, Console, deleting, paused
 
 
@@ -32,29 +34,37 @@ async def test_a_long_check_runs_behind_the_page_and_the_next_page_shows_it(
             assert "checking the chain" not in second
 
 
-async def test_a_long_sqlite_check_leaves_the_loop_to_the_pages(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite"])
+async def test_a_long_check_runs_in_a_child_process_while_pages_are_served(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
     monkeypatch.setattr(chain, "INLINE", 0)
-    release = threading.Event()
-    waited: list[bool] = []
-    check = SqliteStore._verify
+    # the child waits, before it checks, until the test writes to this pipe
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    monkeypatch.setattr(verifyapart, "_CHILD", f"open({gate!r}).read(); " + verifyapart._CHILD)
 
-    def held(self: SqliteStore, *args: Any) -> Any:
-        # released by the test only if the loop serves pages while the check runs
-        waited.append(release.wait(30))
-        return check(self, *args)
+    def not_here(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the long check ran in the console's process")
 
-    with SqliteStore(str(tmp_path / "log.db")) as store:
+    monkeypatch.setattr(SqliteStore, "_verify", not_here)
+    monkeypatch.setattr(jsonl_module, "verify_jsonl", not_here)
+    store = (JsonlStore(str(tmp_path / "log.jsonl")) if backend == "jsonl"
+             else SqliteStore(str(tmp_path / "log.db")))
+    with store:
         await paused(store, deleting())
-        monkeypatch.setattr(SqliteStore, "_verify", held)
         async with Console(store) as console:
             assert "checking the chain" in await console.page("/session", id=SID)
-            await trio.testing.wait_all_tasks_blocked()  # the check has begun, and waits
+            # the check waits in its child; the console serves pages all the same
             assert "checking the chain" in await console.page("/session", id=SID)
-            release.set()
+            assert "Sessions" in await console.page("/")
+
+            def release() -> None:
+                with open(gate, "w") as pipe:
+                    pipe.write("go")
+
+            await trio.to_thread.run_sync(release)
             shown = ""
             with trio.fail_after(60):
                 while "chain verified" not in shown:
                     await trio.testing.wait_all_tasks_blocked()
                     shown = await console.page("/session", id=SID)
-    assert waited == [True]

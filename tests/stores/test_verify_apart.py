@@ -1,30 +1,47 @@
-"""``JsonlStore.verify_apart`` checks the chain in a child process and reports exactly what
-``verify`` reports: on a good log, with a key, for one session against an anchor, and on a log
-one byte of which was changed. A child that cannot check says so as a ``LogError``."""
+"""``verify_apart`` checks the chain in a child process and reports exactly what ``verify``
+reports, on a JSONL file, SQLite and PostgreSQL: on a good log, with a key, for one session
+against an anchor that does not hold, and on a file one byte of which was changed. A child
+that cannot check says so as a ``LogError``."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from engine import approve_all
 from engine.models import FauxModel, faux_text
-from events import JsonlStore
+from events import JsonlStore, SqliteStore
 from events.chainreport import Anchor
 from events.errors import LogError
 from events.stores import verifyapart
+from tests.stores.conformance.backends import postgres_url
 from tests.web.webconsole import SID, Tools, deleting
 
 KEY = b"the host's key"
 
 
-async def write_log(path: Path, key: bytes | None = None) -> None:
+def opener(backend: str, directory: Path) -> Any:
+    """How to open one log of ``backend`` in ``directory``: ``(key, read_only) -> store``."""
+    if backend == "jsonl":
+        return lambda key, read_only: JsonlStore(str(directory / "log.jsonl"), key=key,
+                                                 read_only=read_only)
+    if backend == "sqlite":
+        return lambda key, read_only: SqliteStore(str(directory / "log.db"), key=key,
+                                                  read_only=read_only)
+    from events.stores.postgres import PostgresStore
+
+    url = postgres_url(directory)
+    return lambda key, read_only: PostgresStore(url, key=key)
+
+
+async def write_log(store: Any) -> None:
     """Two sessions of real calls."""
     from engine import Session
 
     tools = Tools()
-    with JsonlStore(str(path), key=key) as store:
+    with store:
         for sid in (SID, "other"):
             model = FauxModel([deleting("a.md"), deleting("b.md"), faux_text("done")])
             async with Session.open(store, model=model, tools=tools.specs, approver=approve_all,
@@ -32,12 +49,13 @@ async def write_log(path: Path, key: bytes | None = None) -> None:
                 await session.prompt("go")
 
 
+@pytest.mark.parametrize("backend", ["jsonl", "sqlite", "postgres"])
 @pytest.mark.parametrize("key", [None, KEY], ids=["plain", "keyed"])
 async def test_a_check_apart_reports_what_a_check_here_reports(
-        tmp_path: Path, key: bytes | None) -> None:
-    path = tmp_path / "log.jsonl"
-    await write_log(path, key)
-    with JsonlStore(str(path), key=key, read_only=True) as store:
+        tmp_path: Path, key: bytes | None, backend: str) -> None:
+    open_log = opener(backend, tmp_path)
+    await write_log(open_log(key, False))
+    with open_log(key, True) as store:
         here = await store.verify()
         apart = await store.verify_apart()
         assert here.ok and here.records > 20 and here.keyed == (key is not None)
@@ -50,7 +68,7 @@ async def test_a_check_apart_reports_what_a_check_here_reports(
 
 async def test_a_changed_byte_is_the_same_broken_link_apart(tmp_path: Path) -> None:
     path = tmp_path / "log.jsonl"
-    await write_log(path)
+    await write_log(JsonlStore(str(path)))
     lines = path.read_bytes().splitlines(keepends=True)
     lines[7] = lines[7].replace(b'"a.md"', b'"A.md"')  # same length, same JSON: another text
     path.write_bytes(b"".join(lines))
@@ -63,7 +81,7 @@ async def test_a_changed_byte_is_the_same_broken_link_apart(tmp_path: Path) -> N
 async def test_a_child_that_cannot_check_is_a_log_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "log.jsonl"
-    await write_log(path)
+    await write_log(JsonlStore(str(path)))
     monkeypatch.setattr(verifyapart, "_CHILD", "raise SystemExit('no checking here')")
     with JsonlStore(str(path), read_only=True) as store:
         with pytest.raises(LogError, match="exit status 1.*no checking here"):
