@@ -142,10 +142,18 @@ async def _first(client: httpx.AsyncClient, token: str, path: str) -> httpx.Resp
     return response
 
 
+#: How often (seconds) a page that says it is still reading is asked for again. A page comes
+#: at once while the fold runs, so asking without a pause would render pages back to back
+#: and take the fold's CPU (it measured twice as long that way); a person's page is updated
+#: every 0.75 s. The time the whole session takes to fold is known to this much.
+AGAIN = 0.25
+
+
 async def _whole(client: httpx.AsyncClient, path: str, response: httpx.Response) -> None:
-    """Ask for the session's page again until it no longer says it is still reading (each
-    request waits for the fold a moment at most)."""
+    """Ask for the session's page again, every :data:`AGAIN` seconds, until it no longer says
+    it is still reading."""
     while READING in response.text:
+        await trio.sleep(AGAIN)
         response = await client.get(path)
 
 
