@@ -65,18 +65,31 @@ def read_envelope(line: bytes, version: int, types: Container[str]
         return None
     stored = envelope.hash
     digest = stored if isinstance(stored, str) else None
-    if digest is not None:
-        try:  # 64 lowercase hex digits: the one text of 32 bytes that bytes.hex writes back
-            if len(digest) != 64 or bytes.fromhex(digest).hex() != digest:
-                return None
-        except ValueError:  # not hex digits
-            return None
-    if not line.isascii():
-        try:
-            line.decode("utf-8")  # what skipping data did not check
-        except UnicodeDecodeError:
-            return None
+    if digest is not None and (len(digest) != 64 or not _lower_hex(digest)):
+        return None
+    if not _utf8(line):
+        return None
     return envelope.session_id, envelope.seq, envelope.v, digest
+
+
+def _lower_hex(text: str) -> bool:
+    """Whether ``text`` is lowercase hex digits, two a byte: the one text of its bytes that
+    ``bytes.hex`` writes back (a hash is 64 of them)."""
+    try:
+        return bytes.fromhex(text).hex() == text
+    except ValueError:  # not hex digits
+        return False
+
+
+def _utf8(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8: what skipping an event's data does not check."""
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 _VERSION, _SESSION, _SEQ, _TYPE, _HASH = map(
@@ -111,16 +124,7 @@ def read_envelopes(block: bytes, version: int, types: Container[str]
     digests = list(map(_HASH, envelopes))
     if msgspec.UNSET in digests or set(map(len, digests)) != {64}:
         return None
-    joined = "".join(digests)
-    try:  # 64 lowercase hex digits each: the one text of 32 bytes that bytes.hex writes back
-        if bytes.fromhex(joined).hex() != joined:
-            return None
-    except ValueError:  # not hex digits
+    if not _lower_hex("".join(digests)) or not _utf8(block):
         return None
-    if not block.isascii():
-        try:
-            block.decode("utf-8")  # what skipping data did not check
-        except UnicodeDecodeError:
-            return None
     return (list(map(_SESSION, envelopes)), list(map(_SEQ, envelopes)), digests,
             [len(line) + 1 for line in lines])

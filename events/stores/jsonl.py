@@ -68,7 +68,7 @@ from .base import Claim, InlineStore, check_batch, check_conflict, encode_bodies
 from .following import POLL_INTERVAL, Appended, follow_session
 from .jsonlindex import JsonlIndex, SessionIndex, file_size, write_all
 from .jsonlines import decode_stored, read_jsonl, verify_jsonl
-from .verifyapart import verify_apart
+from .verifyapart import ChecksApart, Kind
 from .locks import (byte_claims_hold, claim_byte, claim_file, locked_elsewhere, open_for_claims,
                     try_lock)
 from .modes import open_creating
@@ -79,7 +79,7 @@ __all__ = ["JsonlStore", "read_jsonl", "verify_jsonl"]
 _MAX_RUN = 1 << 20
 
 
-class JsonlStore(JsonlIndex, InlineStore):
+class JsonlStore(ChecksApart, JsonlIndex, InlineStore):
     """An :class:`~events.stores.EventStore` in one JSON Lines file at ``path``.
 
     The file is opened (created if missing, owner-only: :mod:`events.stores.modes`) and
@@ -325,15 +325,8 @@ class JsonlStore(JsonlIndex, InlineStore):
         return verify_jsonl(self.path, self._key, session=session, anchors=tuple(anchors),
                             artifacts=self.artifacts.get)
 
-    async def verify_apart(
-        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
-    ) -> VerifyReport:
-        """:meth:`verify` in a child process, for a long file checked while this process
-        goes on serving: neither the event loop nor the interpreter's lock is held for the
-        seconds it takes (:mod:`events.stores.verifyapart`)."""
-        self._ensure_open()
-        return await verify_apart("jsonl", self.path, self._key, session=session,
-                                  anchors=tuple(anchors))
+    def _opened_as(self) -> tuple[Kind, str]:
+        return "jsonl", self.path
 
     async def put_artifact(self, session_id: str, call_id: str, sha256: str,
                            data: bytes) -> None:

@@ -59,7 +59,7 @@ from .base import Claim, Claims, ClosingStore, check_artifact, check_batch, enco
 from .pgappend import Appender, Connection, Pending, checked_head, last_seq, rows
 from .pgclaims import DatabaseClaims
 from .pgfollow import follow_session
-from .verifyapart import verify_apart
+from .verifyapart import ChecksApart, Kind
 from .rows import check_rows, decode_row, session_of, sid_of, verify_tables
 
 __all__ = ["PostgresStore"]
@@ -94,7 +94,7 @@ def describe(conninfo: str) -> str:
     return f"postgresql://{user}{parts.get('host', '')}{port}/{parts.get('dbname', '')}"
 
 
-class PostgresStore(ClosingStore):
+class PostgresStore(ChecksApart, ClosingStore):
     """An :class:`~events.stores.EventStore` in the PostgreSQL database ``conninfo`` names (a
     ``postgresql://`` URL, or a libpq ``key=value`` string). Its tables must exist: create
     them with ``toolledger db init URL`` or :meth:`init_schema`; otherwise the first use
@@ -306,14 +306,8 @@ class PostgresStore(ClosingStore):
         self.ensure_open()
         return follow_session(self, session_id, after)
 
-    async def verify_apart(
-        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
-    ) -> VerifyReport:
-        """:meth:`verify` in a child process, for a long check made while this process goes
-        on serving: a worker thread would hold the interpreter's lock against the event loop
-        for most of it (:mod:`events.stores.verifyapart`)."""
-        return await verify_apart("postgresql", self.conninfo, self._key, session=session,
-                                  anchors=tuple(anchors))
+    def _opened_as(self) -> tuple[Kind, str]:
+        return "postgresql", self.conninfo
 
     async def verify(
         self, *, session: str | None = None, anchors: Iterable[Anchor] = ()

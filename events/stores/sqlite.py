@@ -50,7 +50,7 @@ from .base import (Claim, InlineStore, check_artifact, check_batch, check_confli
 from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
 from .locks import claim_file
-from .verifyapart import verify_apart
+from .verifyapart import ChecksApart, Kind
 from .rows import check_head, check_rows, decode_row, session_of, sid_of, verify_tables
 from .sqlite_checkpoint import Checkpointer
 from .sqlite_connect import connect, create_file
@@ -64,7 +64,7 @@ _LAST_RECORD = (f"SELECT seq, substr(line, -{SEALED_TAIL}) FROM records WHERE se
                 f"ORDER BY seq DESC LIMIT 1")
 
 
-class SqliteStore(InlineStore):
+class SqliteStore(ChecksApart, InlineStore):
     """An :class:`~events.stores.EventStore` in the SQLite database at ``path``.
 
     A missing file is created owner-only (mode ``0600`` whatever the umask; SQLite gives its
@@ -337,14 +337,8 @@ class SqliteStore(InlineStore):
         await trio.to_thread.run_sync(init)
         self._unusable = None
 
-    async def verify_apart(
-        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
-    ) -> VerifyReport:
-        """:meth:`verify` in a child process, for a long check made while this process goes
-        on serving: a worker thread would hold the interpreter's lock against the event loop
-        for most of it (:mod:`events.stores.verifyapart`)."""
-        return await verify_apart("sqlite", self.path, self._key, session=session,
-                                  anchors=tuple(anchors))
+    def _opened_as(self) -> tuple[Kind, str]:
+        return "sqlite", self.path
 
     async def verify(
         self, *, session: str | None = None, anchors: Iterable[Anchor] = ()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import pickle
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any, Literal
 
@@ -35,7 +35,7 @@ import trio
 from ..errors import LogError
 from ..integrity import Anchor, VerifyReport
 
-__all__ = ["Kind", "main", "verify_apart"]
+__all__ = ["ChecksApart", "Kind", "main", "verify_apart"]
 
 #: The stores a child can open: a JSONL file, an SQLite database, a PostgreSQL database.
 Kind = Literal["jsonl", "sqlite", "postgresql"]
@@ -64,6 +64,27 @@ async def verify_apart(kind: Kind, target: str, key: bytes | None, *,
         raise LogError(outcome)
     assert isinstance(outcome, VerifyReport)
     return outcome
+
+
+class ChecksApart:
+    """``verify_apart`` for a store a child process can open again: the store says how with
+    :meth:`_opened_as`, and keeps its key in ``_key``."""
+
+    _key: bytes | None
+
+    def _opened_as(self) -> tuple[Kind, str]:
+        """The kind of store, and its path or conninfo."""
+        raise NotImplementedError
+
+    async def verify_apart(
+        self, *, session: str | None = None, anchors: Iterable[Anchor] = ()
+    ) -> VerifyReport:
+        """The store's ``verify`` (``session``, ``anchors``) made in a child process, for a
+        long check while this process goes on serving: neither the event loop nor the
+        interpreter's lock is held for the seconds it takes (see the module docstring)."""
+        kind, target = self._opened_as()
+        return await verify_apart(kind, target, self._key, session=session,
+                                  anchors=tuple(anchors))
 
 
 def _verify(kind: Kind, target: str, key: bytes | None, session: str | None,
