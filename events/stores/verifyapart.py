@@ -8,14 +8,15 @@ CPU it used (a part of 2 000 records took 0.3-1.7 s instead of 0.02 s, and a pag
 docs/performance.md, "The web console over big logs"). A child process has its own lock and
 its own core.
 
-The child is this interpreter (``sys.executable``) running :func:`main`, with ``-P`` (no
+The child is this interpreter (``sys.executable``) running
+:func:`events.stores.verifychild.main`, with ``-P`` (no
 working directory on its path, where a folder named like a package could stand in) and the
 folder this ``events`` package is in put first on its path, so it checks with this very
 code. It opens the store read-only from what the request names (a JSONL file is checked by
 :func:`~events.stores.jsonlines.verify_jsonl` without opening a store: no index is needed),
 runs its ``verify``, and closes it. The request (what to open, the key, session, anchors)
 goes down its stdin and the report comes back on its stdout, both pickled: the two ends are
-this module, and neither the key nor a database's password appears on a command line or in
+this module and that one, and neither the key nor a database's password appears on a command line or in
 the environment. A check that is cancelled kills the child (trio's ``run_process``). An
 error of the check (a file that is not a log, a database that cannot be reached) comes back
 as a :class:`~events.errors.LogError` with the child's message.
@@ -27,15 +28,14 @@ import os
 import pickle
 import sys
 from collections.abc import Iterable, Sequence
-from functools import partial
-from typing import Any, Literal
+from typing import Literal
 
 import trio
 
 from ..errors import LogError
 from ..integrity import Anchor, VerifyReport
 
-__all__ = ["ChecksApart", "Kind", "main", "verify_apart"]
+__all__ = ["ChecksApart", "Kind", "verify_apart"]
 
 #: The stores a child can open: a JSONL file, an SQLite database, a PostgreSQL database.
 Kind = Literal["jsonl", "sqlite", "postgresql"]
@@ -43,7 +43,7 @@ Kind = Literal["jsonl", "sqlite", "postgresql"]
 #: The folder that holds the ``events`` package: first on the child's path.
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _CHILD = ("import sys; sys.path.insert(0, sys.argv[1]); "
-          "from events.stores.verifyapart import main; main()")
+          "from events.stores.verifychild import main; main()")
 
 
 async def verify_apart(kind: Kind, target: str, key: bytes | None, *,
@@ -59,7 +59,7 @@ async def verify_apart(kind: Kind, target: str, key: bytes | None, *,
         raise LogError(f"the check of {kind} log {target if kind != 'postgresql' else ''} "
                        f"in a child process failed (exit status {done.returncode}): "
                        f"{problem[-1] if problem else 'no message'}")
-    outcome = pickle.loads(done.stdout)  # noqa: S301 - written by main(), below
+    outcome = pickle.loads(done.stdout)  # noqa: S301 - written by verifychild.main()
     if isinstance(outcome, str):
         raise LogError(outcome)
     assert isinstance(outcome, VerifyReport)
@@ -85,36 +85,3 @@ class ChecksApart:
         kind, target = self._opened_as()
         return await verify_apart(kind, target, self._key, session=session,
                                   anchors=tuple(anchors))
-
-
-def _verify(kind: Kind, target: str, key: bytes | None, session: str | None,
-            anchors: Sequence[Anchor]) -> VerifyReport:
-    if kind == "jsonl":
-        from .jsonlines import verify_jsonl
-
-        return verify_jsonl(target, key, session=session, anchors=anchors)
-    store: Any
-    if kind == "sqlite":
-        from .sqlite import SqliteStore
-
-        store = SqliteStore(target, key=key, read_only=True)
-    else:
-        from .postgres import PostgresStore
-
-        store = PostgresStore(target, key=key, connections=1)
-    with store:
-        report: VerifyReport = trio.run(partial(store.verify, session=session,
-                                                anchors=anchors))
-    return report
-
-
-def main() -> None:
-    """The child's side: read the request from stdin, write the report (or the text of the
-    error that stopped the check) to stdout."""
-    kind, target, key, session, anchors = pickle.load(sys.stdin.buffer)
-    outcome: VerifyReport | str
-    try:
-        outcome = _verify(kind, target, key, session, anchors)
-    except LogError as exc:
-        outcome = str(exc)
-    pickle.dump(outcome, sys.stdout.buffer)

@@ -38,6 +38,8 @@ DECLARED_BASES = {
                                        "(docs/stores.md)",
     "events.stores.base.InlineStore": "the stores whose I/O runs inline in the caller's task "
                                       "(docs/stores.md)",
+    "events.stores.verifyapart.ChecksApart": "a store's check in a child process, for every "
+                                             "backend a child can open again (docs/stores.md)",
 }
 
 #: Classes still assembled from a base in another module (subclass: (base, why not yet)).
