@@ -121,7 +121,9 @@ class _Console:
                     break
                 else:
                     chosen.append(row)
-        badges = await self.chains.badges([(row.session_id, row.records) for row in chosen])
+        # a row still being read is checked up to what the log holds, as its page is
+        badges = await self.chains.badges([(row.session_id, row.reading or row.records)
+                                           for row in chosen])
         return sessions_page(page, [(row, badges[row.session_id]) for row in chosen], state,
                              number, more)
 

@@ -5,7 +5,9 @@ that one session; the list checks its rows that changed, each on its own in a da
 check reads that session's rows only), all at once in a JSONL file (a check of one session
 reads the whole file anyway, so one pass serves every row).
 
-A check of up to :data:`INLINE` records is made before the page is sent. A longer one (a
+A check of up to :data:`INLINE` records is made before the page is sent (in a JSONL file, a
+file of up to :data:`INLINE_BYTES`: a check of any session there reads the whole file, so
+its size is what a check costs, however few records the page's sessions have). A longer one (a
 session of 100 000 calls is some 700 000 records: seconds) runs in the background, in the
 console's nursery (its lifespan's: see :mod:`engine.web.folding`), and off the event loop, in
 a child process (the stores' ``verify_apart``: in a thread it would share the interpreter's
@@ -18,6 +20,7 @@ no chain (:class:`~events.stores.MemoryStore`) says so.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -26,11 +29,13 @@ import trio
 from events.chainreport import VerifyReport
 from events.stores import EventStore, JsonlStore
 
-__all__ = ["INLINE", "Chains"]
+__all__ = ["INLINE", "INLINE_BYTES", "Chains"]
 
 UNCHAINED = "no hash chain (this store keeps none)"
 #: The most records (in the sessions to check) checked while the page waits.
 INLINE = 20_000
+#: The largest JSONL file checked while the page waits: some 20 000 records of 270 bytes.
+INLINE_BYTES = 5_000_000
 
 
 def _keyed(report: VerifyReport) -> str:
@@ -45,6 +50,7 @@ class Chains:
         self._verify: Any = getattr(store, "verify", None)
         self._nursery = nursery  # where a long check runs, if anywhere
         self._one_pass = isinstance(store, JsonlStore)
+        self._file = store.path if isinstance(store, JsonlStore) else None
         # a long check: in a child process (see events.stores.verifyapart)
         self._apart: Any = getattr(store, "verify_apart", None)
         self._kept: dict[str, tuple[int, str]] = {}
@@ -52,10 +58,12 @@ class Chains:
 
     async def _check(self, key: str | None, records: int,
                      check: Callable[[bool], Awaitable[None]]) -> None:
-        """Run ``check`` now if it covers at most :data:`INLINE` records, else in the
-        background (once at a time per ``key``)."""
+        """Run ``check`` now if it covers at most :data:`INLINE` records (a JSONL file: if
+        the file is at most :data:`INLINE_BYTES`), else in the background (once at a time
+        per ``key``)."""
         nursery = self._nursery()
-        long = records > INLINE
+        long = (os.path.getsize(self._file) > INLINE_BYTES if self._file is not None
+                else records > INLINE)
         if not long or nursery is None:
             await check(long)
             return

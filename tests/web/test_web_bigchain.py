@@ -38,6 +38,7 @@ async def test_a_long_check_runs_behind_the_page_and_the_next_page_shows_it(
 async def test_a_long_check_runs_in_a_child_process_while_pages_are_served(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, backend: str) -> None:
     monkeypatch.setattr(chain, "INLINE", 0)
+    monkeypatch.setattr(chain, "INLINE_BYTES", 0)
     # the child waits, before it checks, until the test writes to this pipe
     gate = str(tmp_path / "gate")
     os.mkfifo(gate)
@@ -68,3 +69,21 @@ async def test_a_long_check_runs_in_a_child_process_while_pages_are_served(
                 while "chain verified" not in shown:
                     await trio.testing.wait_all_tasks_blocked()
                     shown = await console.page("/session", id=SID)
+
+
+async def test_a_big_jsonl_file_is_checked_behind_the_list_however_short_its_sessions(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A check of any session of a JSONL file reads the whole file: a big file with a short
+    # session (or a long one read only in part so far) is no check to make on the page's path.
+    monkeypatch.setattr(chain, "INLINE_BYTES", 0)  # the file counts as big
+    with JsonlStore(str(tmp_path / "log.jsonl")) as store:
+        await paused(store, deleting())
+        async with Console(store) as console:
+            listed = await console.page("/")
+            assert "checking the chain" in listed and "chain verified" not in listed
+            shown = ""
+            with trio.fail_after(60):
+                while "chain verified" not in shown:
+                    await trio.testing.wait_all_tasks_blocked()
+                    shown = await console.page("/")
+            assert "checking the chain" not in shown
