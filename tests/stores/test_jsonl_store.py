@@ -110,6 +110,9 @@ CORRUPTIONS: dict[str, tuple[int, Callable[[], bytes], str]] = {
     "not UTF-8 in data": (2, lambda: encode_line(rec("s", 2)).encode().replace(b"#", b"\xff")
                           + b"\n", "not valid JSON"),
     "data not an object": (2, lambda: modified(rec("s", 2), data=[]), "must be an object"),
+    # what Python writes for an infinite float, inside the data the opening scan skips
+    "not JSON inside data": (2, lambda: modified(rec("s", 2), data={"text": float("inf")}),
+                             "not valid JSON"),
     "malformed hash": (3, lambda: modified(rec("s", 3), hash="F" * 64), "'hash'"),
 }
 
