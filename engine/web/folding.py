@@ -12,9 +12,10 @@ decode) — is not folded on the page's path:
 - a page waits for that fold up to a short deadline (:data:`WAIT`), then shows what is folded:
   the session's first calls are complete (they are at the log's start), and ``Folded.reading``
   says how far the fold has to go, so the page says it is still reading and withholds its
-  controls. It stops waiting sooner once the fold's pace so far says it will not end by the
-  deadline: a session that takes seconds to read shows its first part at once, not after
-  the whole wait; one that ends within the wait is shown whole;
+  controls. It stops waiting sooner once the fold has read the calls the page shows and its
+  pace says it will not end by the deadline: a session that takes seconds to read shows its
+  first calls at once, not after the whole wait; one that ends within the wait is shown
+  whole;
 - every request for the session while it runs waits on that same fold (the per-session lock
   guards starting it), and the live update follows its progress;
 - a fold that fails (a log that breaks half-way) hands its error to every request waiting on
