@@ -5,10 +5,14 @@ that cannot check says so as a ``LogError``."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
+
+import events.stores.jsonl as jsonl_module
 
 from engine import approve_all
 from engine.models import FauxModel, faux_text
@@ -86,3 +90,26 @@ async def test_a_child_that_cannot_check_is_a_log_error(
     with JsonlStore(str(path), read_only=True) as store:
         with pytest.raises(LogError, match="exit status 1.*no checking here"):
             await store.verify_apart()
+
+
+async def test_a_check_in_process_leaves_the_loop_to_other_tasks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The check waits until a task of the loop lets it go: on the loop, it never would.
+    path = tmp_path / "log.jsonl"
+    await write_log(JsonlStore(str(path)))
+    release = threading.Event()
+    check = jsonl_module.verify_jsonl
+
+    def held(*args: Any, **kwargs: Any) -> Any:
+        if not release.wait(30):
+            raise AssertionError("no task of the loop ran while the check ran")
+        return check(*args, **kwargs)
+
+    monkeypatch.setattr(jsonl_module, "verify_jsonl", held)
+    async def let_go() -> None:
+        release.set()
+
+    with JsonlStore(str(path), read_only=True) as store:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(let_go)
+            assert (await store.verify()).ok
