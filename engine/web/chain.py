@@ -49,7 +49,7 @@ class Chains:
                  nursery: Callable[[], trio.Nursery | None] = lambda: None) -> None:
         self._verify: Any = getattr(store, "verify", None)
         self._nursery = nursery  # where a long check runs, if anywhere
-        self._one_pass = isinstance(store, JsonlStore)
+        # a JSONL file: one pass checks every session, and costs what the file's size says
         self._file = store.path if isinstance(store, JsonlStore) else None
         # a long check: in a child process (see events.stores.verifyapart)
         self._apart: Any = getattr(store, "verify_apart", None)
@@ -116,7 +116,7 @@ class Chains:
         if self._verify is None:
             return {sid: UNCHAINED for sid, _ in rows}
         changed = [(sid, seq) for sid, seq in rows if self._kept.get(sid, (None,))[0] != seq]
-        if changed and not self._one_pass:
+        if changed and self._file is None:
             for sid, seq in changed:
                 await self.badge(sid, seq)
         elif changed:

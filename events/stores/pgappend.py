@@ -28,7 +28,7 @@ from ..integrity import GENESIS
 from ..types import Record
 from . import pgschema
 from .base import check_conflict, seal_lines
-from .rows import check_head, sid_of
+from .rows import NO_LIMIT, check_head, sid_of
 
 __all__ = ["Appender", "Connection", "Pending", "checked_head", "last_seq", "rows"]
 
@@ -36,7 +36,7 @@ Connection = psycopg.Connection[tuple[Any, ...]]
 
 
 def rows(conn: Connection, session_id: str, first: int,
-         last: int = 2**62) -> list[tuple[int, bytes]]:
+         last: int = NO_LIMIT) -> list[tuple[int, bytes]]:
     """The session's ``(seq, line)`` rows from seq ``first`` on (to seq ``last``), in order."""
     cursor = conn.cursor(binary=True)
     cursor.execute("SELECT seq, line FROM toolledger_records WHERE session_id = %s "

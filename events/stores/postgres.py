@@ -60,7 +60,7 @@ from .pgappend import Appender, Connection, Pending, checked_head, last_seq, row
 from .pgclaims import DatabaseClaims
 from .pgfollow import follow_session
 from .verifyapart import ChecksApart, Kind
-from .rows import check_rows, decode_row, session_of, sid_of, verify_tables
+from .rows import check_rows, decode_row, seq_bound, session_of, sid_of, verify_tables
 
 __all__ = ["PostgresStore"]
 
@@ -269,7 +269,7 @@ class PostgresStore(ChecksApart, ClosingStore):
         """The session's records with ``seq > after``, in seq order; ``[]`` if unknown. At
         most ``limit`` if given (a follower reads a long session a part at a time)."""
         after = max(after, 0)
-        last = 2**62 if limit is None else after + limit
+        last = seq_bound(after, limit)
 
         def read(conn: Connection) -> list[Record]:
             if self._key is None:

@@ -28,7 +28,17 @@ from ..integrity import (GENESIS, Anchor, ArtifactLoader, ChainVerifier, LinkErr
 from ..types import Record
 from .jsonlines import decode_stored
 
-__all__ = ["check_head", "check_rows", "decode_row", "session_of", "sid_of", "verify_tables"]
+__all__ = ["NO_LIMIT", "check_head", "check_rows", "decode_row", "seq_bound", "session_of",
+           "sid_of", "verify_tables"]
+
+#: A seq past every record's: the bound of a read that has no limit.
+NO_LIMIT = 2**62
+
+
+def seq_bound(after: int, limit: int | None) -> int:
+    """The last seq a read of the records after seq ``after``, at most ``limit`` of them,
+    hands out (:data:`NO_LIMIT` without a limit)."""
+    return NO_LIMIT if limit is None else after + limit
 
 
 def sid_of(session_id: str) -> bytes:

@@ -51,7 +51,8 @@ from .following import POLL_INTERVAL, Appended, follow_session
 from .groupcommit import Batch, GroupCommit
 from .locks import claim_file
 from .verifyapart import ChecksApart, Kind
-from .rows import check_head, check_rows, decode_row, session_of, sid_of, verify_tables
+from .rows import (check_head, check_rows, decode_row, seq_bound, session_of, sid_of,
+                   verify_tables)
 from .sqlite_checkpoint import Checkpointer
 from .sqlite_connect import connect, create_file
 from .sqlite_schema import check_schema, init_schema
@@ -234,7 +235,7 @@ class SqliteStore(ChecksApart, InlineStore):
         conn = self._ensure_open(self._read_conn)
         after = max(after, 0)
         sid = sid_of(session_id)
-        last = after + limit if limit is not None else 2**62
+        last = seq_bound(after, limit)
         if self._key is None:
             rows = conn.execute("SELECT seq, line FROM records WHERE session_id = ? AND seq > ? "
                                 "AND seq <= ? ORDER BY seq", (sid, after, last)).fetchall()
@@ -357,25 +358,22 @@ class SqliteStore(ChecksApart, InlineStore):
 
     def _verify(self, session: str | None, anchors: Sequence[Anchor]) -> VerifyReport:
         with closing(connect(self.path, self.busy_timeout, durable=False, read_only=True)) as conn:
-            return self._verify_on(conn, session, anchors)
-
-    def _verify_on(self, conn: sqlite3.Connection, session: str | None,
-                   anchors: Sequence[Anchor]) -> VerifyReport:
-        only, args = ("WHERE session_id = ? ", (sid_of(session),)) if session is not None \
-            else ("", ())  # one session's check reads that session's row only
-        rows = {session_of(sid): (int(last), str(head)) for sid, last, head in conn.execute(
-            f"SELECT session_id, last_seq, head FROM sessions {only}ORDER BY id", args)}
-        # a check of one session reads that session's records only (no scan for others)
-        orphans = [session_of(sid) for (sid,) in conn.execute(
-            "SELECT DISTINCT session_id FROM records "
-            "WHERE session_id NOT IN (SELECT session_id FROM sessions)")
-        ] if session is None else []
-        return verify_tables(
-            self._key, rows, orphans,
-            lambda session_id: conn.execute("SELECT seq, line FROM records WHERE session_id = ? "
-                                            "ORDER BY seq", (sid_of(session_id),)),
-            session=session, anchors=anchors,
-            artifacts=lambda *name: self._artifact(conn, *name))
+            only, args = ("WHERE session_id = ? ", (sid_of(session),)) if session is not None \
+                else ("", ())  # one session's check reads that session's row only
+            rows = {session_of(sid): (int(last), str(head)) for sid, last, head in conn.execute(
+                f"SELECT session_id, last_seq, head FROM sessions {only}ORDER BY id", args)}
+            # a check of one session reads that session's records only (no scan for others)
+            orphans = [session_of(sid) for (sid,) in conn.execute(
+                "SELECT DISTINCT session_id FROM records "
+                "WHERE session_id NOT IN (SELECT session_id FROM sessions)")
+            ] if session is None else []
+            return verify_tables(
+                self._key, rows, orphans,
+                lambda session_id: conn.execute(
+                    "SELECT seq, line FROM records WHERE session_id = ? ORDER BY seq",
+                    (sid_of(session_id),)),
+                session=session, anchors=anchors,
+                artifacts=lambda *name: self._artifact(conn, *name))
 
     def close(self) -> None:
         """Close the database. Idempotent; the store refuses to be used afterwards."""
